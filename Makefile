@@ -1,0 +1,71 @@
+# Switchyard. `make help` lists the targets.
+
+GO ?= go
+CONTROLLER_GEN ?= $(GO) tool controller-gen
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X github.com/switchyard-io/switchyard/internal/version.Version=$(VERSION)
+# Tests that need a real API server find kube-apiserver, etcd and kubectl here (hack/envtest.sh builds them).
+ENVTEST_ASSETS = $(shell hack/envtest.sh)
+
+.DEFAULT_GOAL := help
+
+##@ General
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*##"; printf "\nUsage:\n  make \033[36m<target>\033[0m\n"} /^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) } ' $(MAKEFILE_LIST)
+
+##@ Development
+
+.PHONY: manifests
+manifests: ## Generate the CRDs from the API types and their kubebuilder markers.
+	$(CONTROLLER_GEN) crd paths="./api/..." output:crd:artifacts:config=config/crd/bases
+
+.PHONY: generate
+generate: ## Generate DeepCopy methods.
+	$(CONTROLLER_GEN) object paths="./api/..."
+
+.PHONY: fmt
+fmt: ## Run gofmt on the code.
+	gofmt -l -w $$(git ls-files '*.go')
+
+.PHONY: vet
+vet: ## Run go vet.
+	$(GO) vet ./...
+
+.PHONY: lint
+lint: vet ## Run the linters (go vet and a gofmt check).
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+.PHONY: envtest
+envtest: ## Build (once, cached in ~/.cache/switchyard) kube-apiserver, etcd and kubectl for envtest.
+	@hack/envtest.sh
+
+.PHONY: test
+test: envtest ## Run all unit and envtest suites (a real kube-apiserver and etcd).
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) test ./... -count=1
+
+.PHONY: test-e2e
+test-e2e: envtest ## Run the end-to-end suite on a local control plane.
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) test ./test/e2e/... -count=1 -tags=e2e -v
+
+.PHONY: bench
+bench: ## Run the package benchmarks.
+	$(GO) test -run '^$$' -bench . -benchmem ./internal/...
+
+.PHONY: verify
+verify: ## Fail when generated files are stale or code is not gofmt'ed.
+	$(MAKE) manifests generate
+	@git diff --exit-code -- api config || { echo "generated files are stale: run 'make manifests generate' and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- api config)" || { git status --porcelain -- api config; echo "untracked generated files: run 'make manifests generate' and commit"; exit 1; }
+	$(MAKE) lint
+
+##@ Build
+
+.PHONY: build
+build: ## Build bin/switchyard.
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/switchyard ./cmd/switchyard
+
+.PHONY: run
+run: ## Run the standalone proxy on the sample manifests.
+	$(GO) run ./cmd/switchyard proxy --config config/samples/standalone

@@ -1,0 +1,74 @@
+package health
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// benchEngine configures 16 channels × 4 models with chat settings and a minute of traffic.
+func benchEngine(b *testing.B) (*Engine, []Key) {
+	e := NewEngine(0)
+	var targets []Target
+	var keys []Key
+	for c := range 16 {
+		for m := range 4 {
+			k := Key{Channel: fmt.Sprintf("channel-%02d", c), Model: fmt.Sprintf("model-%d", m)}
+			keys = append(keys, k)
+			targets = append(targets, Target{Key: k, Settings: DefaultSettings("chat")})
+		}
+	}
+	e.Configure(t0, targets)
+	for i := range 60 * 1000 {
+		e.Observe(keys[i%len(keys)], benchObservation(i))
+	}
+	if n := len(e.Events(0)); n != 0 {
+		b.Fatalf("warm-up traffic caused %d transitions", n)
+	}
+	return e, keys
+}
+
+// benchObservation is the i-th attempt of a steady, healthy stream: 1000 attempts/s over all
+// keys, 1% server errors spread out, latencies between 200 ms and 2.2 s.
+func benchObservation(i int) Observation {
+	o := Observation{At: t0.Add(time.Duration(i) * time.Millisecond), Outcome: OutcomeSuccess,
+		Latency: time.Duration(200+i%2000) * time.Millisecond}
+	if i%101 == 100 {
+		o.Outcome = OutcomeServerError
+	}
+	return o
+}
+
+func BenchmarkObserve(b *testing.B) {
+	e, keys := benchEngine(b)
+	i := 60 * 1000
+	b.ReportAllocs()
+	for b.Loop() {
+		e.Observe(keys[i%len(keys)], benchObservation(i))
+		i++
+	}
+	if n := len(e.Events(0)); n != 0 {
+		b.Fatalf("steady traffic caused %d transitions", n)
+	}
+}
+
+func benchSelect(b *testing.B) {
+	e, _ := benchEngine(b)
+	cands := []Candidate{{Channel: "channel-00", Weight: 100}, {Channel: "channel-01", Weight: 50}, {Channel: "channel-02", Weight: 100}}
+	dst := make([]Route, 0, 8)
+	now := t0.Add(time.Minute)
+	i := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		dst = e.Select(now.Add(time.Duration(i)*time.Millisecond), "model-1", cands, StrategyHealthScore, true, float64(i%1000)/1000, dst)
+		i++
+	}
+	if len(dst) != 3 {
+		b.Fatalf("routes %+v", dst)
+	}
+}
+
+func BenchmarkSelect(b *testing.B) { benchSelect(b) }
+
+// BenchmarkRoutable is BenchmarkSelect under the name the issue uses for "which channels may I use".
+func BenchmarkRoutable(b *testing.B) { benchSelect(b) }

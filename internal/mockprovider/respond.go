@@ -1,0 +1,354 @@
+package mockprovider
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+)
+
+// GarbageEvent is the malformed event ModeGarbage puts in a stream.
+const GarbageEvent = "data: {not json\n\n"
+
+// DoneEvent ends chat and completions streams.
+const DoneEvent = "data: [DONE]\n\n"
+
+// answer plays a successful answer, with the stream faults of the mode.
+func (x *exchange) answer() {
+	streamable := x.ep == epChat || x.ep == epCompletions || x.ep == epResponses
+	if x.req.Stream && streamable {
+		x.stream(x.plan())
+		return
+	}
+	if !x.wait(x.b.Latency) {
+		x.abort(false)
+		return
+	}
+	data, err := json.Marshal(x.fullBody())
+	if err != nil {
+		x.statusError(http.StatusInternalServerError)
+		return
+	}
+	x.writeBody(append(data, '\n'))
+}
+
+// writeBody writes a non-streamed 200 answer; cut and stall send half of it,
+// garbage sends a body that is not JSON.
+func (x *exchange) writeBody(data []byte) {
+	h := x.w.Header()
+	h.Set("Content-Type", "application/json")
+	switch x.b.Mode {
+	case ModeGarbage:
+		data = []byte("{not json\n")
+	case ModeCut, ModeStall:
+		h.Set("Content-Length", fmt.Sprint(len(data)))
+		x.w.WriteHeader(http.StatusOK)
+		_, _ = x.w.Write(data[:len(data)/2])
+		_ = x.rc.Flush()
+		if x.b.Mode == ModeStall {
+			x.block()
+		}
+		x.abort(false)
+		return
+	}
+	h.Set("Content-Length", fmt.Sprint(len(data)))
+	x.w.WriteHeader(http.StatusOK)
+	_, _ = x.w.Write(data)
+}
+
+// streamPlan is the events of a complete stream.
+type streamPlan struct {
+	head    []string // before the content (responses: response.created)
+	content []string // one per content chunk
+	final   []string // finish_reason chunk, usage chunk, response.completed
+	done    bool     // end with data: [DONE]
+}
+
+// stream plays a plan, with the timing and faults of the behaviour.
+func (x *exchange) stream(p streamPlan) {
+	h := x.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	started := false
+	start := func() bool {
+		if !started {
+			started = true
+			x.w.WriteHeader(http.StatusOK)
+		}
+		return x.rc.Flush() == nil
+	}
+	if x.b.HeadersFirst && !start() {
+		return
+	}
+	if !x.wait(x.b.FirstTokenDelay) {
+		x.abort(false)
+		return
+	}
+	first := true
+	// send writes one event and flushes; false means stop (client gone or aborted).
+	send := func(ev string) bool {
+		if !first && !x.wait(x.b.ChunkDelay) {
+			x.abort(false)
+			return false
+		}
+		first = false
+		started = true
+		if _, err := io.WriteString(x.w, ev); err != nil {
+			return false
+		}
+		return x.rc.Flush() == nil
+	}
+	for _, ev := range p.head {
+		if !send(ev) {
+			return
+		}
+	}
+	for i := 0; i <= len(p.content); i++ {
+		if i == x.b.After {
+			switch x.b.Mode {
+			case ModeCut:
+				start()
+				x.abort(false)
+				return
+			case ModeStall:
+				if start() {
+					x.block()
+				}
+				x.abort(false)
+				return
+			case ModeGarbage:
+				if !send(GarbageEvent) {
+					return
+				}
+			}
+		}
+		if i < len(p.content) && !send(p.content[i]) {
+			return
+		}
+	}
+	for _, ev := range p.final {
+		if !send(ev) {
+			return
+		}
+	}
+	if p.done && x.b.Mode != ModeNoDone {
+		send(DoneEvent)
+	}
+}
+
+func sseData(v any) string {
+	data, _ := json.Marshal(v)
+	return "data: " + string(data) + "\n\n"
+}
+
+func sseEvent(typ string, v any) string {
+	data, _ := json.Marshal(v)
+	return "event: " + typ + "\n" + "data: " + string(data) + "\n\n"
+}
+
+// pieces is the answer text, one piece per content chunk.
+func (x *exchange) pieces() []string {
+	out := make([]string, x.b.Chunks)
+	for i := range out {
+		switch i {
+		case 0:
+			out[i] = "Hello"
+		case 1:
+			out[i] = " from"
+		case 2:
+			out[i] = " " + x.s.opts.Name
+		default:
+			out[i] = fmt.Sprintf(" #%d", i+1)
+		}
+	}
+	return out
+}
+
+func (x *exchange) text() string {
+	s := ""
+	for _, p := range x.pieces() {
+		s += p
+	}
+	return s
+}
+
+func (x *exchange) promptTokens() int {
+	n := len(x.req.Messages) + len(x.req.Prompt) + len(x.req.Input)
+	return 1 + n/4
+}
+
+func (x *exchange) usage() map[string]any {
+	p, c := x.promptTokens(), x.b.Chunks
+	return map[string]any{"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
+}
+
+func (x *exchange) includeUsage() bool {
+	return x.req.StreamOptions != nil && x.req.StreamOptions.IncludeUsage
+}
+
+func (x *exchange) created() int64 { return time.Now().Unix() }
+
+func (x *exchange) fullBody() any {
+	switch x.ep {
+	case epChat:
+		return map[string]any{
+			"id": fmt.Sprintf("chatcmpl-mock%d", x.id), "object": "chat.completion", "created": x.created(),
+			"model": x.req.Model, "system_fingerprint": "fp_mock",
+			"choices": []any{map[string]any{
+				"index":         0,
+				"message":       map[string]any{"role": "assistant", "content": x.text(), "refusal": nil},
+				"logprobs":      nil,
+				"finish_reason": "stop",
+			}},
+			"usage": x.usage(),
+		}
+	case epCompletions:
+		return map[string]any{
+			"id": fmt.Sprintf("cmpl-mock%d", x.id), "object": "text_completion", "created": x.created(),
+			"model": x.req.Model,
+			"choices": []any{map[string]any{
+				"text": x.text(), "index": 0, "logprobs": nil, "finish_reason": "stop",
+			}},
+			"usage": x.usage(),
+		}
+	case epEmbeddings:
+		return x.embeddings()
+	case epResponses:
+		return x.response("completed", true)
+	case epModels:
+		var data []any
+		for _, m := range x.s.modelList() {
+			data = append(data, map[string]any{"id": m, "object": "model", "created": 1700000000, "owned_by": x.s.opts.Name})
+		}
+		return map[string]any{"object": "list", "data": data}
+	}
+	return map[string]any{}
+}
+
+func (x *exchange) embeddings() any {
+	n := 1
+	var arr []json.RawMessage
+	if json.Unmarshal(x.req.Input, &arr) == nil && len(arr) > 0 {
+		// An array of strings or of token arrays is a batch; an array of numbers is one input.
+		if c := firstByte(arr[0]); c == '"' || c == '[' {
+			n = len(arr)
+		}
+	}
+	dims := 8
+	if x.req.Dimensions > 0 && x.req.Dimensions <= 4096 {
+		dims = x.req.Dimensions
+	}
+	var data []any
+	for i := 0; i < n; i++ {
+		vec := make([]float64, dims)
+		for j := range vec {
+			v := float64(j%10+1) / 100
+			if j%2 == 1 {
+				v = -v
+			}
+			vec[j] = v
+		}
+		data = append(data, map[string]any{"object": "embedding", "index": i, "embedding": vec})
+	}
+	p := x.promptTokens()
+	return map[string]any{
+		"object": "list", "data": data, "model": x.req.Model,
+		"usage": map[string]any{"prompt_tokens": p, "total_tokens": p},
+	}
+}
+
+func firstByte(b []byte) byte {
+	for _, c := range b {
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return c
+		}
+	}
+	return 0
+}
+
+func (x *exchange) response(status string, complete bool) map[string]any {
+	r := map[string]any{
+		"id": fmt.Sprintf("resp_mock%d", x.id), "object": "response", "created_at": x.created(),
+		"status": status, "model": x.req.Model, "output": []any{}, "error": nil,
+	}
+	if complete {
+		p, c := x.promptTokens(), x.b.Chunks
+		r["output"] = []any{map[string]any{
+			"type": "message", "id": fmt.Sprintf("msg_mock%d", x.id), "status": "completed", "role": "assistant",
+			"content": []any{map[string]any{"type": "output_text", "text": x.text(), "annotations": []any{}}},
+		}}
+		r["usage"] = map[string]any{"input_tokens": p, "output_tokens": c, "total_tokens": p + c}
+	}
+	return r
+}
+
+// plan builds the events of a full stream for the request's endpoint.
+func (x *exchange) plan() streamPlan {
+	var p streamPlan
+	pieces := x.pieces()
+	created := x.created()
+	switch x.ep {
+	case epChat:
+		id := fmt.Sprintf("chatcmpl-mock%d", x.id)
+		chunk := func(choices []any) map[string]any {
+			return map[string]any{
+				"id": id, "object": "chat.completion.chunk", "created": created,
+				"model": x.req.Model, "system_fingerprint": "fp_mock", "choices": choices,
+			}
+		}
+		for i, piece := range pieces {
+			delta := map[string]any{"content": piece}
+			if i == 0 {
+				delta["role"] = "assistant"
+			}
+			p.content = append(p.content, sseData(chunk([]any{map[string]any{
+				"index": 0, "delta": delta, "logprobs": nil, "finish_reason": nil,
+			}})))
+		}
+		last := chunk([]any{map[string]any{"index": 0, "delta": map[string]any{}, "logprobs": nil, "finish_reason": "stop"}})
+		p.final = x.finalChunks(last, chunk([]any{}))
+		p.done = true
+	case epCompletions:
+		id := fmt.Sprintf("cmpl-mock%d", x.id)
+		chunk := func(choices []any) map[string]any {
+			return map[string]any{"id": id, "object": "text_completion", "created": created, "model": x.req.Model, "choices": choices}
+		}
+		for _, piece := range pieces {
+			p.content = append(p.content, sseData(chunk([]any{map[string]any{
+				"text": piece, "index": 0, "logprobs": nil, "finish_reason": nil,
+			}})))
+		}
+		last := chunk([]any{map[string]any{"text": "", "index": 0, "logprobs": nil, "finish_reason": "stop"}})
+		p.final = x.finalChunks(last, chunk([]any{}))
+		p.done = true
+	case epResponses:
+		p.head = []string{sseEvent("response.created", map[string]any{
+			"type": "response.created", "sequence_number": 0, "response": x.response("in_progress", false),
+		})}
+		itemID := fmt.Sprintf("msg_mock%d", x.id)
+		for i, piece := range pieces {
+			p.content = append(p.content, sseEvent("response.output_text.delta", map[string]any{
+				"type": "response.output_text.delta", "sequence_number": i + 1, "item_id": itemID,
+				"output_index": 0, "content_index": 0, "delta": piece,
+			}))
+		}
+		p.final = []string{sseEvent("response.completed", map[string]any{
+			"type": "response.completed", "sequence_number": len(pieces) + 1, "response": x.response("completed", true),
+		})}
+	}
+	return p
+}
+
+// finalChunks is the finish_reason chunk, with the usage in it or after it.
+func (x *exchange) finalChunks(last, usageChunk map[string]any) []string {
+	if !x.includeUsage() {
+		return []string{sseData(last)}
+	}
+	if x.b.SeparateUsage {
+		usageChunk["usage"] = x.usage()
+		return []string{sseData(last), sseData(usageChunk)}
+	}
+	last["usage"] = x.usage()
+	return []string{sseData(last)}
+}

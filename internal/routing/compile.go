@@ -1,0 +1,361 @@
+package routing
+
+import (
+	"fmt"
+	"net/url"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	v1alpha1 "github.com/switchyard-io/switchyard/api/v1alpha1"
+)
+
+// Inputs are the objects a table is compiled from.
+type Inputs struct {
+	Channels []v1alpha1.ProviderChannel
+	Policies []v1alpha1.RoutingPolicy
+	Secrets  []corev1.Secret
+	// KeyOverrides maps a channel name to a key that wins over its credentialsRef (standalone
+	// mode fills it from SWITCHYARD_KEY_<CHANNEL> environment variables).
+	KeyOverrides map[string]string
+}
+
+// Problem is one reason an object cannot be compiled. Problems are reported on the object's status
+// (controller) or refused as a whole with the last good table still serving (standalone).
+type Problem struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	// Reason is CamelCase, for a condition's reason.
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
+
+// Reasons a Problem carries.
+const (
+	ReasonInvalidSpec         = "InvalidSpec"
+	ReasonUnsupportedProvider = "UnsupportedProvider"
+	ReasonSecretNotFound      = "SecretNotFound"
+	ReasonSecretKeyNotFound   = "SecretKeyNotFound"
+	ReasonDuplicateChannel    = "DuplicateChannelName"
+	ReasonChannelNotFound     = "ChannelNotFound"
+	ReasonModelNotServed      = "ModelNotServed"
+	ReasonModelConflict       = "ModelConflict"
+	ReasonUnknownModel        = "UnknownModel"
+)
+
+func (p Problem) String() string {
+	return fmt.Sprintf("%s %s: %s", p.Kind, qualified(p.Namespace, p.Name), p.Message)
+}
+
+// Compile builds the routing table. It is pure and deterministic: the same inputs give the same
+// table (and Hash) whatever their order. The table is only safe to serve when no Problem is returned.
+func Compile(in Inputs) (*Table, []Problem) {
+	c := compiler{secrets: map[string]*corev1.Secret{}}
+	for i := range in.Secrets {
+		s := &in.Secrets[i]
+		c.secrets[qualified(s.Namespace, s.Name)] = s
+	}
+	t := &Table{Credentials: map[string]Secret{}}
+
+	channels := slices.Clone(in.Channels)
+	sort.Slice(channels, func(i, j int) bool {
+		if channels[i].Name != channels[j].Name {
+			return channels[i].Name < channels[j].Name
+		}
+		return channels[i].Namespace < channels[j].Namespace
+	})
+	byKey := map[string]*v1alpha1.ProviderChannel{}
+	for i := range channels {
+		pc := &channels[i]
+		if i > 0 && channels[i-1].Name == pc.Name {
+			c.problem("ProviderChannel", pc.Namespace, pc.Name, ReasonDuplicateChannel,
+				fmt.Sprintf("channel name %q is also used in namespace %q; channel names must be unique within one proxy's configuration", pc.Name, channels[i-1].Namespace))
+			continue
+		}
+		ch, key, ok := c.channel(pc)
+		if !ok {
+			continue
+		}
+		if override, ok := in.KeyOverrides[pc.Name]; ok && override != "" {
+			key, ch.HasCredentials = override, true
+		}
+		if ch.HasCredentials {
+			t.Credentials[ch.Name] = NewSecret(key)
+		}
+		t.Channels = append(t.Channels, ch)
+		byKey[qualified(pc.Namespace, pc.Name)] = pc
+	}
+
+	policies := slices.Clone(in.Policies)
+	sort.Slice(policies, func(i, j int) bool {
+		return qualified(policies[i].Namespace, policies[i].Name) < qualified(policies[j].Namespace, policies[j].Name)
+	})
+	claimed := map[string]string{} // model -> policy that routes it
+	for i := range policies {
+		rp := &policies[i]
+		p, ok := c.policy(rp, channels, byKey, t)
+		if !ok {
+			continue
+		}
+		conflict := false
+		for _, m := range p.Models {
+			if other, taken := claimed[m]; taken {
+				c.problem("RoutingPolicy", rp.Namespace, rp.Name, ReasonModelConflict,
+					fmt.Sprintf("model %q is already routed by RoutingPolicy %s; one policy per model", m, other))
+				conflict = true
+			}
+		}
+		if conflict {
+			continue
+		}
+		for _, m := range p.Models {
+			claimed[m] = qualified(rp.Namespace, rp.Name)
+		}
+		t.Policies = append(t.Policies, p)
+	}
+	for _, p := range t.Policies {
+		for _, list := range [][]string{p.FallbackModels, p.ContextOverflowModels} {
+			for _, m := range list {
+				if _, ok := claimed[m]; !ok {
+					c.problem("RoutingPolicy", p.Namespace, p.Name, ReasonUnknownModel,
+						fmt.Sprintf("fallback model %q is not routed by any RoutingPolicy", m))
+				}
+			}
+		}
+	}
+	return t, c.problems
+}
+
+type compiler struct {
+	secrets  map[string]*corev1.Secret
+	problems []Problem
+}
+
+func (c *compiler) problem(kind, ns, name, reason, msg string) {
+	c.problems = append(c.problems, Problem{Kind: kind, Namespace: ns, Name: name, Reason: reason, Message: msg})
+}
+
+// channel compiles one ProviderChannel and resolves its key. ok is false when it has a problem.
+func (c *compiler) channel(pc *v1alpha1.ProviderChannel) (ch Channel, key string, ok bool) {
+	spec := &pc.Spec
+	bad := func(reason, format string, args ...any) (Channel, string, bool) {
+		c.problem("ProviderChannel", pc.Namespace, pc.Name, reason, fmt.Sprintf(format, args...))
+		return Channel{}, "", false
+	}
+	switch spec.Provider {
+	case v1alpha1.ProviderOpenAI, v1alpha1.ProviderAzureOpenAI:
+	case v1alpha1.ProviderAnthropic:
+		return bad(ReasonUnsupportedProvider, "spec.provider: anthropic is not supported by this version of the proxy yet; use openai or azure-openai")
+	default:
+		return bad(ReasonInvalidSpec, "spec.provider: unsupported value %q: supported values: \"openai\", \"azure-openai\", \"anthropic\"", spec.Provider)
+	}
+	u, err := url.Parse(spec.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return bad(ReasonInvalidSpec, "spec.baseURL: %q is not an http:// or https:// URL", spec.BaseURL)
+	}
+	if len(spec.Models) == 0 {
+		return bad(ReasonInvalidSpec, "spec.models: at least one model is required")
+	}
+	seen := map[string]bool{}
+	for i, m := range spec.Models {
+		if m.Name == "" {
+			return bad(ReasonInvalidSpec, "spec.models[%d].name: required", i)
+		}
+		if seen[m.Name] {
+			return bad(ReasonInvalidSpec, "spec.models[%d].name: duplicate model %q", i, m.Name)
+		}
+		seen[m.Name] = true
+		up := m.UpstreamModel
+		if up == "" {
+			up = m.Name
+		}
+		ch.Models = append(ch.Models, ChannelModel{Name: m.Name, Upstream: up})
+	}
+	ch.Weight = int(spec.Weight)
+	if ch.Weight == 0 {
+		ch.Weight = DefaultWeight
+	}
+	if ch.Weight < 1 || ch.Weight > 1000 {
+		return bad(ReasonInvalidSpec, "spec.weight: %d is outside 1-1000", spec.Weight)
+	}
+	if ch.Timeouts, err = ResolveTimeouts(spec.Timeouts); err != nil {
+		return bad(ReasonInvalidSpec, "%v", err)
+	}
+	if !spec.Disabled && (spec.DisabledUntil != nil || spec.DisabledReason != "") {
+		return bad(ReasonInvalidSpec, "spec.disabledUntil and spec.disabledReason are only allowed with disabled: true")
+	}
+	if spec.FaultInjection != nil {
+		if ch.Fault, err = compileFault(spec.FaultInjection); err != nil {
+			return bad(ReasonInvalidSpec, "%v", err)
+		}
+	}
+	if ref := spec.CredentialsRef; ref != nil {
+		s, found := c.secrets[qualified(pc.Namespace, ref.Name)]
+		if !found {
+			return bad(ReasonSecretNotFound, "spec.credentialsRef: Secret %s not found", qualified(pc.Namespace, ref.Name))
+		}
+		v, found := secretValue(s, ref.Key)
+		if !found {
+			return bad(ReasonSecretKeyNotFound, "spec.credentialsRef: Secret %s has no key %q", qualified(pc.Namespace, ref.Name), ref.Key)
+		}
+		key, ch.HasCredentials = v, true
+	}
+	ch.Name, ch.Namespace = pc.Name, pc.Namespace
+	ch.Provider = string(spec.Provider)
+	ch.BaseURL = strings.TrimRight(spec.BaseURL, "/")
+	if spec.FailureDomain != nil {
+		ch.Domain = FailureDomain{Region: spec.FailureDomain.Region, Account: spec.FailureDomain.Account, Egress: spec.FailureDomain.Egress}
+	}
+	ch.Residency = spec.Residency
+	ch.Disabled = spec.Disabled
+	ch.DisabledReason = spec.DisabledReason
+	ch.DisabledUntil = timePtr(spec.DisabledUntil)
+	return ch, key, true
+}
+
+func compileFault(f *v1alpha1.FaultInjection) (*FaultInjection, error) {
+	out := &FaultInjection{Percent: int(f.Percent), Hang: f.Hang, OnlyMarked: f.OnlyMarked, Until: timePtr(f.Until)}
+	if out.Percent < 0 || out.Percent > 100 {
+		return nil, fmt.Errorf("spec.faultInjection.percent: %d is outside 0-100", f.Percent)
+	}
+	if f.AbortStatus != nil {
+		out.AbortStatus = int(*f.AbortStatus)
+		if out.AbortStatus < 400 || out.AbortStatus > 599 {
+			return nil, fmt.Errorf("spec.faultInjection.abortStatus: %d is outside 400-599", out.AbortStatus)
+		}
+	}
+	if f.Delay != nil {
+		r := resolver{}
+		r.duration(&out.Delay, f.Delay, "spec.faultInjection.delay")
+		if r.err != nil {
+			return nil, r.err
+		}
+	}
+	if out.AbortStatus == 0 && out.Delay == 0 && !out.Hang {
+		return nil, fmt.Errorf("spec.faultInjection: needs at least one of abortStatus, delay or hang")
+	}
+	return out, nil
+}
+
+// policy compiles one RoutingPolicy against the compiled channels.
+func (c *compiler) policy(rp *v1alpha1.RoutingPolicy, channels []v1alpha1.ProviderChannel, byKey map[string]*v1alpha1.ProviderChannel, t *Table) (Policy, bool) {
+	bad := func(reason, format string, args ...any) (Policy, bool) {
+		c.problem("RoutingPolicy", rp.Namespace, rp.Name, reason, fmt.Sprintf(format, args...))
+		return Policy{}, false
+	}
+	spec := &rp.Spec
+	if len(spec.Models) == 0 {
+		return bad(ReasonInvalidSpec, "spec.models: at least one model is required")
+	}
+	if (len(spec.Channels) > 0) == (spec.ChannelSelector != nil) {
+		return bad(ReasonInvalidSpec, "spec: exactly one of channels or channelSelector is required")
+	}
+	eff, err := ResolvePolicy(spec)
+	if err != nil {
+		return bad(ReasonInvalidSpec, "%v", err)
+	}
+	p := Policy{
+		Name: rp.Name, Namespace: rp.Namespace,
+		Models:                slices.Clone(spec.Models),
+		Strategy:              eff.Strategy,
+		Scenario:              eff.Scenario,
+		Settings:              eff.Settings,
+		Retry:                 eff.Retry,
+		FallbackModels:        slices.Clone(spec.FallbackModels),
+		ContextOverflowModels: slices.Clone(spec.ContextOverflowModels),
+		RequireResidency:      slices.Clone(spec.RequireResidency),
+		PanicRouting:          eff.PanicRouting,
+	}
+
+	// Candidates: the listed channels in list order, or the selected ones in name order.
+	var refs []v1alpha1.ChannelRef
+	if spec.ChannelSelector != nil {
+		sel, err := metav1.LabelSelectorAsSelector(spec.ChannelSelector)
+		if err != nil {
+			return bad(ReasonInvalidSpec, "spec.channelSelector: %v", err)
+		}
+		for i := range channels {
+			if channels[i].Namespace == rp.Namespace && sel.Matches(labels.Set(channels[i].Labels)) {
+				refs = append(refs, v1alpha1.ChannelRef{Name: channels[i].Name})
+			}
+		}
+	} else {
+		refs = spec.Channels
+	}
+	for _, ref := range refs {
+		pc, found := byKey[qualified(rp.Namespace, ref.Name)]
+		if !found {
+			if _, exists := findChannel(channels, rp.Namespace, ref.Name); exists {
+				return bad(ReasonChannelNotFound, "spec.channels: ProviderChannel %s is not ready (see its status)", qualified(rp.Namespace, ref.Name))
+			}
+			return bad(ReasonChannelNotFound, "spec.channels: ProviderChannel %s not found", qualified(rp.Namespace, ref.Name))
+		}
+		ch, _ := t.Channel(pc.Name)
+		if len(p.RequireResidency) > 0 && !slices.Contains(p.RequireResidency, ch.Residency) {
+			continue // never a candidate, not even in panic routing
+		}
+		w := ch.Weight
+		if ref.Weight != nil {
+			w = int(*ref.Weight)
+		}
+		p.Channels = append(p.Channels, PolicyChannel{Channel: ch.Name, Weight: w})
+	}
+	for _, m := range p.Models {
+		served := false
+		for _, pcand := range p.Channels {
+			ch, _ := t.Channel(pcand.Channel)
+			if _, ok := ch.Upstream(m); ok {
+				served = true
+				break
+			}
+		}
+		if !served {
+			msg := fmt.Sprintf("model %q is served by none of the policy's channels", m)
+			if len(p.RequireResidency) > 0 {
+				msg = fmt.Sprintf("model %q is served by none of the policy's channels with residency in %v", m, p.RequireResidency)
+			}
+			return bad(ReasonModelNotServed, "%s", msg)
+		}
+	}
+	return p, true
+}
+
+func findChannel(channels []v1alpha1.ProviderChannel, ns, name string) (*v1alpha1.ProviderChannel, bool) {
+	for i := range channels {
+		if channels[i].Namespace == ns && channels[i].Name == name {
+			return &channels[i], true
+		}
+	}
+	return nil, false
+}
+
+func secretValue(s *corev1.Secret, key string) (string, bool) {
+	if v, ok := s.StringData[key]; ok {
+		return v, true
+	}
+	if v, ok := s.Data[key]; ok {
+		return string(v), true
+	}
+	return "", false
+}
+
+func qualified(ns, name string) string {
+	if ns == "" {
+		return name
+	}
+	return ns + "/" + name
+}
+
+func timePtr(t *metav1.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	v := t.UTC()
+	return &v
+}

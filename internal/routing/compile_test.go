@@ -1,0 +1,208 @@
+package routing
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1alpha1 "github.com/switchyard-io/switchyard/api/v1alpha1"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// golden compares got with testdata/name, or rewrites it with -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./internal/routing -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (run with -update if the change is intended)\n--- got\n%s", path, got)
+	}
+}
+
+func compileFiles(t *testing.T, files ...string) (*Table, []Problem) {
+	t.Helper()
+	var in Inputs
+	for _, f := range files {
+		one, err := LoadManifests(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in.Channels = append(in.Channels, one.Channels...)
+		in.Policies = append(in.Policies, one.Policies...)
+		in.Secrets = append(in.Secrets, one.Secrets...)
+	}
+	return Compile(in)
+}
+
+func TestCompileSamplesGolden(t *testing.T) {
+	for _, f := range []string{"chat-gpt4o.yaml", "batch-embeddings.yaml"} {
+		t.Run(f, func(t *testing.T) {
+			tbl, problems := compileFiles(t, filepath.Join("..", "..", "config", "samples", f))
+			if len(problems) > 0 {
+				t.Fatalf("problems: %v", problems)
+			}
+			b, err := json.MarshalIndent(tbl, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, strings.TrimSuffix(f, ".yaml")+".golden.json", append(b, '\n'))
+			if bytes.Contains(b, []byte("placeholder")) {
+				t.Error("the serialised table carries a provider key")
+			}
+			for name, s := range tbl.Credentials {
+				if !strings.Contains(s.Reveal(), "placeholder") {
+					t.Errorf("channel %s: key not resolved from its Secret", name)
+				}
+			}
+		})
+	}
+}
+
+func TestCompileIsOrderIndependent(t *testing.T) {
+	in, err := LoadManifests(filepath.Join("..", "..", "config", "samples", "chat-gpt4o.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := Compile(in)
+	rev := in
+	rev.Channels = []v1alpha1.ProviderChannel{in.Channels[1], in.Channels[0]}
+	rev.Policies = []v1alpha1.RoutingPolicy{in.Policies[1], in.Policies[0]}
+	b, _ := Compile(rev)
+	if a.Hash() != b.Hash() {
+		t.Error("the same objects in another order compile to another table")
+	}
+}
+
+func TestSecretNeverPrints(t *testing.T) {
+	s := NewSecret("sk-live-123")
+	for _, out := range []string{fmt.Sprint(s), fmt.Sprintf("%v %+v %#v %s", s, s, s, s)} {
+		if strings.Contains(out, "sk-live") {
+			t.Errorf("secret printed: %s", out)
+		}
+	}
+	b, _ := json.Marshal(struct{ K Secret }{s})
+	if strings.Contains(string(b), "sk-live") {
+		t.Errorf("secret marshalled: %s", b)
+	}
+}
+
+func TestCompileProblems(t *testing.T) {
+	channel := func(name string, mod func(*v1alpha1.ProviderChannelSpec)) v1alpha1.ProviderChannel {
+		pc := v1alpha1.ProviderChannel{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "llm"}, Spec: v1alpha1.ProviderChannelSpec{
+			Provider: v1alpha1.ProviderOpenAI, BaseURL: "https://api.example.com/v1",
+			Models: []v1alpha1.ChannelModel{{Name: "gpt-4o"}},
+		}}
+		if mod != nil {
+			mod(&pc.Spec)
+		}
+		return pc
+	}
+	policy := func(name string, models []string, channels ...string) v1alpha1.RoutingPolicy {
+		rp := v1alpha1.RoutingPolicy{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "llm"}, Spec: v1alpha1.RoutingPolicySpec{Models: models}}
+		for _, c := range channels {
+			rp.Spec.Channels = append(rp.Spec.Channels, v1alpha1.ChannelRef{Name: c})
+		}
+		return rp
+	}
+	secret := corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "key", Namespace: "llm"}, Data: map[string][]byte{"apiKey": []byte("sk-1")}}
+
+	tests := []struct {
+		name       string
+		in         Inputs
+		wantReason string
+		wantIn     string // the message names the object or the field
+	}{
+		{"missing channel", Inputs{Channels: []v1alpha1.ProviderChannel{channel("a", nil)}, Policies: []v1alpha1.RoutingPolicy{policy("p", []string{"gpt-4o"}, "a", "ghost")}},
+			ReasonChannelNotFound, "llm/ghost"},
+		{"missing secret", Inputs{Channels: []v1alpha1.ProviderChannel{channel("a", func(s *v1alpha1.ProviderChannelSpec) {
+			s.CredentialsRef = &v1alpha1.SecretKeyRef{Name: "nope", Key: "apiKey"}
+		})}}, ReasonSecretNotFound, "llm/nope"},
+		{"missing secret key", Inputs{Secrets: []corev1.Secret{secret}, Channels: []v1alpha1.ProviderChannel{channel("a", func(s *v1alpha1.ProviderChannelSpec) {
+			s.CredentialsRef = &v1alpha1.SecretKeyRef{Name: "key", Key: "token"}
+		})}}, ReasonSecretKeyNotFound, `"token"`},
+		{"model no channel serves", Inputs{Channels: []v1alpha1.ProviderChannel{channel("a", nil)}, Policies: []v1alpha1.RoutingPolicy{policy("p", []string{"claude-3"}, "a")}},
+			ReasonModelNotServed, `"claude-3"`},
+		{"two policies claim a model", Inputs{Channels: []v1alpha1.ProviderChannel{channel("a", nil)}, Policies: []v1alpha1.RoutingPolicy{policy("p1", []string{"gpt-4o"}, "a"), policy("p2", []string{"gpt-4o"}, "a")}},
+			ReasonModelConflict, "llm/p1"},
+		{"anthropic not yet", Inputs{Channels: []v1alpha1.ProviderChannel{channel("a", func(s *v1alpha1.ProviderChannelSpec) { s.Provider = v1alpha1.ProviderAnthropic })}},
+			ReasonUnsupportedProvider, "anthropic"},
+		{"bad base URL", Inputs{Channels: []v1alpha1.ProviderChannel{channel("a", func(s *v1alpha1.ProviderChannelSpec) { s.BaseURL = "api.example.com" })}},
+			ReasonInvalidSpec, "spec.baseURL"},
+		{"residency leaves nothing", Inputs{Channels: []v1alpha1.ProviderChannel{channel("a", func(s *v1alpha1.ProviderChannelSpec) { s.Residency = "us" })},
+			Policies: []v1alpha1.RoutingPolicy{func() v1alpha1.RoutingPolicy {
+				p := policy("p", []string{"gpt-4o"}, "a")
+				p.Spec.RequireResidency = []string{"kz"}
+				return p
+			}()}}, ReasonModelNotServed, "residency"},
+		{"unknown fallback model", Inputs{Channels: []v1alpha1.ProviderChannel{channel("a", nil)}, Policies: []v1alpha1.RoutingPolicy{func() v1alpha1.RoutingPolicy {
+			p := policy("p", []string{"gpt-4o"}, "a")
+			p.Spec.FallbackModels = []string{"gpt-5"}
+			return p
+		}()}}, ReasonUnknownModel, `"gpt-5"`},
+		{"duplicate channel name across namespaces", Inputs{Channels: []v1alpha1.ProviderChannel{channel("a", nil), func() v1alpha1.ProviderChannel {
+			c := channel("a", nil)
+			c.Namespace = "other"
+			return c
+		}()}}, ReasonDuplicateChannel, `"a"`},
+		{"disabledReason without disabled", Inputs{Channels: []v1alpha1.ProviderChannel{channel("a", func(s *v1alpha1.ProviderChannelSpec) { s.DisabledReason = "x" })}},
+			ReasonInvalidSpec, "disabledReason"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, problems := Compile(tt.in)
+			if len(problems) == 0 {
+				t.Fatal("no problem reported")
+			}
+			p := problems[0]
+			if p.Reason != tt.wantReason || !strings.Contains(p.Message, tt.wantIn) {
+				t.Errorf("got %s: %q; want reason %s mentioning %q", p.Reason, p.Message, tt.wantReason, tt.wantIn)
+			}
+			if p.Name == "" || p.Kind == "" {
+				t.Errorf("problem does not name its object: %+v", p)
+			}
+		})
+	}
+}
+
+func TestCompileResidencyAndOverrides(t *testing.T) {
+	in := Inputs{
+		Channels: []v1alpha1.ProviderChannel{
+			{ObjectMeta: metav1.ObjectMeta{Name: "kz-1"}, Spec: v1alpha1.ProviderChannelSpec{Provider: "openai", BaseURL: "http://127.0.0.1:1/v1", Residency: "kz", Models: []v1alpha1.ChannelModel{{Name: "m"}}}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "us-1"}, Spec: v1alpha1.ProviderChannelSpec{Provider: "openai", BaseURL: "http://127.0.0.1:2/v1", Residency: "us", Models: []v1alpha1.ChannelModel{{Name: "m"}}}},
+		},
+		Policies: []v1alpha1.RoutingPolicy{{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: v1alpha1.RoutingPolicySpec{
+			Models: []string{"m"}, RequireResidency: []string{"kz"},
+			Channels: []v1alpha1.ChannelRef{{Name: "us-1"}, {Name: "kz-1", Weight: ptr(int32(7))}},
+		}}},
+		KeyOverrides: map[string]string{"us-1": "from-env"},
+	}
+	tbl, problems := Compile(in)
+	if len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	got := tbl.Policies[0].Channels
+	if len(got) != 1 || got[0].Channel != "kz-1" || got[0].Weight != 7 {
+		t.Errorf("candidates = %+v, want only kz-1 with the policy's weight 7", got)
+	}
+	if tbl.Credentials["us-1"].Reveal() != "from-env" {
+		t.Error("environment key override not applied")
+	}
+}

@@ -1,0 +1,178 @@
+// Package routing turns ProviderChannel, RoutingPolicy and Secret objects into the plain routing
+// table the proxy runs on. Compile is pure: the controller (writing a ConfigMap) and the standalone
+// proxy (reading manifest files) call the same function, so a manifest means the same thing in and
+// out of a cluster. CRD types never reach the request path; this table does.
+//
+// Provider keys travel in Table.Credentials, which is never serialised with the table: the
+// controller writes them to a Secret, and Secret redacts itself when printed.
+package routing
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"time"
+
+	"github.com/switchyard-io/switchyard/internal/health"
+)
+
+// Table is the compiled routing table.
+type Table struct {
+	// Channels sorted by name. Names are unique across the table.
+	Channels []Channel `json:"channels"`
+	// Policies sorted by namespace/name.
+	Policies []Policy `json:"policies"`
+	// Credentials maps a channel name to its provider key. Never serialised with the table.
+	Credentials map[string]Secret `json:"-"`
+}
+
+// Channel is one compiled ProviderChannel.
+type Channel struct {
+	Name      string         `json:"name"`
+	Namespace string         `json:"namespace,omitempty"`
+	Provider  string         `json:"provider"`
+	BaseURL   string         `json:"baseURL"`
+	Models    []ChannelModel `json:"models"`
+	Weight    int            `json:"weight"`
+	Timeouts  Timeouts       `json:"timeouts"`
+	Domain    FailureDomain  `json:"failureDomain"`
+	Residency string         `json:"residency,omitempty"`
+	// HasCredentials says whether Table.Credentials holds a key for this channel.
+	HasCredentials bool           `json:"hasCredentials,omitempty"`
+	Disabled       bool           `json:"disabled,omitempty"`
+	DisabledUntil  *time.Time     `json:"disabledUntil,omitempty"`
+	DisabledReason string         `json:"disabledReason,omitempty"`
+	Fault          *FaultInjection `json:"faultInjection,omitempty"`
+}
+
+// ChannelModel maps the public model name to the name sent upstream.
+type ChannelModel struct {
+	Name     string `json:"name"`
+	Upstream string `json:"upstream"`
+}
+
+// Timeouts of one channel, resolved (no zero values).
+type Timeouts struct {
+	Request         time.Duration `json:"request"`
+	FallbackRequest time.Duration `json:"fallbackRequest"`
+	FirstByte       time.Duration `json:"firstByte"`
+	StreamIdle      time.Duration `json:"streamIdle"`
+}
+
+// FailureDomain is what a channel shares with others.
+type FailureDomain struct {
+	Region  string `json:"region,omitempty"`
+	Account string `json:"account,omitempty"`
+	Egress  string `json:"egress,omitempty"`
+}
+
+// Differs reports whether two domains differ in any declared dimension. Two channels that declare
+// nothing are assumed to share a domain: a fallback is only "preferred" on evidence.
+func (d FailureDomain) Differs(o FailureDomain) bool {
+	return d.Region != o.Region || d.Account != o.Account || d.Egress != o.Egress
+}
+
+// FaultInjection is a compiled drill.
+type FaultInjection struct {
+	Percent     int           `json:"percent"`
+	AbortStatus int           `json:"abortStatus,omitempty"`
+	Delay       time.Duration `json:"delay,omitempty"`
+	Hang        bool          `json:"hang,omitempty"`
+	OnlyMarked  bool          `json:"onlyMarked,omitempty"`
+	Until       *time.Time    `json:"until,omitempty"`
+}
+
+// Policy is one compiled RoutingPolicy.
+type Policy struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace,omitempty"`
+	// Models are the public model names the policy routes.
+	Models []string `json:"models"`
+	// Channels are the candidates in order (list order, or name order for a selector), already
+	// filtered by requireResidency.
+	Channels              []PolicyChannel `json:"channels"`
+	Strategy              string          `json:"strategy"`
+	Scenario              string          `json:"scenario"`
+	Settings              health.Settings `json:"settings"`
+	Retry                 Retry           `json:"retry"`
+	FallbackModels        []string        `json:"fallbackModels,omitempty"`
+	ContextOverflowModels []string        `json:"contextOverflowModels,omitempty"`
+	RequireResidency      []string        `json:"requireResidency,omitempty"`
+	PanicRouting          bool            `json:"panicRouting"`
+}
+
+// PolicyChannel is one candidate channel with its effective weight for this policy.
+type PolicyChannel struct {
+	Channel string `json:"channel"`
+	Weight  int    `json:"weight"`
+}
+
+// Retry bounds attempts per client request.
+type Retry struct {
+	MaxAttempts   int           `json:"maxAttempts"`
+	BudgetPercent int           `json:"budgetPercent"`
+	BackoffBase   time.Duration `json:"backoffBase"`
+	BackoffMax    time.Duration `json:"backoffMax"`
+}
+
+// Secret is a provider key. It prints as "[redacted]" in every format so that logging a struct
+// that holds one cannot leak it; Reveal is the one way to read it.
+type Secret struct{ value string }
+
+// NewSecret wraps a key.
+func NewSecret(v string) Secret { return Secret{value: v} }
+
+// Reveal returns the key, for the one place that sends it upstream.
+func (s Secret) Reveal() string { return s.value }
+
+// String implements fmt.Stringer.
+func (s Secret) String() string { return "[redacted]" }
+
+// GoString implements fmt.GoStringer (%#v).
+func (s Secret) GoString() string { return "[redacted]" }
+
+// MarshalJSON never writes the key.
+func (s Secret) MarshalJSON() ([]byte, error) { return []byte(`"[redacted]"`), nil }
+
+// Hash is the content hash of the table without credentials: equal tables hash equal.
+func (t *Table) Hash() string {
+	b, err := json.Marshal(t)
+	if err != nil {
+		// The table holds only plain values; Marshal cannot fail on it.
+		panic(err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
+
+// Channel returns the channel with the given name.
+func (t *Table) Channel(name string) (*Channel, bool) {
+	for i := range t.Channels {
+		if t.Channels[i].Name == name {
+			return &t.Channels[i], true
+		}
+	}
+	return nil, false
+}
+
+// PolicyFor returns the policy that routes a public model name.
+func (t *Table) PolicyFor(model string) (*Policy, bool) {
+	for i := range t.Policies {
+		for _, m := range t.Policies[i].Models {
+			if m == model {
+				return &t.Policies[i], true
+			}
+		}
+	}
+	return nil, false
+}
+
+// Upstream returns the upstream model name a channel uses for a public model.
+func (c *Channel) Upstream(model string) (string, bool) {
+	for _, m := range c.Models {
+		if m.Name == model {
+			return m.Upstream, true
+		}
+	}
+	return "", false
+}

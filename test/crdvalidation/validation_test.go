@@ -1,0 +1,242 @@
+package crdvalidation
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/discovery"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+)
+
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "crd-"}}
+	if err := env.Client.Create(context.Background(), ns); err != nil {
+		t.Fatalf("create namespace: %v", err)
+	}
+	return ns.Name
+}
+
+func object(t *testing.T, kind, name, ns, spec string) *unstructured.Unstructured {
+	t.Helper()
+	doc := fmt.Sprintf("apiVersion: switchyard.io/v1alpha1\nkind: %s\nmetadata:\n  name: %s\n  namespace: %s\nspec:\n%s", kind, name, ns, indent(spec))
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+		t.Fatalf("bad test YAML: %v\n%s", err, doc)
+	}
+	return u
+}
+
+func indent(s string) string {
+	lines := strings.Split(strings.Trim(s, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = "  " + l
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+const validChannel = `
+provider: openai
+baseURL: https://api.example.com/v1
+models: [{name: gpt-4o}]
+`
+
+const validPolicy = `
+models: [gpt-4o]
+channels: [{name: a}]
+`
+
+// TestValidObjectsAccepted guards the invalid table below: its base objects must be valid, so
+// each rejection is caused by the one field the case changes.
+func TestValidObjectsAccepted(t *testing.T) {
+	ns := newNamespace(t)
+	for i, c := range []struct{ kind, spec string }{
+		{"ProviderChannel", validChannel},
+		{"RoutingPolicy", validPolicy},
+		{"RoutingPolicy", "models: [x]\nchannelSelector: {matchLabels: {team: a}}\nrecovery: {rampSteps: [100], cooldown: 1m, maxCooldown: 1m}"},
+		{"ProviderChannel", validChannel + "disabled: true\ndisabledUntil: \"2026-11-30T12:30:00Z\"\ndisabledReason: INC-1\ntimeouts: {request: 30s, fallbackRequest: 30s}\nfaultInjection: {hang: true}"},
+	} {
+		if err := env.Client.Create(context.Background(), object(t, c.kind, fmt.Sprintf("ok-%d", i), ns, c.spec)); err != nil {
+			t.Errorf("valid %s %d rejected: %v", c.kind, i, err)
+		}
+	}
+}
+
+func TestInvalidObjectsRejected(t *testing.T) {
+	ns := newNamespace(t)
+	cases := []struct {
+		name, kind, spec string
+		// want are substrings of the API server's message: the field path first.
+		want []string
+	}{
+		{"unknown provider", "ProviderChannel", strings.Replace(validChannel, "openai", "bedrock", 1), []string{"spec.provider", `Unsupported value: "bedrock"`}},
+		{"baseURL not http", "ProviderChannel", strings.Replace(validChannel, "https://api.example.com/v1", "ftp://api.example.com/v1", 1), []string{"spec.baseURL", "http:// or https://"}},
+		{"baseURL not a URL", "ProviderChannel", strings.Replace(validChannel, "https://api.example.com/v1", "api example", 1), []string{"spec.baseURL", "http:// or https://"}},
+		{"no models", "ProviderChannel", strings.Replace(validChannel, "[{name: gpt-4o}]", "[]", 1), []string{"spec.models", "at least 1"}},
+		{"models missing", "ProviderChannel", "provider: openai\nbaseURL: https://x.example/v1", []string{"spec.models", "Required"}},
+		{"duplicate model", "ProviderChannel", strings.Replace(validChannel, "[{name: gpt-4o}]", "[{name: gpt-4o}, {name: gpt-4o}]", 1), []string{"spec.models[1]", "Duplicate value"}},
+		{"weight zero", "ProviderChannel", validChannel + "weight: 0", []string{"spec.weight", "greater than or equal to 1"}},
+		{"weight too big", "ProviderChannel", validChannel + "weight: 1001", []string{"spec.weight", "less than or equal to 1000"}},
+		{"fallback exceeds request", "ProviderChannel", validChannel + "timeouts: {request: 10s, fallbackRequest: 20s}", []string{"spec.timeouts.fallbackRequest", "fallbackRequest must not exceed request"}},
+		{"zero duration", "ProviderChannel", validChannel + "timeouts: {firstByte: 0s}", []string{"spec.timeouts.firstByte", "must be a positive duration"}},
+		{"duration not a duration", "ProviderChannel", validChannel + "timeouts: {streamIdle: 10 seconds}", []string{"spec.timeouts.streamIdle", "should match"}},
+		{"disabledUntil without disabled", "ProviderChannel", validChannel + "disabledUntil: \"2026-11-30T12:30:00Z\"", []string{"spec.disabledUntil", "only allowed with disabled: true"}},
+		{"disabledReason with disabled false", "ProviderChannel", validChannel + "disabled: false\ndisabledReason: INC-1", []string{"spec.disabledReason", "only allowed with disabled: true"}},
+		{"fault without a fault", "ProviderChannel", validChannel + "faultInjection: {percent: 10, onlyMarked: true}", []string{"spec.faultInjection", "needs at least one of abortStatus, delay or hang"}},
+		{"abortStatus below 400", "ProviderChannel", validChannel + "faultInjection: {abortStatus: 302}", []string{"spec.faultInjection.abortStatus", "greater than or equal to 400"}},
+		{"abortStatus above 599", "ProviderChannel", validChannel + "faultInjection: {abortStatus: 600}", []string{"spec.faultInjection.abortStatus", "less than or equal to 599"}},
+		{"fault percent above 100", "ProviderChannel", validChannel + "faultInjection: {abortStatus: 503, percent: 101}", []string{"spec.faultInjection.percent", "less than or equal to 100"}},
+		{"credentialsRef without key", "ProviderChannel", validChannel + "credentialsRef: {name: k}", []string{"spec.credentialsRef.key", "Required"}},
+		{"channels and selector", "RoutingPolicy", validPolicy + "channelSelector: {matchLabels: {a: b}}", []string{"spec", "exactly one of channels or channelSelector is required"}},
+		{"neither channels nor selector", "RoutingPolicy", "models: [gpt-4o]", []string{"spec", "exactly one of channels or channelSelector is required"}},
+		{"ramp not increasing", "RoutingPolicy", validPolicy + "recovery: {rampSteps: [5, 50, 15, 100]}", []string{"spec.recovery.rampSteps", "strictly increasing"}},
+		{"ramp repeats a step", "RoutingPolicy", validPolicy + "recovery: {rampSteps: [5, 5, 100]}", []string{"spec.recovery.rampSteps", "strictly increasing"}},
+		{"ramp not ending at 100", "RoutingPolicy", validPolicy + "recovery: {rampSteps: [5, 15, 50]}", []string{"spec.recovery.rampSteps", "must end at 100"}},
+		{"ramp step zero", "RoutingPolicy", validPolicy + "recovery: {rampSteps: [0, 100]}", []string{"spec.recovery.rampSteps[0]", "greater than or equal to 1"}},
+		{"maxCooldown below cooldown", "RoutingPolicy", validPolicy + "recovery: {cooldown: 5m, maxCooldown: 1m}", []string{"spec.recovery.maxCooldown", "maxCooldown must be at least cooldown"}},
+		{"error rate above 100", "RoutingPolicy", validPolicy + "detection: {errorRatePercent: 101}", []string{"spec.detection.errorRatePercent", "less than or equal to 100"}},
+		{"minRequests zero", "RoutingPolicy", validPolicy + "detection: {minRequests: 0}", []string{"spec.detection.minRequests", "greater than or equal to 1"}},
+		{"negative window", "RoutingPolicy", validPolicy + "detection: {window: -5s}", []string{"spec.detection.window", "should match"}},
+		{"unknown scenario", "RoutingPolicy", validPolicy + "scenario: interactive", []string{"spec.scenario", `Unsupported value: "interactive"`}},
+		{"unknown strategy", "RoutingPolicy", validPolicy + "strategy: RoundRobin", []string{"spec.strategy", `Unsupported value: "RoundRobin"`}},
+		{"duplicate policy model", "RoutingPolicy", "models: [gpt-4o, gpt-4o]\nchannels: [{name: a}]", []string{"spec.models[1]", "Duplicate value"}},
+		{"duplicate channel ref", "RoutingPolicy", "models: [gpt-4o]\nchannels: [{name: a}, {name: a}]", []string{"spec.channels[1]", "Duplicate value"}},
+		{"no policy models", "RoutingPolicy", "models: []\nchannels: [{name: a}]", []string{"spec.models", "at least 1"}},
+		{"backoff max below base", "RoutingPolicy", validPolicy + "retry: {backoff: {base: 2s, max: 1s}}", []string{"spec.retry.backoff.max", "max must be at least base"}},
+		{"ejectBelow above degradedBelow", "RoutingPolicy", validPolicy + "healthScore: {degradedBelow: 40, ejectBelow: 60}", []string{"spec.healthScore.ejectBelow", "ejectBelow must not exceed degradedBelow"}},
+		{"maxAttempts zero", "RoutingPolicy", validPolicy + "retry: {maxAttempts: 0}", []string{"spec.retry.maxAttempts", "greater than or equal to 1"}},
+		{"policy weight too big", "RoutingPolicy", "models: [gpt-4o]\nchannels: [{name: a, weight: 5000}]", []string{"spec.channels[0].weight", "less than or equal to 1000"}},
+	}
+	if len(cases) < 20 {
+		t.Fatalf("the issue asks for at least 20 invalid objects, have %d", len(cases))
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := env.Client.Create(context.Background(), object(t, c.kind, fmt.Sprintf("bad-%d", i), ns, c.spec))
+			if err == nil {
+				t.Fatalf("accepted, want rejection naming %q", c.want[0])
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error does not contain %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+}
+
+// TestSamplesAccepted applies every sample with kubectl, as a user would.
+func TestSamplesAccepted(t *testing.T) {
+	ns := newNamespace(t)
+	files, err := filepath.Glob(filepath.Join(env.Root, "config", "samples", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no samples found: %v", err)
+	}
+	for _, f := range files {
+		out, stderr, err := env.Kubectl(nil, "apply", "-n", ns, "-f", f)
+		if err != nil {
+			t.Errorf("kubectl apply -f %s: %v\n%s%s", filepath.Base(f), err, out, stderr)
+		}
+	}
+	var pcs unstructured.UnstructuredList
+	pcs.SetAPIVersion("switchyard.io/v1alpha1")
+	pcs.SetKind("ProviderChannelList")
+	if err := env.Client.List(context.Background(), &pcs, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	if len(pcs.Items) < 4 {
+		t.Errorf("want at least 4 ProviderChannels from the samples, got %d", len(pcs.Items))
+	}
+	// Defaults the CRD applies: weight and the policy's scenario, strategy and panicRouting.
+	out, _, err := env.Kubectl(nil, "get", "rp", "chat-gpt4o-mini", "-n", ns, "-o", "jsonpath={.spec.scenario} {.spec.strategy} {.spec.panicRouting}")
+	if err != nil || out != "chat HealthScore true" {
+		t.Errorf("defaults: got %q (%v), want %q", out, err, "chat HealthScore true")
+	}
+}
+
+// TestKubectlExperience checks short names, the category and the printer columns as kubectl shows them.
+func TestKubectlExperience(t *testing.T) {
+	ns := newNamespace(t)
+	if _, stderr, err := env.Kubectl(nil, "apply", "-n", ns, "-f", filepath.Join(env.Root, "config", "samples", "chat-gpt4o.yaml")); err != nil {
+		t.Fatalf("apply: %v\n%s", err, stderr)
+	}
+	dc := discovery.NewDiscoveryClientForConfigOrDie(env.Config)
+	rl, err := dc.ServerResourcesForGroupVersion("switchyard.io/v1alpha1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"providerchannels": "pc", "routingpolicies": "rp"}
+	for _, r := range rl.APIResources {
+		short, ok := want[r.Name]
+		if !ok {
+			continue
+		}
+		delete(want, r.Name)
+		if strings.Join(r.ShortNames, ",") != short {
+			t.Errorf("%s short names = %v, want [%s]", r.Name, r.ShortNames, short)
+		}
+		if strings.Join(r.Categories, ",") != "switchyard" {
+			t.Errorf("%s categories = %v, want [switchyard]", r.Name, r.Categories)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("resources not served: %v", want)
+	}
+
+	for _, c := range []struct{ args, header string }{
+		{"get pc", "NAME PROVIDER PHASE SCORE TRAFFIC DISABLED AGE"},
+		{"get rp", "NAME SCENARIO MODELS READY AVAILABLE AGE"},
+	} {
+		out, stderr, err := env.Kubectl(nil, append(strings.Fields(c.args), "-n", ns)...)
+		if err != nil {
+			t.Fatalf("kubectl %s: %v\n%s", c.args, err, stderr)
+		}
+		first := strings.Join(strings.Fields(strings.SplitN(out, "\n", 2)[0]), " ")
+		if first != c.header {
+			t.Errorf("kubectl %s header = %q, want %q\n%s", c.args, first, c.header, out)
+		}
+		if !strings.Contains(out, "azure-eastus") && !strings.Contains(out, "chat-gpt4o") {
+			t.Errorf("kubectl %s lists nothing:\n%s", c.args, out)
+		}
+	}
+	out, stderr, err := env.Kubectl(nil, "get", "switchyard", "-n", ns)
+	if err != nil {
+		t.Fatalf("kubectl get switchyard: %v\n%s", err, stderr)
+	}
+	for _, w := range []string{"providerchannel.switchyard.io/openai-direct", "routingpolicy.switchyard.io/chat-gpt4o"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("kubectl get switchyard does not list %s:\n%s", w, out)
+		}
+	}
+}
+
+// TestKubectlApplyInvalid shows the error a user sees for a bad manifest, and that nothing was created.
+func TestKubectlApplyInvalid(t *testing.T) {
+	ns := newNamespace(t)
+	f := filepath.Join(t.TempDir(), "bad.yaml")
+	bad := "apiVersion: switchyard.io/v1alpha1\nkind: RoutingPolicy\nmetadata:\n  name: bad\nspec:\n  models: [gpt-4o]\n  channels: [{name: a}]\n  recovery:\n    rampSteps: [5, 50, 15]\n"
+	if err := os.WriteFile(f, []byte(bad), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, err := env.Kubectl(nil, "apply", "-n", ns, "-f", f)
+	if err == nil {
+		t.Fatal("kubectl apply of an invalid manifest succeeded")
+	}
+	t.Logf("kubectl apply prints:\n%s", stderr)
+	for _, w := range []string{"spec.recovery.rampSteps", "strictly increasing", "must end at 100"} {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("kubectl error does not mention %q:\n%s", w, stderr)
+		}
+	}
+	if out, _, _ := env.Kubectl(nil, "get", "rp", "-n", ns, "-o", "name"); strings.TrimSpace(out) != "" {
+		t.Errorf("an invalid object was stored: %s", out)
+	}
+}
