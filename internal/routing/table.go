@@ -38,10 +38,10 @@ type Channel struct {
 	Domain    FailureDomain  `json:"failureDomain"`
 	Residency string         `json:"residency,omitempty"`
 	// HasCredentials says whether Table.Credentials holds a key for this channel.
-	HasCredentials bool           `json:"hasCredentials,omitempty"`
-	Disabled       bool           `json:"disabled,omitempty"`
-	DisabledUntil  *time.Time     `json:"disabledUntil,omitempty"`
-	DisabledReason string         `json:"disabledReason,omitempty"`
+	HasCredentials bool            `json:"hasCredentials,omitempty"`
+	Disabled       bool            `json:"disabled,omitempty"`
+	DisabledUntil  *time.Time      `json:"disabledUntil,omitempty"`
+	DisabledReason string          `json:"disabledReason,omitempty"`
 	Fault          *FaultInjection `json:"faultInjection,omitempty"`
 }
 

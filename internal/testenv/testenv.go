@@ -23,10 +23,10 @@ import (
 
 // Env is a running control plane.
 type Env struct {
-	Env     *envtest.Environment
-	Config  *rest.Config
-	Client  client.Client
-	Scheme  *runtime.Scheme
+	Env    *envtest.Environment
+	Config *rest.Config
+	Client client.Client
+	Scheme *runtime.Scheme
 	// kubectl and kubectlArgs run kubectl as a cluster admin.
 	kubectl     string
 	kubectlArgs []string

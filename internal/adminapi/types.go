@@ -1,0 +1,89 @@
+// Package adminapi holds the JSON documents the proxy serves on its admin port and the controller
+// reads: /admin/v1/channels (live state per channel×model and the config's load state) and
+// /admin/v1/events (the health journal). One definition, so the two sides cannot drift.
+package adminapi
+
+import (
+	"time"
+
+	"github.com/switchyard-io/switchyard/internal/routing"
+)
+
+// Paths served on the proxy's admin port.
+const (
+	ChannelsPath = "/admin/v1/channels"
+	EventsPath   = "/admin/v1/events"
+)
+
+// ChannelsResponse is GET /admin/v1/channels.
+type ChannelsResponse struct {
+	// Replica identifies the proxy process (pod name or hostname).
+	Replica string `json:"replica"`
+	// BootID changes on every proxy start; event sequence numbers restart with it.
+	BootID string `json:"bootID"`
+	// Now is the replica's clock when it answered.
+	Now      time.Time      `json:"now"`
+	Config   ConfigState    `json:"config"`
+	Channels []ChannelState `json:"channels"`
+}
+
+// ConfigState says which routing table the proxy serves and whether the last load failed.
+type ConfigState struct {
+	// Source is the file, directory or ConfigMap the table came from.
+	Source string `json:"source"`
+	// Hash of the table being served (routing.Table.Hash); empty before the first good load.
+	Hash     string    `json:"hash,omitempty"`
+	LoadedAt time.Time `json:"loadedAt,omitempty"`
+	// Error is the last load's failure, while the previous good table keeps serving; empty when
+	// the last load succeeded.
+	Error    string            `json:"error,omitempty"`
+	ErrorAt  *time.Time        `json:"errorAt,omitempty"`
+	Problems []routing.Problem `json:"problems,omitempty"`
+}
+
+// ChannelState is the live health of one channel×model on one replica.
+type ChannelState struct {
+	Channel          string      `json:"channel"`
+	Model            string      `json:"model"`
+	Provider         string      `json:"provider"`
+	Phase            string      `json:"phase"`
+	HealthScore      int         `json:"healthScore"`
+	TrafficPercent   int         `json:"trafficPercent"`
+	WindowRequests   int         `json:"windowRequests"`
+	WindowFailures   int         `json:"windowFailures"`
+	ErrorRatePercent float64     `json:"errorRatePercent"`
+	P95LatencyMillis int64       `json:"p95LatencyMillis"`
+	Ejections        int         `json:"ejections"`
+	CooldownUntil    *time.Time  `json:"cooldownUntil,omitempty"`
+	RetryAfterUntil  *time.Time  `json:"retryAfterUntil,omitempty"`
+	Panic            bool        `json:"panic,omitempty"`
+	LastTransition   *Transition `json:"lastTransition,omitempty"`
+}
+
+// Transition is the last phase change of a channel×model.
+type Transition struct {
+	Time    time.Time `json:"time"`
+	Reason  string    `json:"reason"`
+	Message string    `json:"message"`
+}
+
+// EventsResponse is GET /admin/v1/events?since=SEQ: journal entries with Seq > since, newest last.
+type EventsResponse struct {
+	Replica string  `json:"replica"`
+	BootID  string  `json:"bootID"`
+	Events  []Event `json:"events"`
+}
+
+// Event is one journal entry: a phase transition with the rule or actor that caused it.
+type Event struct {
+	Seq     uint64    `json:"seq"`
+	Time    time.Time `json:"time"`
+	Channel string    `json:"channel"`
+	Model   string    `json:"model"`
+	From    string    `json:"from"`
+	To      string    `json:"to"`
+	Reason  string    `json:"reason"`
+	Message string    `json:"message"`
+	// Actor is "rule", "probe" or "operator".
+	Actor string `json:"actor"`
+}
