@@ -286,7 +286,7 @@ type ModelStatus struct {
 
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:shortName=pc,categories=switchyard
+// +kubebuilder:resource:shortName={pc,pch},categories=switchyard
 // +kubebuilder:printcolumn:name="Provider",type=string,JSONPath=`.spec.provider`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Score",type=integer,JSONPath=`.status.healthScore`
