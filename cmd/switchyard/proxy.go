@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/switchyard-io/switchyard/internal/proxy"
+	"github.com/switchyard-io/switchyard/internal/version"
+)
+
+func init() {
+	commands["proxy"] = command{"run the gateway (standalone from manifest files, or from the controller's ConfigMap)", runProxy}
+}
+
+func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("proxy", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		configPath  = fs.String("config", "", "standalone: a YAML file or directory of ProviderChannel, RoutingPolicy and Secret manifests (reloaded on change and on SIGHUP)")
+		configMap   = fs.String("configmap", "", "in cluster: NAMESPACE/NAME of the ConfigMap the controller writes (credentials come from the Secret NAME-credentials)")
+		kubeconfig  = fs.String("kubeconfig", "", "kubeconfig for --configmap outside a cluster (default: in-cluster, then $KUBECONFIG)")
+		listen      = fs.String("listen", ":8080", "address of the OpenAI-compatible API")
+		adminListen = fs.String("admin-listen", ":9090", "address of the admin port: /healthz, /readyz, /metrics, /admin/v1/...")
+		accessLog   = fs.String("access-log", "", "write one JSON line per upstream attempt to this file, or - for stdout (replay reads it)")
+		maxBody     = fs.Int64("max-body-bytes", 10<<20, "largest accepted request body")
+		drain       = fs.Duration("drain-timeout", 25*time.Second, "on SIGTERM, how long in-flight requests may take to finish")
+		reloadEvery = fs.Duration("reload-interval", time.Second, "standalone: how often to check the config files for changes")
+		tick        = fs.Duration("tick", time.Second, "how often time-driven health transitions and probes run")
+		logLevel    = fs.String("log-level", "info", "debug, info, warn or error")
+	)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: switchyard proxy (--config PATH | --configmap NAMESPACE/NAME) [flags]")
+		fmt.Fprintln(stderr, "\nProvider keys in standalone mode come from the Secret manifests in PATH; the environment variable")
+		fmt.Fprintln(stderr, "SWITCHYARD_KEY_<CHANNEL> (upper-case, non-alphanumerics as _) overrides a channel's key.")
+		fmt.Fprintln(stderr, "\nFlags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if (*configPath == "") == (*configMap == "") {
+		fs.Usage()
+		return errors.New("exactly one of --config or --configmap is required")
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	var logW io.Writer
+	switch *accessLog {
+	case "":
+	case "-":
+		logW = stdout
+	default:
+		f, err := os.OpenFile(*accessLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return fmt.Errorf("--access-log: %w", err)
+		}
+		defer f.Close()
+		logW = f
+	}
+	replica := os.Getenv("POD_NAME")
+	srv := proxy.New(proxy.Options{MaxBodyBytes: *maxBody, AccessLog: logW, Logger: logger, Replica: replica})
+	logger.Info("Starting switchyard proxy", "version", version.String(), "listen", *listen, "adminListen", *adminListen)
+
+	bg, stopBG := context.WithCancel(context.Background())
+	defer stopBG()
+	if *configPath != "" {
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+		reload := make(chan struct{}, 1)
+		go func() {
+			for range hup {
+				select {
+				case reload <- struct{}{}:
+				default:
+				}
+			}
+		}()
+		src := &proxy.FileSource{Path: *configPath, Interval: *reloadEvery, Reload: reload}
+		if err := src.Load(srv); err != nil {
+			return fmt.Errorf("the config at %s does not load: %w", *configPath, err)
+		}
+		go src.Watch(bg, srv)
+	} else {
+		ns, name, ok := strings.Cut(*configMap, "/")
+		if !ok || ns == "" || name == "" {
+			return fmt.Errorf("--configmap must be NAMESPACE/NAME, got %q", *configMap)
+		}
+		rules := clientcmd.NewDefaultClientConfigLoadingRules()
+		rules.ExplicitPath = *kubeconfig
+		cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+		if err != nil {
+			return fmt.Errorf("failed to load Kubernetes client config: %w", err)
+		}
+		src := &proxy.ConfigMapSource{Config: cfg, Namespace: ns, Name: name}
+		if err := src.Run(bg, srv); err != nil {
+			return err
+		}
+	}
+	go srv.Run(bg, *tick)
+
+	api := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
+	admin := &http.Server{Handler: srv.AdminHandler(), ReadHeaderTimeout: 10 * time.Second}
+	apiLn, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("--listen: %w", err)
+	}
+	adminLn, err := net.Listen("tcp", *adminListen)
+	if err != nil {
+		apiLn.Close()
+		return fmt.Errorf("--admin-listen: %w", err)
+	}
+	errc := make(chan error, 2)
+	go func() { errc <- api.Serve(apiLn) }()
+	go func() { errc <- admin.Serve(adminLn) }()
+	logger.Info("Serving", "api", apiLn.Addr().String(), "admin", adminLn.Addr().String())
+
+	select {
+	case err := <-errc:
+		return fmt.Errorf("server stopped: %w", err)
+	case <-ctx.Done():
+	}
+	// SIGTERM: fail readiness, stop accepting, let in-flight requests finish within the drain timeout.
+	logger.Info("Shutting down: draining in-flight requests", "drainTimeout", drain.String())
+	srv.Drain()
+	sctx, cancel := context.WithTimeout(context.Background(), *drain)
+	defer cancel()
+	err = api.Shutdown(sctx)
+	stopBG()
+	_ = admin.Shutdown(sctx)
+	if err != nil {
+		return fmt.Errorf("drain did not finish within %s: %w", *drain, err)
+	}
+	logger.Info("Stopped")
+	return nil
+}

@@ -1,0 +1,156 @@
+package controller
+
+import (
+	"math"
+	"sort"
+
+	v1alpha1 "github.com/switchyard-io/switchyard/api/v1alpha1"
+	"github.com/switchyard-io/switchyard/internal/adminapi"
+	"github.com/switchyard-io/switchyard/internal/health"
+)
+
+// modelKey names one channel×model.
+type modelKey struct{ Channel, Model string }
+
+// replicaReport is one proxy replica's answer to GET /admin/v1/channels.
+type replicaReport struct {
+	Replica  string
+	Channels []adminapi.ChannelState
+}
+
+// modelAggregate is one channel×model as all replicas together see it.
+type modelAggregate struct {
+	// Phase is the dominant phase: the one most replicas report, the more severe on a tie.
+	Phase v1alpha1.Phase
+	// Replicas counts the replicas reporting each phase.
+	Replicas map[string]int32
+	// HealthScore and TrafficPercent are the lowest across replicas: status shows the worst view.
+	HealthScore    int32
+	TrafficPercent int32
+	// WindowRequests and WindowFailures are summed; ErrorRatePercent is computed from the sums so a
+	// busy replica weighs more than an idle one.
+	WindowRequests   int64
+	WindowFailures   int64
+	ErrorRatePercent int32
+	// P95LatencyMillis is the highest replica p95 (a p95 cannot be merged; the worst is honest).
+	P95LatencyMillis int64
+	Ejections        int64
+	Panic            bool
+	// LastTransition is the latest transition among the replicas in the dominant phase.
+	LastTransition *adminapi.Transition
+}
+
+// aggregate merges the replicas' reports per channel×model. It is pure and order-independent.
+func aggregate(reports []replicaReport) map[modelKey]modelAggregate {
+	type acc struct {
+		agg    modelAggregate
+		states []adminapi.ChannelState
+	}
+	accs := map[modelKey]*acc{}
+	for _, r := range reports {
+		for _, s := range r.Channels {
+			k := modelKey{s.Channel, s.Model}
+			a := accs[k]
+			if a == nil {
+				a = &acc{agg: modelAggregate{Replicas: map[string]int32{}, HealthScore: math.MaxInt32, TrafficPercent: math.MaxInt32}}
+				accs[k] = a
+			}
+			a.states = append(a.states, s)
+			g := &a.agg
+			g.Replicas[normalPhase(s.Phase)]++
+			g.HealthScore = min(g.HealthScore, clampPercent(s.HealthScore))
+			g.TrafficPercent = min(g.TrafficPercent, clampPercent(s.TrafficPercent))
+			g.WindowRequests += int64(max(s.WindowRequests, 0))
+			g.WindowFailures += int64(max(s.WindowFailures, 0))
+			g.P95LatencyMillis = max(g.P95LatencyMillis, s.P95LatencyMillis)
+			g.Ejections += int64(max(s.Ejections, 0))
+			g.Panic = g.Panic || s.Panic
+		}
+	}
+	out := make(map[modelKey]modelAggregate, len(accs))
+	for k, a := range accs {
+		g := a.agg
+		g.Phase = dominantPhase(g.Replicas)
+		if g.WindowRequests > 0 {
+			g.ErrorRatePercent = int32(math.Round(float64(g.WindowFailures) * 100 / float64(g.WindowRequests)))
+		}
+		for _, s := range a.states {
+			if normalPhase(s.Phase) != string(g.Phase) || s.LastTransition == nil {
+				continue
+			}
+			if g.LastTransition == nil || s.LastTransition.Time.After(g.LastTransition.Time) {
+				t := *s.LastTransition
+				g.LastTransition = &t
+			}
+		}
+		out[k] = g
+	}
+	return out
+}
+
+// normalPhase maps a reported phase to the API's spelling; anything unknown is Unknown.
+func normalPhase(s string) string {
+	if _, err := health.ParsePhase(s); err != nil {
+		return string(v1alpha1.PhaseUnknown)
+	}
+	return s
+}
+
+// severity orders phases from best to worst for aggregation. Unknown (no report) sits just above
+// Healthy: not evidence of trouble, but not evidence of health either.
+func severity(p v1alpha1.Phase) int {
+	if p == v1alpha1.PhaseUnknown {
+		return 0
+	}
+	hp, err := health.ParsePhase(string(p))
+	if err != nil {
+		return 0
+	}
+	if hp == health.PhaseHealthy {
+		return -1
+	}
+	return hp.Severity()
+}
+
+// dominantPhase is the phase most replicas report; a tie goes to the more severe phase.
+func dominantPhase(counts map[string]int32) v1alpha1.Phase {
+	phases := make([]string, 0, len(counts))
+	for p := range counts {
+		phases = append(phases, p)
+	}
+	sort.Slice(phases, func(i, j int) bool {
+		a, b := phases[i], phases[j]
+		if counts[a] != counts[b] {
+			return counts[a] > counts[b]
+		}
+		if sa, sb := severity(v1alpha1.Phase(a)), severity(v1alpha1.Phase(b)); sa != sb {
+			return sa > sb
+		}
+		return a < b
+	})
+	if len(phases) == 0 {
+		return v1alpha1.PhaseUnknown
+	}
+	return v1alpha1.Phase(phases[0])
+}
+
+// worstPhase is the more severe of two phases.
+func worstPhase(a, b v1alpha1.Phase) v1alpha1.Phase {
+	if severity(b) > severity(a) {
+		return b
+	}
+	return a
+}
+
+// routable reports whether a phase carries real traffic.
+func routable(p v1alpha1.Phase) bool {
+	switch p {
+	case v1alpha1.PhaseHealthy, v1alpha1.PhaseDegraded, v1alpha1.PhaseRateLimited, v1alpha1.PhaseRampingUp:
+		return true
+	}
+	return false
+}
+
+func clampPercent(v int) int32 {
+	return int32(min(max(v, 0), 100))
+}

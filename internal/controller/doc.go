@@ -1,0 +1,13 @@
+// Package controller is Switchyard's Kubernetes control loop: it compiles ProviderChannel and
+// RoutingPolicy objects into the proxy's routing ConfigMap (provider keys into a Secret beside it),
+// reports compile problems as status conditions and Events, and turns the proxy replicas' admin API
+// (live health per channel×model and the transition journal) into status and Events.
+//
+// It must never decide health itself (the proxies do, in internal/health), never put a provider key
+// anywhere but the credentials Secret, and never overwrite a good proxy config with one that has
+// problems: the last good config keeps serving while the problems show up as status.
+//
+// Everything that can be decided without I/O (aggregation across replicas, status and conditions,
+// the journal's de-duplication, who flipped spec.disabled) is a pure function in this package,
+// table-tested without a cluster; the reconcilers gather inputs, call those functions and write once.
+package controller

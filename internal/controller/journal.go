@@ -1,0 +1,235 @@
+package controller
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/switchyard-io/switchyard/api/v1alpha1"
+	"github.com/switchyard-io/switchyard/internal/adminapi"
+)
+
+// journalEntry is one Event to write about an object.
+type journalEntry struct {
+	Type   string // corev1.EventTypeNormal or corev1.EventTypeWarning
+	Reason string
+	Action string
+	Note   string
+	Time   time.Time
+	// Key identifies the entry: the same key is the same Event, written once.
+	Key string
+}
+
+// Journal writes Events (events.k8s.io/v1) with names derived from the entry's key, so an entry
+// is written once however often it is recorded: after a failed status write, from a lagging
+// cache, by a restarted controller or by two replicas' reports of one transition.
+//
+// It does not use an EventRecorder on purpose: the events API recorder folds events with the same
+// reason on one object into a series that keeps the first note, so a second "Disabled" by
+// another operator, or the second ejection of the day, would lose its message; and the core/v1
+// recorder rate-limits and merges "similar" events. A journal must keep every entry as written.
+type Journal struct {
+	client   client.Client
+	instance string
+}
+
+// Record writes one Event about obj. An entry already written is not an error.
+func (j *Journal) Record(ctx context.Context, obj client.Object, kind string, e journalEntry) error {
+	ev := &eventsv1.Event{
+		ObjectMeta: metav1.ObjectMeta{Name: eventName(obj.GetName(), string(obj.GetUID())+"/"+e.Key), Namespace: obj.GetNamespace()},
+		EventTime:  metav1.NewMicroTime(e.Time),
+		Regarding: corev1.ObjectReference{
+			APIVersion: v1alpha1.GroupVersion.String(), Kind: kind,
+			Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: obj.GetUID(),
+		},
+		Type:                e.Type,
+		Reason:              e.Reason,
+		Action:              e.Action,
+		Note:                truncate(e.Note, 1000),
+		ReportingController: ReportingController,
+		ReportingInstance:   j.instance,
+	}
+	if err := j.client.Create(ctx, ev); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("failed to record Event %s on %s %s/%s: %w", e.Reason, kind, obj.GetNamespace(), obj.GetName(), err)
+	}
+	return nil
+}
+
+// eventName is <object>.<hash of the key>, like the names Kubernetes gives its own Events.
+func eventName(object, key string) string {
+	sum := sha256.Sum256([]byte(key))
+	if len(object) > 200 {
+		object = object[:200]
+	}
+	return object + "." + hex.EncodeToString(sum[:8])
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}
+
+// readyEvents journals Ready turning False with a new problem (a Warning) and turning True again.
+// rv (the object's resourceVersion as read) makes the key unique per object state.
+func readyEvents(oldConds []metav1.Condition, ready metav1.Condition, rv string, now time.Time) []journalEntry {
+	old := meta.FindStatusCondition(oldConds, v1alpha1.ConditionReady)
+	switch {
+	case ready.Status == metav1.ConditionFalse && ready.Reason != ReasonConfigHeldBack &&
+		(old == nil || old.Status != metav1.ConditionFalse || old.Reason != ready.Reason || old.Message != ready.Message):
+		return []journalEntry{{Type: corev1.EventTypeWarning, Reason: ready.Reason, Action: "Compile", Note: ready.Message, Time: now,
+			Key: "ready/" + rv + "/" + ready.Reason + "/" + ready.Message}}
+	case ready.Status == metav1.ConditionTrue && old != nil && old.Status == metav1.ConditionFalse && old.Reason != ReasonConfigHeldBack:
+		return []journalEntry{{Type: corev1.EventTypeNormal, Reason: ReasonProblemResolved, Action: "Compile",
+			Note: "compiled into the proxy config again (was " + old.Reason + ")", Time: now, Key: "ready/" + rv + "/resolved"}}
+	}
+	return nil
+}
+
+// disabledEvents journals the operator override: when spec.disabled takes effect and when it is
+// lifted or runs out, with who did it. The Available condition's reason remembers the last
+// override state, so the change is detected level-based and survives restarts.
+func disabledEvents(pc *v1alpha1.ProviderChannel, disabledNow bool, by string, now time.Time) []journalEntry {
+	old := meta.FindStatusCondition(pc.Status.Conditions, v1alpha1.ConditionAvailable)
+	wasDisabled := old != nil && old.Reason == ReasonDisabled
+	key := "override/" + pc.ResourceVersion
+	switch {
+	case disabledNow && !wasDisabled:
+		return []journalEntry{{Type: corev1.EventTypeNormal, Reason: ReasonDisabled, Action: "Disable",
+			Note: disabledMessage(&pc.Spec, by) + "; out of rotation on every proxy replica", Time: now, Key: key + "/disabled"}}
+	case !disabledNow && wasDisabled:
+		note := "enabled"
+		if by != "" {
+			note += " by " + by
+		}
+		if pc.Spec.Disabled && pc.Spec.DisabledUntil != nil {
+			note = "override ended at disabledUntil " + pc.Spec.DisabledUntil.UTC().Format(time.RFC3339)
+		}
+		return []journalEntry{{Type: corev1.EventTypeNormal, Reason: ReasonEnabled, Action: "Enable",
+			Note: note + "; the channel re-enters through probes and the ramp", Time: now, Key: key + "/enabled"}}
+	}
+	return nil
+}
+
+// disabledBy names the field manager that last wrote spec.disabled (kubectl-patch,
+// argocd-controller, ...). When the field was removed rather than set to false, no manager owns
+// it; then the manager that last wrote any of the spec is the best answer.
+func disabledBy(obj metav1.Object) string {
+	var best, fallback metav1.ManagedFieldsEntry
+	for _, mf := range obj.GetManagedFields() {
+		if mf.Subresource != "" || mf.FieldsV1 == nil {
+			continue
+		}
+		var fields map[string]any
+		if json.Unmarshal(mf.FieldsV1.Raw, &fields) != nil {
+			continue
+		}
+		spec, ok := fields["f:spec"].(map[string]any)
+		if !ok {
+			continue
+		}
+		if _, owns := spec["f:disabled"]; owns && newer(mf, best) {
+			best = mf
+		}
+		if newer(mf, fallback) {
+			fallback = mf
+		}
+	}
+	if best.Manager != "" {
+		return best.Manager
+	}
+	return fallback.Manager
+}
+
+func newer(a, b metav1.ManagedFieldsEntry) bool {
+	if b.Manager == "" {
+		return true
+	}
+	if a.Time == nil || b.Time == nil {
+		return a.Time != nil
+	}
+	return a.Time.After(b.Time.Time)
+}
+
+// transitionKey is one transition as every replica reports it.
+type transitionKey struct{ Channel, Model, From, To, Reason string }
+
+// reportedEvent is a journal entry from one replica.
+type reportedEvent struct {
+	Replica, BootID string
+	Event           adminapi.Event
+}
+
+// deduper turns the replicas' journals into one entry per transition: replicas eject a failing
+// provider within seconds of each other, and each reports it.
+type deduper struct {
+	window time.Duration
+	maxAge time.Duration
+	seen   map[transitionKey]time.Time
+}
+
+func newDeduper(window, maxAge time.Duration) *deduper {
+	return &deduper{window: window, maxAge: maxAge, seen: map[transitionKey]time.Time{}}
+}
+
+// filter returns the events that are news, oldest first (the input is sorted by time): not older
+// than maxAge, and not the same transition as one already passed within the window.
+func (d *deduper) filter(events []reportedEvent, now time.Time) []reportedEvent {
+	var out []reportedEvent
+	for _, re := range events {
+		e := re.Event
+		if now.Sub(e.Time) > d.maxAge {
+			continue
+		}
+		k := transitionKey{e.Channel, e.Model, e.From, e.To, e.Reason}
+		if last, ok := d.seen[k]; ok && absDuration(e.Time.Sub(last)) < d.window {
+			continue
+		}
+		d.seen[k] = e.Time
+		out = append(out, re)
+	}
+	for k, t := range d.seen {
+		if now.Sub(t) > d.maxAge+d.window {
+			delete(d.seen, k)
+		}
+	}
+	return out
+}
+
+func absDuration(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
+}
+
+// transitionEntry is the Event for a transition a proxy reported: reason is the rule, the note
+// carries the model, the phases and the figures.
+func transitionEntry(re reportedEvent) journalEntry {
+	e := re.Event
+	typ := corev1.EventTypeNormal
+	if e.To == string(v1alpha1.PhaseEjected) || e.To == string(v1alpha1.PhaseDegraded) || e.To == string(v1alpha1.PhaseRateLimited) {
+		typ = corev1.EventTypeWarning
+	}
+	note := fmt.Sprintf("%s: %s -> %s: %s", e.Model, e.From, e.To, e.Message)
+	if re.Replica != "" {
+		note += " (reported by " + re.Replica + ")"
+	}
+	reason := e.Reason
+	if reason == "" {
+		reason = "PhaseTransition"
+	}
+	return journalEntry{Type: typ, Reason: reason, Action: "PhaseTransition", Note: note, Time: e.Time,
+		Key: fmt.Sprintf("transition/%s/%d", re.BootID, e.Seq)}
+}

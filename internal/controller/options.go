@@ -1,0 +1,170 @@
+package controller
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Labels and annotations on the objects the controller writes. The proxy relies on the hash
+// annotation and the data keys; they are part of the controller↔proxy contract.
+const (
+	ManagedByLabel      = "app.kubernetes.io/managed-by"
+	ManagedByValue      = "switchyard"
+	ConfigHashAnnotation = "switchyard.io/config-hash"
+	TableKey            = "table.json"
+	CredentialsKey      = "credentials.json"
+
+	// FieldOwner is the server-side-apply field manager of everything the controller writes.
+	FieldOwner = "switchyard-controller"
+	// ReportingController names the controller in the Events it writes.
+	ReportingController = "switchyard.io/controller"
+)
+
+// Defaults of Options.
+const (
+	DefaultConfigMapName = "switchyard-routing"
+	DefaultProxyService  = "switchyard-proxy"
+	DefaultAdminPortName = "admin"
+	DefaultPollInterval  = 5 * time.Second
+	// DefaultScoreStep is how far a health score must move before it is written again.
+	DefaultScoreStep = 5
+	// DefaultUnreachableAfter is how many polls in a row a replica may miss before it counts as
+	// unreachable: one lost poll is not news worth a status write.
+	DefaultUnreachableAfter = 2
+	// DefaultJournalDedupWindow: the same transition (channel, model, from, to, rule) reported by
+	// several replicas within this window is one journal entry.
+	DefaultJournalDedupWindow = 2 * time.Minute
+	// DefaultJournalMaxAge: proxy journal entries older than this are history, not news (a restarted
+	// controller does not replay them; Kubernetes drops Events after an hour anyway).
+	DefaultJournalMaxAge = 30 * time.Minute
+)
+
+// Options configure the controller. The zero value of every field but ProxyNamespace has a default.
+type Options struct {
+	// ProxyNamespace holds the routing ConfigMap and credentials Secret, and the proxy Service.
+	ProxyNamespace string
+	// ConfigMapName is the routing ConfigMap (default switchyard-routing).
+	ConfigMapName string
+	// CredentialsSecretName is the Secret holding provider keys (default <ConfigMapName>-credentials,
+	// which is what `switchyard proxy --configmap NS/NAME` reads).
+	CredentialsSecretName string
+	// WatchNamespaces limits the ProviderChannels, RoutingPolicies and Secrets compiled into the
+	// config to these namespaces; empty means all namespaces.
+	WatchNamespaces []string
+
+	// ProxyService is the proxy Service whose EndpointSlices list the replicas to poll; empty
+	// disables in-cluster discovery.
+	ProxyService string
+	// AdminPortName is the name of the Service port serving the admin API (default admin).
+	AdminPortName string
+	// AdminURLs are extra admin API roots to poll (proxies outside the cluster).
+	AdminURLs []string
+	// PollInterval between polls of the admin API (default 5s).
+	PollInterval time.Duration
+	// PollTimeout bounds one replica's answer (default: the poll interval, at most 5s).
+	PollTimeout time.Duration
+	// UnreachableAfter polls missed in a row make a replica unreachable (default 2).
+	UnreachableAfter int
+	// ScoreStep is the smallest health-score move that is written to status (default 5).
+	ScoreStep int32
+	// JournalDedupWindow and JournalMaxAge shape the Event journal (see the defaults).
+	JournalDedupWindow time.Duration
+	JournalMaxAge      time.Duration
+
+	// Clock tells the time (status times, disabledUntil); tests inject a fake one.
+	Clock clock.PassiveClock
+	// HTTPClient polls the admin API (default: a client with PollTimeout).
+	HTTPClient *http.Client
+	// ReportingInstance names this controller process in Events (default: the hostname).
+	ReportingInstance string
+}
+
+func (o *Options) complete() error {
+	if o.ProxyNamespace == "" {
+		return errors.New("the proxy namespace is required")
+	}
+	if o.ConfigMapName == "" {
+		o.ConfigMapName = DefaultConfigMapName
+	}
+	if o.CredentialsSecretName == "" {
+		o.CredentialsSecretName = o.ConfigMapName + "-credentials"
+	}
+	if o.AdminPortName == "" {
+		o.AdminPortName = DefaultAdminPortName
+	}
+	for _, u := range o.AdminURLs {
+		p, err := url.Parse(u)
+		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			return fmt.Errorf("proxy admin URL %q is not an http:// or https:// URL", u)
+		}
+	}
+	if o.PollInterval <= 0 {
+		o.PollInterval = DefaultPollInterval
+	}
+	if o.PollTimeout <= 0 {
+		o.PollTimeout = min(o.PollInterval, 5*time.Second)
+	}
+	if o.UnreachableAfter <= 0 {
+		o.UnreachableAfter = DefaultUnreachableAfter
+	}
+	if o.ScoreStep <= 0 {
+		o.ScoreStep = DefaultScoreStep
+	}
+	if o.JournalDedupWindow <= 0 {
+		o.JournalDedupWindow = DefaultJournalDedupWindow
+	}
+	if o.JournalMaxAge <= 0 {
+		o.JournalMaxAge = DefaultJournalMaxAge
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.HTTPClient == nil {
+		o.HTTPClient = &http.Client{Timeout: o.PollTimeout}
+	}
+	if o.ReportingInstance == "" {
+		o.ReportingInstance = "switchyard-controller"
+	}
+	return nil
+}
+
+// CacheOptions limits the manager's cache to what the controller reads: the watched namespaces
+// for channels, policies and Secrets, and only the one ConfigMap and the proxy's EndpointSlices in
+// the proxy namespace. Build the manager with it.
+func CacheOptions(o Options) cache.Options {
+	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.ConfigMap{}: {
+			Namespaces: map[string]cache.Config{o.ProxyNamespace: {}},
+			Field:      fields.OneTermEqualSelector("metadata.name", orDefault(o.ConfigMapName, DefaultConfigMapName)),
+		},
+		&discoveryv1.EndpointSlice{}: {
+			Namespaces: map[string]cache.Config{o.ProxyNamespace: {}},
+		},
+	}}
+	if len(o.WatchNamespaces) > 0 {
+		opts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range o.WatchNamespaces {
+			opts.DefaultNamespaces[ns] = cache.Config{}
+		}
+		// The credentials Secret lives in the proxy namespace, watched or not.
+		opts.DefaultNamespaces[o.ProxyNamespace] = cache.Config{}
+	}
+	return opts
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

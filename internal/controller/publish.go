@@ -1,0 +1,290 @@
+package controller
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	v1alpha1 "github.com/switchyard-io/switchyard/api/v1alpha1"
+	"github.com/switchyard-io/switchyard/internal/routing"
+)
+
+// Publisher is the one compile step both reconcilers feed: it compiles every watched
+// ProviderChannel and RoutingPolicy (with the Secrets they reference) from the cache and, when
+// the result has no problems and differs from what is published, writes the credentials Secret and
+// the routing ConfigMap. Compiling the whole set on each reconcile is cheap and keeps the step
+// level-based: whichever object changed, the output is a function of all of them.
+type Publisher struct {
+	client client.Client
+	opts   Options
+
+	// mu serialises Sync across the two controllers' workers so they never race on the writes.
+	mu sync.Mutex
+	// lastGood is the last config known to be good (written by us, or found intact at start-up);
+	// it restores the ConfigMap and Secret when they are deleted or edited while problems hold
+	// publishing back.
+	lastGood *rendered
+}
+
+// NewPublisher returns a Publisher for the given options (completed by Setup).
+func NewPublisher(c client.Client, opts Options) *Publisher {
+	return &Publisher{client: c, opts: opts}
+}
+
+// SyncResult is what one compile produced and what the proxies are being served.
+type SyncResult struct {
+	// Compiled is the table compiled from the current objects; only served when Problems is empty.
+	Compiled *routing.Table
+	Problems []routing.Problem
+	// Published is the table in the ConfigMap after this sync (nil when there is none), with the
+	// keys from the credentials Secret.
+	Published *routing.Table
+	// HeldBack is true when problems kept the compiled table from being published.
+	HeldBack bool
+}
+
+// rendered is a table in its published form.
+type rendered struct {
+	table, credentials []byte
+	hash               string
+}
+
+// render turns a table into the ConfigMap's and the Secret's content.
+func render(t *routing.Table) (*rendered, error) {
+	table, err := json.MarshalIndent(t, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("failed to encode the routing table: %w", err)
+	}
+	keys := make(map[string]string, len(t.Credentials))
+	for name, s := range t.Credentials {
+		keys[name] = s.Reveal()
+	}
+	creds, err := json.MarshalIndent(keys, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("failed to encode the credentials: %w", err)
+	}
+	return &rendered{table: table, credentials: creds, hash: t.Hash()}, nil
+}
+
+// parsePublished reads a table back from a ConfigMap and credentials Secret (either may be nil).
+// It returns nil when the ConfigMap is missing or does not hold a table.
+func parsePublished(cm *corev1.ConfigMap, sec *corev1.Secret) *routing.Table {
+	if cm == nil {
+		return nil
+	}
+	var t routing.Table
+	if err := json.Unmarshal([]byte(cm.Data[TableKey]), &t); err != nil {
+		return nil
+	}
+	t.Credentials = map[string]routing.Secret{}
+	if sec != nil {
+		var keys map[string]string
+		if json.Unmarshal(sec.Data[CredentialsKey], &keys) == nil {
+			for name, k := range keys {
+				t.Credentials[name] = routing.NewSecret(k)
+			}
+		}
+	}
+	return &t
+}
+
+// intact reports whether a ConfigMap and Secret hold exactly r, with the labels and hash.
+func (r *rendered) configMapIntact(cm *corev1.ConfigMap) bool {
+	return cm != nil && cm.Data[TableKey] == string(r.table) && cm.Annotations[ConfigHashAnnotation] == r.hash &&
+		cm.Labels[ManagedByLabel] == ManagedByValue
+}
+
+func (r *rendered) secretIntact(s *corev1.Secret) bool {
+	return s != nil && bytes.Equal(s.Data[CredentialsKey], r.credentials) && s.Annotations[ConfigHashAnnotation] == r.hash &&
+		s.Labels[ManagedByLabel] == ManagedByValue
+}
+
+// Sync compiles and publishes. See Publisher.
+func (p *Publisher) Sync(ctx context.Context) (*SyncResult, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+
+	in, err := p.gather(ctx)
+	if err != nil {
+		return nil, err
+	}
+	table, problems := routing.Compile(in)
+	cm, sec, err := p.current(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res := &SyncResult{Compiled: table, Problems: problems}
+
+	want, err := render(table)
+	if err != nil {
+		return nil, err
+	}
+	if len(problems) > 0 {
+		res.HeldBack = true
+		if p.lastGood == nil {
+			p.adoptLastGood(cm, sec)
+		}
+		want = p.lastGood
+		if want == nil {
+			// Nothing good was ever published: there is nothing to keep serving.
+			res.Published = parsePublished(cm, sec)
+			return res, nil
+		}
+	}
+	// The Secret goes first, so a proxy that reloads on the ConfigMap finds the keys of new channels.
+	if !want.secretIntact(sec) {
+		if err := p.applySecret(ctx, want); err != nil {
+			return nil, err
+		}
+		logf.FromContext(ctx).Info("Updated credentials Secret", "secret", p.opts.ProxyNamespace+"/"+p.opts.CredentialsSecretName, "hash", want.hash)
+	}
+	if !want.configMapIntact(cm) {
+		if err := p.applyConfigMap(ctx, want); err != nil {
+			return nil, err
+		}
+		logf.FromContext(ctx).Info("Updated ConfigMap", "configMap", p.opts.ProxyNamespace+"/"+p.opts.ConfigMapName, "hash", want.hash)
+	}
+	p.lastGood = want
+	if res.HeldBack {
+		res.Published = parsePublished(
+			&corev1.ConfigMap{Data: map[string]string{TableKey: string(want.table)}},
+			&corev1.Secret{Data: map[string][]byte{CredentialsKey: want.credentials}})
+	} else {
+		res.Published = table
+	}
+	return res, nil
+}
+
+// adoptLastGood takes the ConfigMap and Secret found at start-up as the last good config, when
+// they are intact (their hash matches their content).
+func (p *Publisher) adoptLastGood(cm *corev1.ConfigMap, sec *corev1.Secret) {
+	t := parsePublished(cm, sec)
+	if t == nil || sec == nil || t.Hash() != cm.Annotations[ConfigHashAnnotation] {
+		return
+	}
+	p.lastGood = &rendered{table: []byte(cm.Data[TableKey]), credentials: sec.Data[CredentialsKey], hash: t.Hash()}
+}
+
+// gather lists the objects a table is compiled from: every channel and policy in the watched
+// namespaces and the Secrets their channels reference.
+func (p *Publisher) gather(ctx context.Context) (routing.Inputs, error) {
+	var in routing.Inputs
+	namespaces := p.opts.WatchNamespaces
+	if len(namespaces) == 0 {
+		namespaces = []string{""}
+	}
+	for _, ns := range namespaces {
+		var channels v1alpha1.ProviderChannelList
+		if err := p.client.List(ctx, &channels, client.InNamespace(ns)); err != nil {
+			return in, fmt.Errorf("failed to list ProviderChannels: %w", err)
+		}
+		var policies v1alpha1.RoutingPolicyList
+		if err := p.client.List(ctx, &policies, client.InNamespace(ns)); err != nil {
+			return in, fmt.Errorf("failed to list RoutingPolicies: %w", err)
+		}
+		in.Channels = append(in.Channels, channels.Items...)
+		in.Policies = append(in.Policies, policies.Items...)
+	}
+	seen := map[client.ObjectKey]bool{}
+	for i := range in.Channels {
+		pc := &in.Channels[i]
+		ref := pc.Spec.CredentialsRef
+		if ref == nil {
+			continue
+		}
+		key := client.ObjectKey{Namespace: pc.Namespace, Name: ref.Name}
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		var s corev1.Secret
+		switch err := p.client.Get(ctx, key, &s); {
+		case apierrors.IsNotFound(err):
+			// Compile reports the missing Secret on the channel.
+		case err != nil:
+			return in, fmt.Errorf("failed to get Secret %s: %w", key, err)
+		default:
+			in.Secrets = append(in.Secrets, s)
+		}
+	}
+	return in, nil
+}
+
+// current returns the published ConfigMap and Secret, nil when missing.
+func (p *Publisher) current(ctx context.Context) (*corev1.ConfigMap, *corev1.Secret, error) {
+	cm := &corev1.ConfigMap{}
+	if err := p.client.Get(ctx, client.ObjectKey{Namespace: p.opts.ProxyNamespace, Name: p.opts.ConfigMapName}, cm); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return nil, nil, fmt.Errorf("failed to get ConfigMap: %w", err)
+		}
+		cm = nil
+	}
+	sec := &corev1.Secret{}
+	if err := p.client.Get(ctx, client.ObjectKey{Namespace: p.opts.ProxyNamespace, Name: p.opts.CredentialsSecretName}, sec); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return nil, nil, fmt.Errorf("failed to get credentials Secret: %w", err)
+		}
+		sec = nil
+	}
+	return cm, sec, nil
+}
+
+func (p *Publisher) labels() map[string]string { return map[string]string{ManagedByLabel: ManagedByValue} }
+
+// The writes are server-side applies: idempotent, so a cache that lags behind our own last write
+// costs one no-op request rather than a conflict.
+func (p *Publisher) applyConfigMap(ctx context.Context, r *rendered) error {
+	cm := corev1ac.ConfigMap(p.opts.ConfigMapName, p.opts.ProxyNamespace).
+		WithLabels(p.labels()).
+		WithAnnotations(map[string]string{ConfigHashAnnotation: r.hash}).
+		WithData(map[string]string{TableKey: string(r.table)})
+	if err := p.client.Apply(ctx, cm, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		return fmt.Errorf("failed to apply ConfigMap %s/%s: %w", p.opts.ProxyNamespace, p.opts.ConfigMapName, err)
+	}
+	return nil
+}
+
+func (p *Publisher) applySecret(ctx context.Context, r *rendered) error {
+	s := corev1ac.Secret(p.opts.CredentialsSecretName, p.opts.ProxyNamespace).
+		WithType(corev1.SecretTypeOpaque).
+		WithLabels(p.labels()).
+		WithAnnotations(map[string]string{ConfigHashAnnotation: r.hash}).
+		WithData(map[string][]byte{CredentialsKey: r.credentials})
+	if err := p.client.Apply(ctx, s, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		return fmt.Errorf("failed to apply Secret %s/%s: %w", p.opts.ProxyNamespace, p.opts.CredentialsSecretName, err)
+	}
+	return nil
+}
+
+// problemsFor returns the problems of one object.
+func problemsFor(problems []routing.Problem, kind, namespace, name string) []routing.Problem {
+	var out []routing.Problem
+	for _, p := range problems {
+		if p.Kind == kind && p.Namespace == namespace && p.Name == name {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// problemObjects names the objects with problems, for the "held back by" message.
+func problemObjects(problems []routing.Problem) []string {
+	var out []string
+	for _, p := range problems {
+		s := fmt.Sprintf("%s %s/%s (%s)", p.Kind, p.Namespace, p.Name, p.Reason)
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,479 @@
+package controller
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1alpha1 "github.com/switchyard-io/switchyard/api/v1alpha1"
+	"github.com/switchyard-io/switchyard/internal/routing"
+)
+
+// ConditionProxiesReporting says whether the live part of the status (phases, scores, traffic) is
+// current: True when every discovered proxy replica answered, False when some or all did not (the
+// status then shows what the reachable replicas, or the last poll, reported). It is the one
+// condition added to the contract's Ready/Available/Degraded, so stale data is marked as such.
+const ConditionProxiesReporting = "ProxiesReporting"
+
+// Condition and model reasons the controller sets (compile problems use routing's reasons).
+const (
+	ReasonCompiled          = "Compiled"
+	ReasonConfigHeldBack    = "ConfigHeldBack"
+	ReasonProblemResolved   = "ProblemResolved"
+	ReasonDisabled          = "Disabled"
+	ReasonEnabled           = "Enabled"
+	ReasonRoutable          = "Routable"
+	ReasonNotRoutable       = "NotRoutable"
+	ReasonNoReport          = "NoReport"
+	ReasonNotPublished      = "NotPublished"
+	ReasonAllModelsRoutable = "AllModelsRoutable"
+	ReasonModelNotRoutable  = "ModelNotRoutable"
+	ReasonChannelsHealthy   = "AllChannelsHealthy"
+	ReasonChannelsUnhealthy = "ChannelsNotHealthy"
+	ReasonAllReporting      = "AllReplicasReporting"
+	ReasonSomeUnreachable   = "ReplicasUnreachable"
+	ReasonNoneReachable     = "NoReplicaReachable"
+	ReasonNoReplicas        = "NoReplicas"
+)
+
+// liveView is what the proxy replicas reported on the last poll.
+type liveView struct {
+	// Polled is false until the first poll has completed: status then keeps what it had.
+	Polled   bool
+	Replicas []replicaInfo
+	Models   map[modelKey]modelAggregate
+}
+
+// replicaInfo is one discovered replica's reachability.
+type replicaInfo struct {
+	Name      string
+	Reachable bool
+	Error     string
+}
+
+// fresh reports whether the view carries live data.
+func (v liveView) fresh() bool {
+	return v.Polled && slices.ContainsFunc(v.Replicas, func(r replicaInfo) bool { return r.Reachable })
+}
+
+// seconds drops what status cannot store (sub-second precision, the monotonic clock), so a
+// computed time compares equal to the same time read back from the API server.
+func seconds(t time.Time) metav1.Time { return metav1.NewTime(t.UTC().Truncate(time.Second)) }
+
+// setCondition sets a condition with the object's generation. meta.SetStatusCondition keeps the
+// lastTransitionTime of a condition whose status did not change, so an unchanged condition causes
+// no status write.
+func setCondition(conds *[]metav1.Condition, c metav1.Condition, generation int64, now time.Time) {
+	c.ObservedGeneration = generation
+	c.LastTransitionTime = seconds(now)
+	meta.SetStatusCondition(conds, c)
+}
+
+// readyCondition is the Ready condition of one object from the compile result: False with the
+// first problem's reason when the object has problems; True when its compiled form is what the
+// proxies are served; False (ConfigHeldBack) when other objects' problems keep its change from
+// being published.
+func readyCondition(kind, namespace, name string, res *SyncResult) metav1.Condition {
+	if ps := problemsFor(res.Problems, kind, namespace, name); len(ps) > 0 {
+		msgs := make([]string, len(ps))
+		for i, p := range ps {
+			msgs[i] = p.String()
+		}
+		return metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: ps[0].Reason,
+			Message: strings.Join(msgs, "; ") + "; the proxies keep serving the last good config"}
+	}
+	if publishedAsCompiled(kind, namespace, name, res) {
+		return metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonCompiled,
+			Message: "compiled into the proxy config"}
+	}
+	msg := "not in the proxy config yet"
+	if res.HeldBack {
+		msg = "not in the proxy config yet: publishing is held back by problems in " + strings.Join(problemObjects(res.Problems), ", ")
+	}
+	return metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonConfigHeldBack, Message: msg}
+}
+
+// publishedAsCompiled reports whether the object's compiled form (and key) is what is published.
+func publishedAsCompiled(kind, namespace, name string, res *SyncResult) bool {
+	if res.Published == nil {
+		return false
+	}
+	switch kind {
+	case "ProviderChannel":
+		want, ok := res.Compiled.Channel(name)
+		got, ok2 := res.Published.Channel(name)
+		if !ok || !ok2 || want.Namespace != namespace || !sameJSON(want, got) {
+			return false
+		}
+		wk, wok := res.Compiled.Credentials[name]
+		gk, gok := res.Published.Credentials[name]
+		return wok == gok && wk.Reveal() == gk.Reveal()
+	case "RoutingPolicy":
+		want, ok := findPolicy(res.Compiled, namespace, name)
+		got, ok2 := findPolicy(res.Published, namespace, name)
+		return ok && ok2 && sameJSON(want, got)
+	}
+	return false
+}
+
+func findPolicy(t *routing.Table, namespace, name string) (*routing.Policy, bool) {
+	if t == nil {
+		return nil, false
+	}
+	for i := range t.Policies {
+		if t.Policies[i].Namespace == namespace && t.Policies[i].Name == name {
+			return &t.Policies[i], true
+		}
+	}
+	return nil, false
+}
+
+// effectiveDisabled reports whether the operator override is in force at now.
+func effectiveDisabled(spec *v1alpha1.ProviderChannelSpec, now time.Time) bool {
+	return spec.Disabled && (spec.DisabledUntil == nil || now.Before(spec.DisabledUntil.Time))
+}
+
+// disabledMessage describes the override: who, why and until when.
+func disabledMessage(spec *v1alpha1.ProviderChannelSpec, by string) string {
+	msg := "disabled"
+	if by != "" {
+		msg += " by " + by
+	}
+	if spec.DisabledReason != "" {
+		msg += ": " + spec.DisabledReason
+	}
+	if spec.DisabledUntil != nil {
+		msg += " (until " + spec.DisabledUntil.UTC().Format(time.RFC3339) + ")"
+	}
+	return msg
+}
+
+// channelInputs is everything a ProviderChannel's status is computed from.
+type channelInputs struct {
+	// Channel as read, with the status last written.
+	Channel *v1alpha1.ProviderChannel
+	Now     time.Time
+	Ready   metav1.Condition
+	Live    liveView
+	// ScoreStep: see Options.ScoreStep.
+	ScoreStep int32
+	// DisabledBy is the field manager that last set spec.disabled.
+	DisabledBy string
+}
+
+// channelStatus computes a ProviderChannel's status. It is pure: the same inputs give the same
+// status, and an input that did not change in a way worth reporting gives back the old status, so
+// a stable system writes nothing.
+func channelStatus(in channelInputs) v1alpha1.ProviderChannelStatus {
+	pc := in.Channel
+	old := &pc.Status
+	st := v1alpha1.ProviderChannelStatus{ObservedGeneration: pc.Generation}
+	for _, c := range old.Conditions {
+		st.Conditions = append(st.Conditions, *c.DeepCopy())
+	}
+	disabled := effectiveDisabled(&pc.Spec, in.Now)
+	prev := map[string]v1alpha1.ModelStatus{}
+	for _, m := range old.Models {
+		prev[m.Name] = m
+	}
+	fresh := in.Live.fresh()
+	for _, m := range pc.Spec.Models {
+		p, hadPrev := prev[m.Name]
+		var next v1alpha1.ModelStatus
+		agg, reported := in.Live.Models[modelKey{pc.Name, m.Name}]
+		switch {
+		case !fresh && hadPrev:
+			// No live data (not polled yet, or no replica reachable): keep what was last seen;
+			// ProxiesReporting says it is not live.
+			next = *p.DeepCopy()
+		case fresh && reported:
+			next = modelFromAggregate(m.Name, agg, p, hadPrev, in.Now)
+		default:
+			next = unknownModel(m.Name, p, hadPrev, in.Now)
+		}
+		if disabled {
+			next = disabledModel(next, p, hadPrev, disabledMessage(&pc.Spec, in.DisabledBy), in.Now)
+		}
+		if hadPrev && !significant(p, next, in.ScoreStep) {
+			next = *p.DeepCopy()
+		}
+		st.Models = append(st.Models, next)
+	}
+
+	// The channel shows its worst model; scores and shares only of the models with reports.
+	st.Phase = v1alpha1.PhaseUnknown
+	for i, m := range st.Models {
+		if i == 0 {
+			st.Phase = m.Phase
+		}
+		st.Phase = worstPhase(st.Phase, m.Phase)
+		if m.Phase == v1alpha1.PhaseUnknown {
+			continue
+		}
+		if st.HealthScore == nil {
+			score, traffic := m.HealthScore, m.TrafficPercent
+			st.HealthScore, st.TrafficPercent = &score, &traffic
+			continue
+		}
+		st.HealthScore = ptrMin(st.HealthScore, m.HealthScore)
+		st.TrafficPercent = ptrMin(st.TrafficPercent, m.TrafficPercent)
+	}
+	if disabled {
+		st.Phase = v1alpha1.PhaseDisabled
+	}
+
+	setCondition(&st.Conditions, in.Ready, pc.Generation, in.Now)
+	setCondition(&st.Conditions, channelAvailable(pc, disabled, in.DisabledBy, st.Models), pc.Generation, in.Now)
+	if in.Live.Polled {
+		setCondition(&st.Conditions, reportingCondition(in.Live.Replicas), pc.Generation, in.Now)
+	}
+	return st
+}
+
+func sameJSON(a, b any) bool {
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && bytes.Equal(ja, jb)
+}
+
+func ptrMin(p *int32, v int32) *int32 {
+	m := min(*p, v)
+	return &m
+}
+
+// modelFromAggregate is a model's status from the replicas' reports.
+func modelFromAggregate(name string, agg modelAggregate, prev v1alpha1.ModelStatus, hadPrev bool, now time.Time) v1alpha1.ModelStatus {
+	m := v1alpha1.ModelStatus{
+		Name:             name,
+		Phase:            agg.Phase,
+		HealthScore:      agg.HealthScore,
+		TrafficPercent:   agg.TrafficPercent,
+		WindowRequests:   agg.WindowRequests,
+		ErrorRatePercent: agg.ErrorRatePercent,
+		P95LatencyMillis: agg.P95LatencyMillis,
+		Ejections:        agg.Ejections,
+		Replicas:         maps.Clone(agg.Replicas),
+		Panic:            agg.Panic,
+	}
+	switch {
+	case agg.LastTransition != nil:
+		t := seconds(agg.LastTransition.Time)
+		m.LastTransitionTime, m.Reason, m.Message = &t, agg.LastTransition.Reason, agg.LastTransition.Message
+	case hadPrev && prev.Phase == m.Phase:
+		m.LastTransitionTime, m.Reason, m.Message = prev.LastTransitionTime.DeepCopy(), prev.Reason, prev.Message
+	default:
+		t := seconds(now)
+		m.LastTransitionTime = &t
+	}
+	return m
+}
+
+// unknownModel is a model no replica reports on.
+func unknownModel(name string, prev v1alpha1.ModelStatus, hadPrev bool, now time.Time) v1alpha1.ModelStatus {
+	m := v1alpha1.ModelStatus{Name: name, Phase: v1alpha1.PhaseUnknown, Reason: ReasonNoReport,
+		Message: "no proxy replica reports this model"}
+	if hadPrev && prev.Phase == v1alpha1.PhaseUnknown && prev.LastTransitionTime != nil {
+		m.LastTransitionTime = prev.LastTransitionTime.DeepCopy()
+	} else {
+		t := seconds(now)
+		m.LastTransitionTime = &t
+	}
+	return m
+}
+
+// disabledModel applies the operator override at once, without waiting for the proxies to
+// reload: phase Disabled, no traffic. The replicas' figures stay for reference.
+func disabledModel(m v1alpha1.ModelStatus, prev v1alpha1.ModelStatus, hadPrev bool, msg string, now time.Time) v1alpha1.ModelStatus {
+	m.Phase, m.TrafficPercent, m.Reason, m.Message = v1alpha1.PhaseDisabled, 0, ReasonDisabled, msg
+	if hadPrev && prev.Phase == v1alpha1.PhaseDisabled && prev.LastTransitionTime != nil {
+		m.LastTransitionTime = prev.LastTransitionTime.DeepCopy()
+	} else {
+		t := seconds(now)
+		m.LastTransitionTime = &t
+	}
+	return m
+}
+
+// significant reports whether next differs from prev by enough to be written: any change of
+// phase, traffic share, replica counts, panic or transition, or a move of the figures by a
+// meaningful step. Small drifts of score, error rate, volume and latency are not news; writing
+// them would rewrite status on every poll.
+func significant(prev, next v1alpha1.ModelStatus, step int32) bool {
+	if prev.Phase != next.Phase || prev.TrafficPercent != next.TrafficPercent || prev.Panic != next.Panic ||
+		prev.Ejections != next.Ejections || prev.Reason != next.Reason || prev.Message != next.Message ||
+		!maps.Equal(prev.Replicas, next.Replicas) ||
+		!equality.Semantic.DeepEqual(prev.LastTransitionTime, next.LastTransitionTime) {
+		return true
+	}
+	return abs(prev.HealthScore-next.HealthScore) >= step ||
+		abs(prev.ErrorRatePercent-next.ErrorRatePercent) >= step ||
+		bigMove(prev.WindowRequests, next.WindowRequests, 10) ||
+		bigMove(prev.P95LatencyMillis, next.P95LatencyMillis, 100)
+}
+
+// bigMove: a change of at least minAbs and at least half of the larger value.
+func bigMove(a, b, minAbs int64) bool {
+	d := a - b
+	if d < 0 {
+		d = -d
+	}
+	return d >= minAbs && 2*d >= max(a, b)
+}
+
+func abs(v int32) int32 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+// channelAvailable: at least one model routable on this channel.
+func channelAvailable(pc *v1alpha1.ProviderChannel, disabled bool, by string, models []v1alpha1.ModelStatus) metav1.Condition {
+	c := metav1.Condition{Type: v1alpha1.ConditionAvailable}
+	if disabled {
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonDisabled, disabledMessage(&pc.Spec, by)
+		return c
+	}
+	var ok, notOK []string
+	for _, m := range models {
+		switch {
+		case routable(m.Phase):
+			ok = append(ok, m.Name)
+		case m.Phase != v1alpha1.PhaseUnknown:
+			notOK = append(notOK, fmt.Sprintf("%s is %s", m.Name, m.Phase))
+		}
+	}
+	switch {
+	case len(ok) > 0:
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, ReasonRoutable, "routable for "+strings.Join(ok, ", ")
+	case len(notOK) == 0:
+		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, ReasonNoReport, "no proxy replica reports this channel yet"
+	default:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonNotRoutable, "no model is routable: "+strings.Join(notOK, ", ")
+	}
+	return c
+}
+
+// reportingCondition marks the live status as current or not.
+func reportingCondition(replicas []replicaInfo) metav1.Condition {
+	c := metav1.Condition{Type: ConditionProxiesReporting}
+	var down []string
+	for _, r := range replicas {
+		if !r.Reachable {
+			down = append(down, fmt.Sprintf("%s (%s)", r.Name, r.Error))
+		}
+	}
+	n := len(replicas)
+	switch {
+	case n == 0:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonNoReplicas, "no proxy replica found to poll; status is not live"
+	case len(down) == 0:
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, ReasonAllReporting, fmt.Sprintf("%d of %d proxy replicas reporting", n, n)
+	case len(down) == n:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonNoneReachable,
+			"no proxy replica reachable: "+strings.Join(down, "; ")+"; status shows the last data seen and is not live"
+	default:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonSomeUnreachable,
+			fmt.Sprintf("%d of %d proxy replicas unreachable: %s; status is aggregated from the others", len(down), n, strings.Join(down, "; "))
+	}
+	return c
+}
+
+// policyInputs is everything a RoutingPolicy's status is computed from.
+type policyInputs struct {
+	Policy *v1alpha1.RoutingPolicy
+	Now    time.Time
+	Ready  metav1.Condition
+	// Published is the table the proxies are served: the rows follow what is actually routed.
+	Published *routing.Table
+	// Channels are the ProviderChannels of the policy's namespace by name, with their status.
+	Channels map[string]*v1alpha1.ProviderChannel
+}
+
+// policyStatus computes a RoutingPolicy's status: one row per channel × model it routes, taken
+// from the channels' own status (so `kubectl get` of both kinds agree), and its conditions.
+func policyStatus(in policyInputs) v1alpha1.RoutingPolicyStatus {
+	rp := in.Policy
+	st := v1alpha1.RoutingPolicyStatus{ObservedGeneration: rp.Generation}
+	for _, c := range rp.Status.Conditions {
+		st.Conditions = append(st.Conditions, *c.DeepCopy())
+	}
+	pol, published := findPolicy(in.Published, rp.Namespace, rp.Name)
+	if published {
+		for _, cand := range pol.Channels {
+			ch, ok := in.Published.Channel(cand.Channel)
+			if !ok {
+				continue
+			}
+			for _, model := range pol.Models {
+				if _, serves := ch.Upstream(model); !serves {
+					continue
+				}
+				row := v1alpha1.PolicyChannelStatus{Channel: cand.Channel, Model: model, Phase: v1alpha1.PhaseUnknown}
+				if pc := in.Channels[cand.Channel]; pc != nil {
+					for _, m := range pc.Status.Models {
+						if m.Name == model {
+							row.Phase, row.HealthScore, row.TrafficPercent = m.Phase, m.HealthScore, m.TrafficPercent
+						}
+					}
+				}
+				st.Channels = append(st.Channels, row)
+			}
+		}
+	}
+	setCondition(&st.Conditions, in.Ready, rp.Generation, in.Now)
+	available, degraded := policyHealth(published, rp.Spec.Models, st.Channels)
+	setCondition(&st.Conditions, available, rp.Generation, in.Now)
+	setCondition(&st.Conditions, degraded, rp.Generation, in.Now)
+	return st
+}
+
+// policyHealth is a policy's Available (every model has a routable channel) and Degraded (some
+// channel is not Healthy) conditions.
+func policyHealth(published bool, models []string, rows []v1alpha1.PolicyChannelStatus) (available, degraded metav1.Condition) {
+	available = metav1.Condition{Type: v1alpha1.ConditionAvailable}
+	degraded = metav1.Condition{Type: v1alpha1.ConditionDegraded}
+	if !published {
+		msg := "the policy is not in the proxy config (see Ready)"
+		available.Status, available.Reason, available.Message = metav1.ConditionUnknown, ReasonNotPublished, msg
+		degraded.Status, degraded.Reason, degraded.Message = metav1.ConditionUnknown, ReasonNotPublished, msg
+		return
+	}
+	if !slices.ContainsFunc(rows, func(r v1alpha1.PolicyChannelStatus) bool { return r.Phase != v1alpha1.PhaseUnknown }) {
+		msg := "no proxy replica reports this policy's channels yet"
+		available.Status, available.Reason, available.Message = metav1.ConditionUnknown, ReasonNoReport, msg
+		degraded.Status, degraded.Reason, degraded.Message = metav1.ConditionUnknown, ReasonNoReport, msg
+		return
+	}
+	var unroutable, unhealthy []string
+	for _, m := range models {
+		if !slices.ContainsFunc(rows, func(r v1alpha1.PolicyChannelStatus) bool { return r.Model == m && routable(r.Phase) }) {
+			unroutable = append(unroutable, m)
+		}
+	}
+	for _, r := range rows {
+		if r.Phase != v1alpha1.PhaseHealthy {
+			unhealthy = append(unhealthy, fmt.Sprintf("%s/%s is %s", r.Channel, r.Model, r.Phase))
+		}
+	}
+	if len(unroutable) == 0 {
+		available.Status, available.Reason, available.Message = metav1.ConditionTrue, ReasonAllModelsRoutable, "every model has a routable channel"
+	} else {
+		available.Status, available.Reason, available.Message = metav1.ConditionFalse, ReasonModelNotRoutable,
+			"no routable channel for "+strings.Join(unroutable, ", ")
+	}
+	if len(unhealthy) == 0 {
+		degraded.Status, degraded.Reason, degraded.Message = metav1.ConditionFalse, ReasonChannelsHealthy, "every channel is Healthy"
+	} else {
+		degraded.Status, degraded.Reason, degraded.Message = metav1.ConditionTrue, ReasonChannelsUnhealthy, strings.Join(unhealthy, ", ")
+	}
+	return
+}

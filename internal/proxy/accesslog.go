@@ -1,0 +1,51 @@
+package proxy
+
+import (
+	"encoding/json"
+	"io"
+	"sync"
+	"time"
+)
+
+// accessLogLine is one upstream attempt, in the contract's format (switchyard replay reads it).
+type accessLogLine struct {
+	TS        time.Time `json:"ts"`
+	RequestID string    `json:"requestId"`
+	Channel   string    `json:"channel"`
+	Model     string    `json:"model"`
+	Attempt   int       `json:"attempt"`
+	Status    int       `json:"status"`
+	Outcome   string    `json:"outcome"`
+	LatencyMs int64     `json:"latencyMs"`
+	TTFTMs    int64     `json:"ttftMs"`
+	Stream    bool      `json:"stream"`
+	Probe     bool      `json:"probe,omitempty"`
+	Error     string    `json:"error,omitempty"`
+}
+
+// accessLog writes one JSON line per attempt with a single Write, so lines never interleave.
+type accessLog struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func newAccessLog(w io.Writer) *accessLog {
+	if w == nil {
+		return nil
+	}
+	return &accessLog{w: w}
+}
+
+func (l *accessLog) write(line *accessLogLine) {
+	if l == nil {
+		return
+	}
+	b, err := json.Marshal(line)
+	if err != nil {
+		return
+	}
+	b = append(b, '\n')
+	l.mu.Lock()
+	_, _ = l.w.Write(b)
+	l.mu.Unlock()
+}

@@ -1,0 +1,111 @@
+package proxy
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/switchyard-io/switchyard/internal/adminapi"
+	"github.com/switchyard-io/switchyard/internal/health"
+)
+
+// AdminHandler serves /healthz, /readyz, /metrics and the admin API on the admin port.
+func (s *Server) AdminHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		switch {
+		case s.draining.Load():
+			http.Error(w, "draining", http.StatusServiceUnavailable)
+		case s.cfg.Load() == nil:
+			http.Error(w, "no routing config loaded", http.StatusServiceUnavailable)
+		default:
+			_, _ = w.Write([]byte("ok\n"))
+		}
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET "+adminapi.ChannelsPath, func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, s.ChannelsState())
+	})
+	mux.HandleFunc("GET "+adminapi.EventsPath, func(w http.ResponseWriter, r *http.Request) {
+		var since uint64
+		if v := r.URL.Query().Get("since"); v != "" {
+			n, err := strconv.ParseUint(v, 10, 64)
+			if err != nil {
+				http.Error(w, "since must be an event sequence number", http.StatusBadRequest)
+				return
+			}
+			since = n
+		}
+		writeJSON(w, s.EventsSince(since))
+	})
+	return mux
+}
+
+// ChannelsState is the document served at /admin/v1/channels.
+func (s *Server) ChannelsState() adminapi.ChannelsResponse {
+	now := s.clock.Now()
+	out := adminapi.ChannelsResponse{Replica: s.opts.Replica, BootID: s.bootID, Now: now.UTC(), Channels: []adminapi.ChannelState{}}
+	s.loadMu.Lock()
+	out.Config = s.load
+	s.loadMu.Unlock()
+	c := s.cfg.Load()
+	for _, st := range s.engine.Status(now) {
+		cs := adminapi.ChannelState{
+			Channel: st.Channel, Model: st.Model, Phase: st.Phase.String(), HealthScore: st.Score,
+			TrafficPercent: st.TrafficPercent, WindowRequests: st.WindowRequests, WindowFailures: st.WindowFailures,
+			ErrorRatePercent: st.ErrorRatePercent, P95LatencyMillis: st.P95.Milliseconds(), Ejections: st.Ejections, Panic: st.Panic,
+			CooldownUntil: optTime(st.CooldownUntil), RetryAfterUntil: optTime(st.RetryAfterUntil),
+		}
+		if c != nil {
+			if ch := c.channels[st.Channel]; ch != nil {
+				cs.Provider = ch.Provider
+			}
+		}
+		if !st.LastTransition.IsZero() {
+			cs.LastTransition = &adminapi.Transition{Time: st.LastTransition.UTC(), Reason: st.Reason, Message: st.Message}
+		}
+		out.Channels = append(out.Channels, cs)
+	}
+	return out
+}
+
+// EventsSince is the document served at /admin/v1/events.
+func (s *Server) EventsSince(since uint64) adminapi.EventsResponse {
+	out := adminapi.EventsResponse{Replica: s.opts.Replica, BootID: s.bootID, Events: []adminapi.Event{}}
+	for _, ev := range s.engine.Events(since) {
+		out.Events = append(out.Events, toAdminEvent(ev))
+	}
+	return out
+}
+
+func toAdminEvent(ev health.Event) adminapi.Event {
+	return adminapi.Event{Seq: ev.Seq, Time: ev.At.UTC(), Channel: ev.Channel, Model: ev.Model, From: ev.From.String(),
+		To: ev.To.String(), Reason: ev.Reason, Message: ev.Message, Actor: ev.Actor}
+}
+
+func optTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func newRequestID() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return "req_" + hex.EncodeToString(b)
+}

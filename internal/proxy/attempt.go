@@ -1,0 +1,502 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/switchyard-io/switchyard/internal/health"
+	"github.com/switchyard-io/switchyard/internal/routing"
+)
+
+// attempt is one call to one channel.
+type attempt struct {
+	channel   *routing.Channel
+	key       string // provider key, "" for none
+	model     string // public model name
+	upstream  string // model name sent upstream
+	path      string // API path after /v1, e.g. /chat/completions
+	body      []byte
+	stream    bool
+	timeout   time.Duration // whole attempt (non-stream) or until the first event (stream)
+	header    http.Header   // the client's headers (filtered before sending)
+	requestID string
+	number    int
+	probe     bool
+	drill     bool // the request is marked as drill traffic
+}
+
+// result is what happened. When committed, bytes went to the client and nothing more may be sent.
+type result struct {
+	outcome    health.Outcome
+	status     int
+	retryAfter time.Duration
+	errCode    string // error.code of an upstream 4xx
+	body       []byte // the upstream's error body (4xx), for passing back to the client
+	header     http.Header
+	latency    time.Duration
+	ttft       time.Duration
+	committed  bool
+	canceled   bool // the client went away: says nothing about the channel
+	detail     string
+}
+
+var (
+	errFirstByte  = errors.New("no response headers or first event within the firstByte timeout")
+	errStreamIdle = errors.New("stream idle longer than the streamIdle timeout")
+	errAttempt    = errors.New("attempt exceeded its request timeout")
+)
+
+// maxUpstreamBody bounds a non-streamed upstream answer held in memory before it is sent on.
+const maxUpstreamBody = 64 << 20
+
+// do runs one attempt. On success (and for a stream, from its first event on) it writes to w.
+func (s *Server) do(ctx context.Context, w http.ResponseWriter, a *attempt) (res result) {
+	start := time.Now()
+	defer func() {
+		if res.latency == 0 {
+			res.latency = time.Since(start)
+		}
+		s.finishAttempt(a, &res)
+	}()
+
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	whole := time.AfterFunc(a.timeout, func() { cancel(errAttempt) })
+	defer whole.Stop()
+	firstByte := time.AfterFunc(a.channel.Timeouts.FirstByte, func() { cancel(errFirstByte) })
+	defer firstByte.Stop()
+
+	if f := s.activeFault(a); f != nil {
+		if r, done := s.injectFault(ctx, f); done {
+			return r
+		}
+	}
+
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.channel.BaseURL+a.path, bytes.NewReader(a.body))
+	if err != nil {
+		return result{outcome: health.OutcomeConnectionError, detail: "building the upstream request failed"}
+	}
+	copyRequestHeaders(req.Header, a.header)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Request-Id", a.requestID)
+	if a.key != "" {
+		switch a.channel.Provider {
+		case "azure-openai":
+			req.Header.Set("api-key", a.key)
+		default:
+			req.Header.Set("Authorization", "Bearer "+a.key)
+		}
+	}
+
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return transportFailure(ctx, err, "waiting for response headers")
+	}
+	defer resp.Body.Close()
+	res.status = resp.StatusCode
+	res.header = resp.Header
+
+	switch {
+	case resp.StatusCode == http.StatusTooManyRequests:
+		res.outcome = health.OutcomeRateLimited
+		res.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		res.body, _ = io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		res.detail = "429 rate limited"
+		return res
+	case resp.StatusCode >= 500:
+		res.outcome = health.OutcomeServerError
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		res.detail = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, summarize(b))
+		return res
+	case resp.StatusCode >= 400:
+		res.outcome = health.OutcomeClientError
+		res.body, _ = io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		res.errCode = upstreamErrorCode(res.body)
+		res.detail = fmt.Sprintf("HTTP %d %s", resp.StatusCode, res.errCode)
+		return res
+	case resp.StatusCode >= 300:
+		res.outcome = health.OutcomeServerError
+		res.detail = fmt.Sprintf("unexpected HTTP %d from upstream", resp.StatusCode)
+		return res
+	}
+
+	if a.stream && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		return s.relayStream(ctx, cancel, w, a, resp, firstByte, whole, start)
+	}
+	firstByte.Stop()
+	res.ttft = time.Since(start)
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxUpstreamBody))
+	if err != nil {
+		r := transportFailure(ctx, err, "reading the response body")
+		r.status = resp.StatusCode
+		return r
+	}
+	res.outcome = health.OutcomeSuccess
+	res.latency = time.Since(start)
+	if a.probe {
+		return res
+	}
+	s.countTokens(a, body)
+	writeAnswerHeaders(w, a, resp.Header)
+	w.WriteHeader(resp.StatusCode)
+	_, _ = w.Write(body)
+	res.committed = true
+	return res
+}
+
+// transportFailure classifies an error from the transport or body read.
+func transportFailure(ctx context.Context, err error, during string) result {
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, errFirstByte), errors.Is(cause, errAttempt), errors.Is(cause, errStreamIdle):
+		return result{outcome: health.OutcomeTimeout, detail: cause.Error()}
+	case cause != nil:
+		return result{outcome: health.OutcomeClientError, canceled: true, detail: "client went away"}
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return result{outcome: health.OutcomeTimeout, detail: "deadline exceeded " + during}
+	}
+	return result{outcome: health.OutcomeConnectionError, detail: fmt.Sprintf("connection error %s: %s", during, redactURL(err))}
+}
+
+// relayStream holds the client's headers back until the upstream's first event has arrived, so
+// a provider that fails or stays silent before it can still be failed over. After that, events are
+// flushed as they arrive, and a broken stream ends with an in-band error event and no [DONE].
+func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc, w http.ResponseWriter, a *attempt, resp *http.Response, firstByte, whole *time.Timer, start time.Time) (res result) {
+	res.status = resp.StatusCode
+	sr := newSSEReader(resp.Body)
+	flusher, _ := w.(http.Flusher)
+	var idle *time.Timer
+	defer func() {
+		if idle != nil {
+			idle.Stop()
+		}
+	}()
+	var complete bool
+	for {
+		ev, err := sr.next()
+		if err != nil {
+			if errors.Is(err, io.EOF) && complete {
+				res.outcome = health.OutcomeSuccess
+				if !sr.sawDone && res.committed {
+					// A clean close after finish_reason is a complete answer: end it now for the
+					// client, with the terminator clients wait for.
+					_, _ = io.WriteString(w, "data: [DONE]\n\n")
+					flushIf(flusher)
+				}
+				return res
+			}
+			r := transportFailure(ctx, err, "reading the stream")
+			if r.canceled {
+				r.committed = res.committed
+				r.ttft = res.ttft
+				return r
+			}
+			if r.outcome == health.OutcomeConnectionError || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				r.outcome = health.OutcomeStreamCut
+				r.detail = "upstream closed the stream before it completed"
+			}
+			if res.committed {
+				// Bytes already went to the client: a cut, stall or broken stream counts as stream_cut.
+				r.outcome = health.OutcomeStreamCut
+				writeStreamError(w, flusher, r.detail)
+			}
+			r.status, r.committed, r.ttft = res.status, res.committed, res.ttft
+			return r
+		}
+		if ev.malformed {
+			continue // a single malformed event is passed over, not fatal
+		}
+		if ev.upstreamError {
+			detail := "upstream sent an error event mid-stream"
+			if res.committed {
+				writeStreamError(w, flusher, detail)
+			}
+			return result{outcome: health.OutcomeStreamCut, status: res.status, committed: res.committed, ttft: res.ttft, detail: detail}
+		}
+		if !res.committed {
+			firstByte.Stop()
+			whole.Stop() // from the first event on, streamIdle governs: a long answer is not a slow one
+			res.ttft = time.Since(start)
+			if a.probe {
+				// A probe only needs proof of life: the first event.
+				res.outcome = health.OutcomeSuccess
+				return res
+			}
+			writeAnswerHeaders(w, a, resp.Header)
+			w.Header().Set("Cache-Control", "no-cache")
+			w.WriteHeader(resp.StatusCode)
+			res.committed = true
+		}
+		if idle == nil {
+			idle = time.AfterFunc(a.channel.Timeouts.StreamIdle, func() { cancel(errStreamIdle) })
+		} else {
+			idle.Reset(a.channel.Timeouts.StreamIdle)
+		}
+		if ev.finished || ev.done {
+			complete = true
+		}
+		if ev.usage != nil {
+			s.addTokens(a, ev.usage)
+		}
+		if _, err := w.Write(ev.raw); err != nil {
+			return result{outcome: health.OutcomeClientError, canceled: true, committed: true, status: res.status, ttft: res.ttft, detail: "client went away"}
+		}
+		flushIf(flusher)
+	}
+}
+
+func flushIf(f http.Flusher) {
+	if f != nil {
+		f.Flush()
+	}
+}
+
+// writeStreamError ends a committed stream with an in-band error event (and no [DONE]), so no
+// client can mistake it for a complete answer.
+func writeStreamError(w io.Writer, f http.Flusher, detail string) {
+	b, _ := json.Marshal(map[string]any{"error": apiError{
+		Message: "the upstream stream was interrupted before completion: " + detail,
+		Type:    "upstream_error", Code: strPtr("stream_interrupted"),
+	}})
+	_, _ = fmt.Fprintf(w, "data: %s\n\n", b)
+	flushIf(f)
+}
+
+func strPtr(s string) *string { return &s }
+
+// finishAttempt reports the outcome to the health engine, the metrics and the access log.
+func (s *Server) finishAttempt(a *attempt, r *result) {
+	now := s.clock.Now()
+	if !r.canceled {
+		lat := r.latency
+		if a.stream && r.ttft > 0 {
+			lat = r.ttft // a stream's length says nothing about the channel; its first token does
+		}
+		s.engine.Observe(health.Key{Channel: a.channel.Name, Model: a.model},
+			health.Observation{At: now, Outcome: r.outcome, Latency: lat, RetryAfter: r.retryAfter, Probe: a.probe})
+	}
+	outcome := r.outcome.String()
+	if r.canceled {
+		outcome = "canceled"
+	}
+	if !a.probe {
+		s.metrics.Attempts.WithLabelValues(a.channel.Name, a.channel.Provider, a.model, outcome).Inc()
+		s.metrics.Duration.WithLabelValues(a.channel.Name, a.model).Observe(r.latency.Seconds())
+		if r.ttft > 0 {
+			s.metrics.TTFT.WithLabelValues(a.channel.Name, a.model).Observe(r.ttft.Seconds())
+		}
+	}
+	line := &accessLogLine{TS: now.UTC(), RequestID: a.requestID, Channel: a.channel.Name, Model: a.model, Attempt: a.number,
+		Status: r.status, Outcome: r.outcome.String(), LatencyMs: r.latency.Milliseconds(), TTFTMs: r.ttft.Milliseconds(),
+		Stream: a.stream, Probe: a.probe}
+	if r.outcome != health.OutcomeSuccess {
+		line.Error = r.detail
+	}
+	s.accessLog.write(line)
+}
+
+// hopByHop and credential headers are never forwarded upstream.
+var dropRequestHeaders = map[string]bool{
+	"Authorization": true, "Api-Key": true, "Cookie": true, "Host": true, "Content-Length": true,
+	"Connection": true, "Keep-Alive": true, "Proxy-Authorization": true, "Proxy-Authenticate": true, "Proxy-Connection": true,
+	"Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true, "Accept-Encoding": true,
+	"Openai-Organization": true, "Openai-Project": true, "X-Api-Key": true, "X-Forwarded-For": true,
+	"X-Switchyard-Drill": true,
+}
+
+func copyRequestHeaders(dst, src http.Header) {
+	for k, vv := range src {
+		if dropRequestHeaders[k] || strings.HasPrefix(k, "X-Switchyard-") {
+			continue
+		}
+		dst[k] = append([]string(nil), vv...)
+	}
+}
+
+// writeAnswerHeaders sets the client's response headers: a few from upstream and Switchyard's own.
+func writeAnswerHeaders(w http.ResponseWriter, a *attempt, up http.Header) {
+	h := w.Header()
+	for k, vv := range up {
+		if k == "Content-Type" || strings.HasPrefix(k, "Openai-") || strings.HasPrefix(k, "X-Ratelimit-") {
+			h[k] = append([]string(nil), vv...)
+		}
+	}
+	h.Set("X-Switchyard-Channel", a.channel.Name)
+	h.Set("X-Switchyard-Model", a.model)
+	h.Set("X-Switchyard-Attempts", strconv.Itoa(a.number))
+}
+
+// parseRetryAfter reads delta-seconds or an HTTP date; 0 when absent or unreadable.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.ParseFloat(v, 64); err == nil && secs > 0 {
+		return time.Duration(secs * float64(time.Second))
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+// summarize shortens an upstream error body for the client's 503 message and the access log.
+func summarize(b []byte) string {
+	var e struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(b, &e) == nil && e.Error.Message != "" {
+		b = []byte(e.Error.Message)
+	}
+	s := strings.TrimSpace(string(b))
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
+
+// redactURL keeps transport errors free of URLs with user info or query strings.
+func redactURL(err error) string {
+	var ue interface{ Unwrap() error }
+	msg := err.Error()
+	if errors.As(err, &ue) {
+		if inner := ue.Unwrap(); inner != nil {
+			msg = inner.Error()
+		}
+	}
+	return msg
+}
+
+// sseReader splits an event stream into events.
+type sseReader struct {
+	r       *bufio.Reader
+	sawDone bool
+}
+
+type sseEvent struct {
+	raw           []byte // the event as received, terminated by a blank line
+	done          bool   // data: [DONE]
+	finished      bool   // carries a finish_reason (chat/completions) or response.completed
+	malformed     bool
+	upstreamError bool
+	usage         *usage
+}
+
+type usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	InputTokens      int `json:"input_tokens"`
+	OutputTokens     int `json:"output_tokens"`
+}
+
+func newSSEReader(r io.Reader) *sseReader { return &sseReader{r: bufio.NewReaderSize(r, 16<<10)} }
+
+// next returns the next event. Comment-only events (keep-alives) are passed on as they are.
+func (s *sseReader) next() (sseEvent, error) {
+	var ev sseEvent
+	var data []byte
+	var typ string
+	for {
+		line, err := s.r.ReadBytes('\n')
+		if len(line) > 0 && line[len(line)-1] != '\n' {
+			// A partial last line: the stream ended mid-event.
+			return ev, io.ErrUnexpectedEOF
+		}
+		if err != nil {
+			if len(ev.raw) > 0 {
+				return ev, io.ErrUnexpectedEOF
+			}
+			return ev, err
+		}
+		trimmed := bytes.TrimRight(line, "\r\n")
+		if len(trimmed) == 0 {
+			if len(ev.raw) == 0 {
+				continue // stray blank line
+			}
+			ev.raw = append(ev.raw, '\n')
+			break
+		}
+		ev.raw = append(ev.raw, trimmed...)
+		ev.raw = append(ev.raw, '\n')
+		switch {
+		case bytes.HasPrefix(trimmed, []byte("data:")):
+			d := bytes.TrimPrefix(bytes.TrimPrefix(trimmed, []byte("data:")), []byte(" "))
+			if len(data) > 0 {
+				data = append(data, '\n')
+			}
+			data = append(data, d...)
+		case bytes.HasPrefix(trimmed, []byte("event:")):
+			typ = strings.TrimSpace(string(trimmed[len("event:"):]))
+		}
+	}
+	switch {
+	case len(data) == 0:
+	case bytes.Equal(data, []byte("[DONE]")):
+		ev.done, s.sawDone = true, true
+	default:
+		var body struct {
+			Choices []struct {
+				FinishReason *string `json:"finish_reason"`
+			} `json:"choices"`
+			Usage *usage           `json:"usage"`
+			Type  string           `json:"type"`
+			Error *json.RawMessage `json:"error"`
+			Resp  *struct {
+				Usage *usage `json:"usage"`
+			} `json:"response"`
+		}
+		if json.Unmarshal(data, &body) != nil {
+			ev.malformed = true
+			return ev, nil
+		}
+		if body.Error != nil && string(*body.Error) != "null" || body.Type == "error" || body.Type == "response.failed" || typ == "error" {
+			ev.upstreamError = true
+		}
+		for _, c := range body.Choices {
+			if c.FinishReason != nil && *c.FinishReason != "" {
+				ev.finished = true
+			}
+		}
+		if body.Type == "response.completed" || typ == "response.completed" {
+			ev.finished = true
+			if body.Resp != nil {
+				ev.usage = body.Resp.Usage
+			}
+		}
+		if body.Usage != nil {
+			ev.usage = body.Usage
+		}
+	}
+	return ev, nil
+}
+
+// countTokens adds a non-streamed answer's usage to the token counters.
+func (s *Server) countTokens(a *attempt, body []byte) {
+	var b struct {
+		Usage *usage `json:"usage"`
+	}
+	if json.Unmarshal(body, &b) == nil && b.Usage != nil {
+		s.addTokens(a, b.Usage)
+	}
+}
+
+func (s *Server) addTokens(a *attempt, u *usage) {
+	if p := u.PromptTokens + u.InputTokens; p > 0 {
+		s.metrics.Tokens.WithLabelValues(a.channel.Name, a.model, "prompt").Add(float64(p))
+	}
+	if c := u.CompletionTokens + u.OutputTokens; c > 0 {
+		s.metrics.Tokens.WithLabelValues(a.channel.Name, a.model, "completion").Add(float64(c))
+	}
+}

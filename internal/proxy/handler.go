@@ -1,0 +1,393 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/switchyard-io/switchyard/internal/health"
+	"github.com/switchyard-io/switchyard/internal/routing"
+)
+
+// apiPaths are the OpenAI endpoints the proxy forwards (POST).
+var apiPaths = map[string]bool{
+	"/v1/chat/completions": true,
+	"/v1/completions":      true,
+	"/v1/embeddings":       true,
+	"/v1/responses":        true,
+}
+
+// Handler is the data plane: the OpenAI-compatible API.
+func (s *Server) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		path := strings.TrimRight(r.URL.Path, "/")
+		switch {
+		case apiPaths[path]:
+			if r.Method != http.MethodPost {
+				w.Header().Set("Allow", http.MethodPost)
+				writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed",
+					fmt.Sprintf("%s %s is not supported; use POST", r.Method, path), 0)
+				return
+			}
+			s.serveAPI(w, r, strings.TrimPrefix(path, "/v1"))
+		case path == "/v1/models":
+			if r.Method != http.MethodGet {
+				w.Header().Set("Allow", http.MethodGet)
+				writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed",
+					fmt.Sprintf("%s %s is not supported; use GET", r.Method, path), 0)
+				return
+			}
+			s.serveModels(w)
+		default:
+			writeError(w, http.StatusNotFound, "invalid_request_error", "unknown_url",
+				fmt.Sprintf("unknown path %s %s; Switchyard serves /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/responses and /v1/models", r.Method, path), 0)
+		}
+	})
+}
+
+func (s *Server) serveModels(w http.ResponseWriter) {
+	type model struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		Created int64  `json:"created"`
+		OwnedBy string `json:"owned_by"`
+	}
+	out := struct {
+		Object string  `json:"object"`
+		Data   []model `json:"data"`
+	}{Object: "list", Data: []model{}}
+	if c := s.cfg.Load(); c != nil {
+		for name := range c.models {
+			out.Data = append(out.Data, model{ID: name, Object: "model", OwnedBy: "switchyard"})
+		}
+	}
+	sort.Slice(out.Data, func(i, j int) bool { return out.Data[i].ID < out.Data[j].ID })
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(out)
+}
+
+func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
+	reqID := r.Header.Get("X-Request-Id")
+	if reqID == "" || len(reqID) > 128 {
+		reqID = newRequestID()
+	}
+	w.Header().Set("X-Request-Id", reqID)
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large",
+				fmt.Sprintf("request body exceeds the limit of %d bytes", s.opts.MaxBodyBytes), 0)
+			return
+		}
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "failed to read the request body", 0)
+		return
+	}
+	cr, err := parseRequest(body)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_request", err.Error(), 0)
+		return
+	}
+	c := s.cfg.Load()
+	if c == nil {
+		writeError(w, http.StatusServiceUnavailable, "server_error", "no_config", "the gateway has no routing configuration loaded yet", 0)
+		return
+	}
+	if c.models[cr.Model] == nil {
+		s.metrics.Requests.WithLabelValues("unknown", "model_not_found").Inc()
+		writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found",
+			fmt.Sprintf("the model %q does not exist or is not routed by this gateway; GET /v1/models lists the served models", cr.Model), 0)
+		return
+	}
+	rt := &routeState{
+		s: s, c: c, w: w, req: cr, path: path, header: r.Header, requestID: reqID,
+		drill: strings.EqualFold(r.Header.Get("X-Switchyard-Drill"), "true"),
+		tried: map[health.Key]bool{},
+	}
+	outcome := rt.run(r.Context())
+	s.metrics.Requests.WithLabelValues(cr.Model, outcome).Inc()
+}
+
+// routeState is one client request's walk through channels and fallback models.
+type routeState struct {
+	s         *Server
+	c         *config
+	w         http.ResponseWriter
+	req       *clientRequest
+	path      string
+	header    http.Header
+	requestID string
+	drill     bool
+
+	attempts    int
+	deadline    time.Time
+	tried       map[health.Key]bool
+	last        *routing.Channel // the channel whose attempt failed last
+	lastModel   string
+	lastOutcome health.Outcome
+	lastDetail  string
+	retryAfter  time.Duration // smallest Retry-After seen from 429s
+	allLimited  bool          // every attempt so far was a 429
+	routes      []health.Route
+}
+
+// run routes the request: healthy channels of the model → the same channel again only when it is
+// the model's only channel and the failure was not a timeout → fallbackModels in order → panic
+// routing to the least-bad channel of the requested model → a clear 503 (or 429).
+// It returns the outcome class for switchyard_requests_total.
+func (rt *routeState) run(ctx context.Context) string {
+	first := rt.c.models[rt.req.Model]
+	maxAttempts := first.policy.Retry.MaxAttempts
+	first.budget.request(time.Now())
+	rt.allLimited = true
+
+	chain := append([]string{rt.req.Model}, first.policy.FallbackModels...)
+	overflowed := false
+	for i := 0; i < len(chain) && rt.attempts < maxAttempts; i++ {
+		mr := rt.c.models[chain[i]]
+		if mr == nil {
+			continue
+		}
+		sameAgain := false
+		for rt.attempts < maxAttempts {
+			ch := rt.pick(mr, false)
+			if ch == nil && !sameAgain && rt.canRetrySame(mr) {
+				ch, sameAgain = rt.last, true
+				if !rt.backoff(ctx, mr.policy.Retry) {
+					return "canceled"
+				}
+			}
+			if ch == nil {
+				break
+			}
+			res, stop := rt.try(ctx, mr, ch, maxAttempts)
+			if stop != "" {
+				return stop
+			}
+			if res.outcome == health.OutcomeClientError && res.errCode == "context_length_exceeded" {
+				if overflowed || len(mr.policy.ContextOverflowModels) == 0 {
+					rt.passThrough(res, ch)
+					return "client_error"
+				}
+				overflowed = true
+				chain = append(chain[:i+1], mr.policy.ContextOverflowModels...)
+				break
+			}
+		}
+	}
+	// Panic routing: every channel of the requested model is out; try the least-bad one anyway.
+	if rt.attempts < maxAttempts && first.policy.PanicRouting && !rt.allRateLimited(first) {
+		if ch := rt.pick(first, true); ch != nil {
+			rt.s.metrics.Panic.WithLabelValues(first.model).Set(1)
+			_, stop := rt.try(ctx, first, ch, maxAttempts)
+			if stop != "" {
+				return stop
+			}
+		}
+	}
+	if rt.attempts == 0 && rt.allRateLimited(first) {
+		rt.retryAfter = rt.pendingRetryAfter(first)
+	}
+	return rt.fail()
+}
+
+// try runs one attempt on ch. stop is non-empty when the request is finished (the outcome class).
+func (rt *routeState) try(ctx context.Context, mr *modelRoute, ch *routing.Channel, maxAttempts int) (result, string) {
+	s := rt.s
+	now := time.Now()
+	if rt.attempts > 0 && !mr.budget.allowRetry(now, mr.policy.Retry.BudgetPercent) {
+		s.metrics.BudgetExhausted.WithLabelValues(mr.model).Inc()
+		rt.lastDetail += " (retry budget exhausted)"
+		return result{}, rt.fail()
+	}
+	upstream, _ := ch.Upstream(mr.model)
+	body, err := rt.req.bodyFor(upstream)
+	if err != nil {
+		writeError(rt.w, http.StatusBadRequest, "invalid_request_error", "invalid_request", "failed to encode the request", 0)
+		return result{}, "client_error"
+	}
+	timeout := ch.Timeouts.Request
+	if rt.attempts == 0 {
+		rt.deadline = now.Add(timeout)
+	} else {
+		timeout = min(ch.Timeouts.FallbackRequest, time.Until(rt.deadline))
+		if timeout <= 0 {
+			rt.lastDetail += " (request deadline reached)"
+			return result{}, rt.fail()
+		}
+		s.metrics.Failovers.WithLabelValues(mr.model, rt.last.Name, ch.Name, rt.lastOutcome.String()).Inc()
+	}
+	rt.attempts++
+	a := &attempt{channel: ch, key: rt.key(ch), model: mr.model, upstream: upstream, path: rt.path, body: body,
+		stream: rt.req.Stream, timeout: timeout, header: rt.header, requestID: rt.requestID, number: rt.attempts, drill: rt.drill}
+	res := s.do(ctx, rt.w, a)
+	switch {
+	case res.canceled:
+		return res, "canceled"
+	case res.outcome == health.OutcomeSuccess:
+		return res, "success"
+	case res.committed:
+		return res, "stream_cut"
+	}
+	key := health.Key{Channel: ch.Name, Model: mr.model}
+	if res.outcome != health.OutcomeRateLimited {
+		rt.allLimited = false
+	}
+	switch res.outcome {
+	case health.OutcomeClientError:
+		if res.errCode == "context_length_exceeded" {
+			return res, ""
+		}
+		rt.passThrough(res, ch) // content_policy_violation and other 4xx are the caller's to fix
+		return res, "client_error"
+	case health.OutcomeRateLimited:
+		if res.retryAfter > 0 && (rt.retryAfter == 0 || res.retryAfter < rt.retryAfter) {
+			rt.retryAfter = res.retryAfter
+		}
+		wait := mr.policy.Settings.MaxRetryAfterWait
+		if res.retryAfter > 0 && res.retryAfter <= wait && time.Now().Add(res.retryAfter).Before(rt.deadline) && rt.attempts < maxAttempts {
+			// A short Retry-After is cheaper to wait out than a failover.
+			if !sleepCtx(ctx, res.retryAfter) {
+				return res, "canceled"
+			}
+			return rt.try(ctx, mr, ch, maxAttempts)
+		}
+	}
+	rt.tried[key] = true
+	rt.last, rt.lastModel, rt.lastOutcome, rt.lastDetail = ch, mr.model, res.outcome, res.detail
+	return res, ""
+}
+
+// fail ends the request with the answer for "no channel could answer".
+func (rt *routeState) fail() string {
+	if rt.allLimited && (rt.attempts > 0 || rt.retryAfter > 0) {
+		writeError(rt.w, http.StatusTooManyRequests, "rate_limit_error", "rate_limit_exceeded",
+			fmt.Sprintf("every channel of model %q is rate limited", rt.req.Model), max(rt.retryAfter, time.Second))
+		return "rate_limited"
+	}
+	msg := fmt.Sprintf("no channel could answer for model %q after %d attempt(s)", rt.req.Model, rt.attempts)
+	if rt.last != nil {
+		msg += fmt.Sprintf("; last error from channel %s: %s", rt.last.Name, rt.lastDetail)
+	} else {
+		msg += "; no channel is routable" + rt.lastDetail
+	}
+	writeError(rt.w, http.StatusServiceUnavailable, "server_error", "no_channel_available", msg, 0)
+	return "unavailable"
+}
+
+// pick returns the next channel to try for a model: the engine's order, skipping channels tried
+// already, preferring one in another failure domain than the channel that just failed.
+func (rt *routeState) pick(mr *modelRoute, panicRouting bool) *routing.Channel {
+	r := rt.s.rng()
+	rnd := r.Float64()
+	rt.s.putRNG(r)
+	rt.routes = rt.s.engine.Select(rt.s.clock.Now(), mr.model, mr.candidates, mr.strategy, panicRouting, rnd, rt.routes)
+	var fallback *routing.Channel
+	for _, route := range rt.routes {
+		if panicRouting && !route.Panic {
+			return nil // something is routable after all: not a panic
+		}
+		if rt.tried[health.Key{Channel: route.Channel, Model: mr.model}] {
+			continue
+		}
+		ch := rt.c.channels[route.Channel]
+		if ch == nil {
+			continue
+		}
+		if rt.last == nil || ch.Domain.Differs(rt.last.Domain) {
+			return ch
+		}
+		if fallback == nil {
+			fallback = ch
+		}
+	}
+	return fallback
+}
+
+// canRetrySame: the same channel again only when it is the model's only candidate and its
+// failure was not a timeout (a silent provider must cost one timeout, not a chain of them).
+func (rt *routeState) canRetrySame(mr *modelRoute) bool {
+	return rt.last != nil && rt.lastModel == mr.model && len(mr.candidates) == 1 &&
+		rt.lastOutcome != health.OutcomeTimeout && rt.lastOutcome != health.OutcomeRateLimited
+}
+
+// backoff sleeps a jittered exponential delay before retrying the same channel.
+func (rt *routeState) backoff(ctx context.Context, r routing.Retry) bool {
+	d := r.BackoffBase << max(rt.attempts-1, 0)
+	if d > r.BackoffMax || d <= 0 {
+		d = r.BackoffMax
+	}
+	rng := rt.s.rng()
+	d = d/2 + time.Duration(rng.Int64N(int64(d/2)+1))
+	rt.s.putRNG(rng)
+	if time.Now().Add(d).After(rt.deadline) {
+		return true // no time to wait: the attempt will be refused by the deadline check
+	}
+	return sleepCtx(ctx, d)
+}
+
+// allRateLimited reports whether every candidate of the model waits out a Retry-After.
+func (rt *routeState) allRateLimited(mr *modelRoute) bool {
+	if len(mr.candidates) == 0 {
+		return false
+	}
+	now := rt.s.clock.Now()
+	for _, c := range mr.candidates {
+		st, ok := rt.s.engine.StatusOf(now, health.Key{Channel: c.Channel, Model: mr.model})
+		if !ok || st.Phase != health.PhaseRateLimited || !st.RetryAfterUntil.After(now) {
+			return false
+		}
+	}
+	return true
+}
+
+func (rt *routeState) pendingRetryAfter(mr *modelRoute) time.Duration {
+	now := rt.s.clock.Now()
+	var least time.Duration
+	for _, c := range mr.candidates {
+		if st, ok := rt.s.engine.StatusOf(now, health.Key{Channel: c.Channel, Model: mr.model}); ok {
+			if d := st.RetryAfterUntil.Sub(now); d > 0 && (least == 0 || d < least) {
+				least = d
+			}
+		}
+	}
+	return least
+}
+
+// passThrough returns an upstream 4xx to the client unchanged.
+func (rt *routeState) passThrough(res result, ch *routing.Channel) {
+	h := rt.w.Header()
+	ct := "application/json"
+	if res.header != nil && res.header.Get("Content-Type") != "" {
+		ct = res.header.Get("Content-Type")
+	}
+	h.Set("Content-Type", ct)
+	h.Set("X-Switchyard-Channel", ch.Name)
+	h.Set("X-Switchyard-Attempts", fmt.Sprint(rt.attempts))
+	rt.w.WriteHeader(res.status)
+	_, _ = rt.w.Write(res.body)
+}
+
+func (rt *routeState) key(ch *routing.Channel) string {
+	if k, ok := rt.c.table.Credentials[ch.Name]; ok {
+		return k.Reveal()
+	}
+	return ""
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,157 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/switchyard-io/switchyard/internal/routing"
+)
+
+// The controller writes the compiled table and the credentials under these names and keys.
+const (
+	ConfigMapKey      = "table.json"
+	CredentialsKey    = "credentials.json"
+	HashAnnotation    = "switchyard.io/config-hash"
+	CredentialsSuffix = "-credentials"
+)
+
+// ConfigMapSource watches the controller's ConfigMap and the credentials Secret beside it (only
+// those two objects: informers filtered by name, matching the proxy's RBAC) and applies a new
+// table whenever both carry the same content hash.
+type ConfigMapSource struct {
+	Config    *rest.Config
+	Namespace string
+	Name      string
+}
+
+func (k *ConfigMapSource) source() string { return fmt.Sprintf("configmap %s/%s", k.Namespace, k.Name) }
+
+// Run starts the informers and applies changes until ctx ends. It returns once the informers
+// have synced, or with an error when they cannot.
+func (k *ConfigMapSource) Run(ctx context.Context, s *Server) error {
+	cs, err := kubernetes.NewForConfig(k.Config)
+	if err != nil {
+		return fmt.Errorf("failed to create a Kubernetes client: %w", err)
+	}
+	factory := func(name string) informers.SharedInformerFactory {
+		return informers.NewSharedInformerFactoryWithOptions(cs, 10*time.Minute, informers.WithNamespace(k.Namespace),
+			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + name }))
+	}
+	cmFactory, secFactory := factory(k.Name), factory(k.Name+CredentialsSuffix)
+	cmInf := cmFactory.Core().V1().ConfigMaps()
+	secInf := secFactory.Core().V1().Secrets()
+	changed := make(chan struct{}, 1)
+	notify := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { poke(changed) },
+		UpdateFunc: func(any, any) { poke(changed) },
+		DeleteFunc: func(any) { poke(changed) },
+	}
+	if _, err := cmInf.Informer().AddEventHandler(notify); err != nil {
+		return err
+	}
+	if _, err := secInf.Informer().AddEventHandler(notify); err != nil {
+		return err
+	}
+	cmFactory.Start(ctx.Done())
+	secFactory.Start(ctx.Done())
+	for typ, ok := range cmFactory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("failed to sync the %v informer for %s", typ, k.source())
+		}
+	}
+	for typ, ok := range secFactory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("failed to sync the %v informer for %s", typ, k.source())
+		}
+	}
+	go func() {
+		applied := ""
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-changed:
+			}
+			cm, cmErr := cmInf.Lister().ConfigMaps(k.Namespace).Get(k.Name)
+			sec, secErr := secInf.Lister().Secrets(k.Namespace).Get(k.Name + CredentialsSuffix)
+			if cmErr != nil {
+				s.RejectConfig(k.source(), fmt.Errorf("ConfigMap %s/%s: %w", k.Namespace, k.Name, cmErr), nil)
+				continue
+			}
+			if secErr != nil {
+				sec = nil // a table without credentials is valid (local model servers)
+			}
+			hash := cm.Annotations[HashAnnotation]
+			if hash != "" && hash == applied {
+				continue
+			}
+			t, err := decodeTable(cm, sec)
+			if err != nil {
+				s.RejectConfig(k.source(), err, nil)
+				continue
+			}
+			s.Apply(t, k.source())
+			applied = hash
+		}
+	}()
+	poke(changed)
+	return nil
+}
+
+func poke(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// decodeTable reads the table and the credentials. A Secret written for another table (the two
+// objects are updated one after the other) is refused, so a channel never runs with a stale key.
+func decodeTable(cm *corev1.ConfigMap, sec *corev1.Secret) (*routing.Table, error) {
+	raw, ok := cm.Data[ConfigMapKey]
+	if !ok {
+		return nil, fmt.Errorf("ConfigMap %s/%s has no %s key", cm.Namespace, cm.Name, ConfigMapKey)
+	}
+	t := &routing.Table{}
+	if err := json.Unmarshal([]byte(raw), t); err != nil {
+		return nil, fmt.Errorf("ConfigMap %s/%s: %s is not a routing table: %w", cm.Namespace, cm.Name, ConfigMapKey, err)
+	}
+	t.Credentials = map[string]routing.Secret{}
+	needKeys := false
+	for _, c := range t.Channels {
+		needKeys = needKeys || c.HasCredentials
+	}
+	if !needKeys {
+		return t, nil
+	}
+	if sec == nil {
+		return nil, fmt.Errorf("the credentials Secret %s/%s%s is missing", cm.Namespace, cm.Name, CredentialsSuffix)
+	}
+	if want, got := cm.Annotations[HashAnnotation], sec.Annotations[HashAnnotation]; want != "" && got != want {
+		return nil, fmt.Errorf("the credentials Secret is for config %q, the ConfigMap is %q: waiting for both to match", got, want)
+	}
+	var keys map[string]string
+	if err := json.Unmarshal(sec.Data[CredentialsKey], &keys); err != nil {
+		return nil, fmt.Errorf("the credentials Secret has no valid %s key", CredentialsKey)
+	}
+	for _, c := range t.Channels {
+		if !c.HasCredentials {
+			continue
+		}
+		k, ok := keys[c.Name]
+		if !ok {
+			return nil, fmt.Errorf("the credentials Secret has no key for channel %s", c.Name)
+		}
+		t.Credentials[c.Name] = routing.NewSecret(k)
+	}
+	return t, nil
+}

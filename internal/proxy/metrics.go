@@ -1,0 +1,109 @@
+package proxy
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/switchyard-io/switchyard/internal/health"
+)
+
+// Metrics are the proxy's Prometheus metrics, registered on an injected registry. Label sets are
+// bounded by the configuration (channels × models), never by request content.
+type Metrics struct {
+	Requests         *prometheus.CounterVec
+	Attempts         *prometheus.CounterVec
+	Duration         *prometheus.HistogramVec
+	TTFT             *prometheus.HistogramVec
+	Failovers        *prometheus.CounterVec
+	HealthScore      *prometheus.GaugeVec
+	Phase            *prometheus.GaugeVec
+	Traffic          *prometheus.GaugeVec
+	Ejections        *prometheus.CounterVec
+	BudgetExhausted  *prometheus.CounterVec
+	Tokens           *prometheus.CounterVec
+	Panic            *prometheus.GaugeVec
+	ConfigLoads      *prometheus.CounterVec
+	ConfigLastLoaded prometheus.Gauge
+	ConfigStale      prometheus.Gauge
+}
+
+// latencyBuckets span 5 ms to 2 min: LLM calls are slow, and the tail is what matters.
+var latencyBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2, 4, 8, 15, 30, 60, 120}
+
+// NewMetrics creates the metrics and registers them on reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchyard_requests_total", Help: "Client requests by public model and final outcome class.",
+		}, []string{"model", "outcome"}),
+		Attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchyard_upstream_attempts_total", Help: "Upstream attempts by channel, provider, model and outcome class.",
+		}, []string{"channel", "provider", "model", "outcome"}),
+		Duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "switchyard_upstream_duration_seconds", Help: "Duration of upstream attempts, to the last byte.", Buckets: latencyBuckets,
+		}, []string{"channel", "model"}),
+		TTFT: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "switchyard_upstream_ttft_seconds", Help: "Time to the first streamed event (or to headers when not streaming).", Buckets: latencyBuckets,
+		}, []string{"channel", "model"}),
+		Failovers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchyard_failovers_total", Help: "Attempts moved from one channel to another, by the reason the first failed.",
+		}, []string{"model", "from_channel", "to_channel", "reason"}),
+		HealthScore: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "switchyard_channel_health_score", Help: "Health score 0-100 of a channel×model.",
+		}, []string{"channel", "model"}),
+		Phase: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "switchyard_channel_phase", Help: "1 for the current phase of a channel×model, 0 for the others.",
+		}, []string{"channel", "model", "phase"}),
+		Traffic: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "switchyard_channel_traffic_percent", Help: "Share of its normal traffic a channel×model may take (ramp, rate limit).",
+		}, []string{"channel", "model"}),
+		Ejections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchyard_ejections_total", Help: "Ejections of a channel×model by the rule that fired.",
+		}, []string{"channel", "model", "reason"}),
+		BudgetExhausted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchyard_retry_budget_exhausted_total", Help: "Retries refused because the model's retry budget was spent.",
+		}, []string{"model"}),
+		Tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchyard_tokens_total", Help: "Tokens reported by upstream usage, by type (prompt, completion).",
+		}, []string{"channel", "model", "type"}),
+		Panic: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "switchyard_model_panic_routing", Help: "1 while a model has no routable channel and panic routing is in use.",
+		}, []string{"model"}),
+		ConfigLoads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchyard_config_loads_total", Help: "Config loads by result (success, failure).",
+		}, []string{"result"}),
+		ConfigLastLoaded: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "switchyard_config_last_success_timestamp_seconds", Help: "Unix time of the last successful config load.",
+		}),
+		ConfigStale: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "switchyard_config_stale", Help: "1 while the last config load failed and an older config keeps serving.",
+		}),
+	}
+	reg.MustRegister(m.Requests, m.Attempts, m.Duration, m.TTFT, m.Failovers, m.HealthScore, m.Phase, m.Traffic,
+		m.Ejections, m.BudgetExhausted, m.Tokens, m.Panic, m.ConfigLoads, m.ConfigLastLoaded, m.ConfigStale)
+	return m
+}
+
+var allPhases = []health.Phase{health.PhaseHealthy, health.PhaseDegraded, health.PhaseRateLimited, health.PhaseEjected,
+	health.PhaseProbing, health.PhaseRampingUp, health.PhaseDisabled}
+
+// observeStatus publishes the engine's view of one channel×model.
+func (m *Metrics) observeStatus(s health.Status) {
+	m.HealthScore.WithLabelValues(s.Channel, s.Model).Set(float64(s.Score))
+	m.Traffic.WithLabelValues(s.Channel, s.Model).Set(float64(s.TrafficPercent))
+	for _, p := range allPhases {
+		v := 0.0
+		if p == s.Phase {
+			v = 1
+		}
+		m.Phase.WithLabelValues(s.Channel, s.Model, p.String()).Set(v)
+	}
+}
+
+// forget removes the series of a channel×model that left the configuration.
+func (m *Metrics) forget(k health.Key) {
+	m.HealthScore.DeleteLabelValues(k.Channel, k.Model)
+	m.Traffic.DeleteLabelValues(k.Channel, k.Model)
+	for _, p := range allPhases {
+		m.Phase.DeleteLabelValues(k.Channel, k.Model, p.String())
+	}
+}

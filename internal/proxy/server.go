@@ -1,0 +1,287 @@
+// Package proxy is Switchyard's data plane: an OpenAI-compatible HTTP gateway that sends each
+// request to the best routable provider channel and fails over transparently. It asks the health
+// engine (internal/health) which channels may take traffic and reports every attempt's outcome to
+// it; it never decides health itself. The upstream URL and key only ever come from the compiled
+// routing table, never from the request, and the client's own credentials are never forwarded.
+package proxy
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/switchyard-io/switchyard/internal/adminapi"
+	"github.com/switchyard-io/switchyard/internal/health"
+	"github.com/switchyard-io/switchyard/internal/routing"
+)
+
+// Clock tells the time. The proxy's health decisions use it, so tests can move time.
+type Clock interface{ Now() time.Time }
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+// Options configure a Server.
+type Options struct {
+	// MaxBodyBytes bounds client request bodies (default 10 MiB).
+	MaxBodyBytes int64
+	// AccessLog receives one JSON line per upstream attempt; nil disables it.
+	AccessLog io.Writer
+	// Logger for operational logs (never request bodies or keys).
+	Logger *slog.Logger
+	// Registry for the metrics; a fresh one when nil.
+	Registry *prometheus.Registry
+	// Clock; the real one when nil.
+	Clock Clock
+	// Transport for upstream calls; a tuned http.Transport when nil.
+	Transport http.RoundTripper
+	// Replica names this process on the admin API (default: the hostname).
+	Replica string
+	// JournalSize is the number of health events kept for /admin/v1/events (default 1024).
+	JournalSize int
+}
+
+// Server is the proxy. Its data-plane Handler and AdminHandler are served on separate ports.
+type Server struct {
+	opts      Options
+	log       *slog.Logger
+	clock     Clock
+	engine    *health.Engine
+	metrics   *Metrics
+	registry  *prometheus.Registry
+	client    *http.Client
+	accessLog *accessLog
+	bootID    string
+
+	cfg     atomic.Pointer[config]
+	cfgMu   sync.Mutex // serialises Apply
+	loadMu  sync.Mutex
+	load    adminapi.ConfigState
+	budgets sync.Map // policy key -> *retryBudget, kept across reloads
+
+	draining   atomic.Bool
+	probeWG    sync.WaitGroup
+	lastSeq    atomic.Uint64 // journal events already turned into metrics
+	rngPool    sync.Pool
+	eventsMu   sync.Mutex
+	knownPanic map[string]bool
+}
+
+// config is one compiled table plus the indexes the request path needs. It is immutable once
+// published, so a reload never disturbs a request in flight.
+type config struct {
+	table    *routing.Table
+	channels map[string]*routing.Channel
+	models   map[string]*modelRoute
+}
+
+// modelRoute is everything needed to route one public model.
+type modelRoute struct {
+	model      string
+	policy     *routing.Policy
+	strategy   health.Strategy
+	candidates []health.Candidate // channels of the policy that serve this model, in policy order
+	budget     *retryBudget
+}
+
+// New creates a proxy with no configuration: it answers 503 until Apply succeeds.
+func New(opts Options) *Server {
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = 10 << 20
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	}
+	if opts.Registry == nil {
+		opts.Registry = prometheus.NewRegistry()
+	}
+	if opts.Clock == nil {
+		opts.Clock = realClock{}
+	}
+	if opts.Transport == nil {
+		opts.Transport = defaultTransport()
+	}
+	if opts.Replica == "" {
+		opts.Replica, _ = os.Hostname()
+	}
+	if opts.JournalSize <= 0 {
+		opts.JournalSize = 1024
+	}
+	b := make([]byte, 8)
+	_, _ = crand.Read(b)
+	s := &Server{
+		opts:       opts,
+		log:        opts.Logger,
+		clock:      opts.Clock,
+		engine:     health.NewEngine(opts.JournalSize),
+		registry:   opts.Registry,
+		metrics:    NewMetrics(opts.Registry),
+		client:     &http.Client{Transport: opts.Transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
+		accessLog:  newAccessLog(opts.AccessLog),
+		bootID:     hex.EncodeToString(b),
+		knownPanic: map[string]bool{},
+	}
+	s.rngPool.New = func() any { return rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())) }
+	return s
+}
+
+func defaultTransport() *http.Transport {
+	return &http.Transport{
+		Proxy:                 nil, // the upstream URL comes from the channel only; no environment proxy rewrites it
+		DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          1024,
+		MaxIdleConnsPerHost:   256,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   5 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		DisableCompression:    true, // pass bytes through; streams must not be buffered by a decompressor
+	}
+}
+
+// Engine exposes the health engine (admin API, tests).
+func (s *Server) Engine() *health.Engine { return s.engine }
+
+// Registry is the Prometheus registry the metrics live on.
+func (s *Server) Registry() *prometheus.Registry { return s.registry }
+
+// Apply publishes a compiled table. In-flight requests finish on the table they started with.
+// Health state of channel×models that remain is kept.
+func (s *Server) Apply(t *routing.Table, source string) {
+	s.cfgMu.Lock()
+	defer s.cfgMu.Unlock()
+	now := s.clock.Now()
+	c := &config{table: t, channels: map[string]*routing.Channel{}, models: map[string]*modelRoute{}}
+	for i := range t.Channels {
+		c.channels[t.Channels[i].Name] = &t.Channels[i]
+	}
+	var targets []health.Target
+	for i := range t.Policies {
+		p := &t.Policies[i]
+		strategy, _ := health.ParseStrategy(p.Strategy)
+		bkey := p.Namespace + "/" + p.Name
+		b, _ := s.budgets.LoadOrStore(bkey, newRetryBudget())
+		for _, model := range p.Models {
+			mr := &modelRoute{model: model, policy: p, strategy: strategy, budget: b.(*retryBudget)}
+			for _, pc := range p.Channels {
+				ch := c.channels[pc.Channel]
+				if ch == nil {
+					continue
+				}
+				if _, ok := ch.Upstream(model); !ok {
+					continue
+				}
+				mr.candidates = append(mr.candidates, health.Candidate{Channel: ch.Name, Weight: pc.Weight})
+				tg := health.Target{Key: health.Key{Channel: ch.Name, Model: model}, Settings: p.Settings,
+					Disabled: ch.Disabled, DisabledReason: ch.DisabledReason}
+				if ch.DisabledUntil != nil {
+					tg.DisabledUntil = *ch.DisabledUntil
+				}
+				targets = append(targets, tg)
+			}
+			c.models[model] = mr
+		}
+	}
+	if old := s.cfg.Load(); old != nil {
+		for _, st := range s.engine.Status(now) {
+			if !slices.ContainsFunc(targets, func(tg health.Target) bool { return tg.Key == st.Key }) {
+				s.metrics.forget(st.Key)
+			}
+		}
+	}
+	s.engine.Configure(now, targets)
+	s.cfg.Store(c)
+	s.loadMu.Lock()
+	s.load = adminapi.ConfigState{Source: source, Hash: t.Hash(), LoadedAt: now.UTC()}
+	s.loadMu.Unlock()
+	s.metrics.ConfigLoads.WithLabelValues("success").Inc()
+	s.metrics.ConfigLastLoaded.Set(float64(now.Unix()))
+	s.metrics.ConfigStale.Set(0)
+	s.log.Info("Loaded routing config", "source", source, "hash", t.Hash(), "channels", len(t.Channels), "policies", len(t.Policies))
+	s.publishStatus(now)
+}
+
+// RejectConfig records a config that failed to load or compile. The last good table keeps serving.
+func (s *Server) RejectConfig(source string, err error, problems []routing.Problem) {
+	now := s.clock.Now().UTC()
+	s.loadMu.Lock()
+	s.load.Source = source
+	s.load.Error = err.Error()
+	s.load.ErrorAt = &now
+	s.load.Problems = problems
+	hasGood := s.load.Hash != ""
+	s.loadMu.Unlock()
+	s.metrics.ConfigLoads.WithLabelValues("failure").Inc()
+	if hasGood {
+		s.metrics.ConfigStale.Set(1)
+	}
+	s.log.Error("Rejected routing config; the last good config keeps serving", "source", source, "error", err.Error(), "problems", len(problems))
+}
+
+// Ready reports whether the proxy has a config and is not draining.
+func (s *Server) Ready() bool { return s.cfg.Load() != nil && !s.draining.Load() }
+
+// Drain marks the proxy as shutting down: /readyz fails so load balancers stop sending.
+func (s *Server) Drain() { s.draining.Store(true) }
+
+// Run does the background work until ctx ends: time-driven health transitions, probes and the
+// gauges, once per interval.
+func (s *Server) Run(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			s.probeWG.Wait()
+			return
+		case <-t.C:
+			s.Step(ctx)
+		}
+	}
+}
+
+// Step runs one round of background work: advance the engine's clock, start the probes that are
+// due (asynchronously) and publish health gauges. Tests call it after moving their clock.
+func (s *Server) Step(ctx context.Context) {
+	now := s.clock.Now()
+	s.engine.Tick(now)
+	s.startProbes(ctx, now)
+	s.publishStatus(now)
+}
+
+// WaitProbes waits for the probes started so far (tests).
+func (s *Server) WaitProbes() { s.probeWG.Wait() }
+
+// publishStatus refreshes the health gauges and turns new journal events into metrics and logs.
+func (s *Server) publishStatus(now time.Time) {
+	for _, st := range s.engine.Status(now) {
+		s.metrics.observeStatus(st)
+	}
+	s.eventsMu.Lock()
+	defer s.eventsMu.Unlock()
+	for _, ev := range s.engine.Events(s.lastSeq.Load()) {
+		s.lastSeq.Store(ev.Seq)
+		if ev.To == health.PhaseEjected {
+			s.metrics.Ejections.WithLabelValues(ev.Channel, ev.Model, ev.Reason).Inc()
+		}
+		s.log.Info("Channel phase changed", "channel", ev.Channel, "model", ev.Model, "from", ev.From.String(), "to", ev.To.String(),
+			"reason", ev.Reason, "message", ev.Message, "actor", ev.Actor, "at", ev.At)
+	}
+}
+
+func (s *Server) rng() *rand.Rand { return s.rngPool.Get().(*rand.Rand) }
+
+func (s *Server) putRNG(r *rand.Rand) { s.rngPool.Put(r) }

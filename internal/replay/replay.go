@@ -1,0 +1,722 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/switchyard-io/switchyard/internal/health"
+)
+
+// Defaults of Options.
+const (
+	DefaultReorderTolerance = 5 * time.Second
+	DefaultEvidenceWindow   = 10 * time.Second
+	DefaultMaxProblems      = 20
+	// requestLinger is how long after its first attempt a request waits for more attempts with
+	// the same requestId before it is scored; later ones start a new request.
+	requestLinger = 60 * time.Second
+	// maxEventsPerKey bounds the events kept per channel×model in the report; the counts and the
+	// incident scoring still see every transition.
+	maxEventsPerKey = 1000
+)
+
+// Options tune a replay. The zero value means the documented defaults.
+type Options struct {
+	// ReorderTolerance: lines up to this much older than the newest line seen are sorted into
+	// place; older ones are reported and skipped.
+	ReorderTolerance time.Duration
+	// EvidenceWindow: how far from a request's time a channel's logged attempts count as evidence
+	// of what that channel would have answered (see docs/replay.md).
+	EvidenceWindow time.Duration
+	// Seed drives the random draws of Select (Weighted strategy, ramp share draws).
+	Seed uint64
+	// MaxProblems bounds the input problems listed per kind; all are counted.
+	MaxProblems int
+	// Incidents are known real outages to score the policy against.
+	Incidents []Incident
+}
+
+func (o *Options) defaults() {
+	if o.ReorderTolerance <= 0 {
+		o.ReorderTolerance = DefaultReorderTolerance
+	}
+	if o.EvidenceWindow <= 0 {
+		o.EvidenceWindow = DefaultEvidenceWindow
+	}
+	if o.Seed == 0 {
+		o.Seed = 1
+	}
+	if o.MaxProblems <= 0 {
+		o.MaxProblems = DefaultMaxProblems
+	}
+}
+
+// entry is one decoded attempt waiting in the reorder buffer.
+type entry struct {
+	ts      int64
+	line    int64
+	key     int32
+	attempt int32
+	outcome health.Outcome
+	latency time.Duration
+	reqID   string
+}
+
+// evidence is one logged attempt kept for the failover model.
+type evidence struct {
+	ts      int64
+	line    int64
+	outcome health.Outcome
+}
+
+type keyState struct {
+	key   health.Key
+	model int
+	cand  int // index in the model's candidates
+
+	phase   health.Phase
+	since   int64
+	phaseNs [numPhases]int64
+	logged  [numPhases]int64
+	carried [numPhases]int64
+	rampAcc float64
+
+	cooldownUntil int64
+	probePending  bool
+	probeAt       int64
+	probes        ProbeReport
+
+	events        []EventReport
+	eventsOmitted int
+	ejections     []ejection
+	out           []interval // stretches out of rotation (Ejected, Probing, Disabled)
+	outStart      int64
+	isOut         bool
+
+	ev     []evidence // logged attempts of the last requestLinger+EvidenceWindow, oldest first
+	evHead int
+
+	req RequestReport
+}
+
+const numPhases = int(health.PhaseDisabled) + 1
+
+type ejection struct {
+	at              int64
+	reason, message string
+}
+
+type interval struct{ from, to int64 }
+
+type attemptRec struct {
+	key     int32
+	line    int64
+	outcome health.Outcome
+}
+
+type request struct {
+	id       string
+	t0       int64
+	model    int
+	routes   []int32 // key indices in Select order
+	attempts []attemptRec
+}
+
+type replayer struct {
+	setup *Setup
+	opts  Options
+	eng   *health.Engine
+	rng   *rand.Rand
+
+	keys     []*keyState
+	byName   map[string]map[string]int32 // channel → model → key index
+	modelIdx map[string]int
+	models   []RequestReport
+	modelKey [][]int32 // model → candidate index → key index
+
+	started   bool
+	first     int64
+	clock     int64
+	seq       uint64
+	nextCheck int64
+	maxPML    time.Duration
+
+	scratch []health.Route
+	due     []health.Key
+
+	pending map[string]*request
+	queue   []*request
+	qHead   int
+
+	sum      LogSummary
+	problems []Problem
+	perKind  map[string]int
+	unknown  map[string]bool
+}
+
+// Run replays an access log against setup and returns the report. It reads the log once, in one
+// pass, with memory bounded by the traffic of the reorder tolerance and the request linger, not by
+// the log's size. ctx is checked between lines.
+func Run(ctx context.Context, setup *Setup, log io.Reader, opts Options) (*Report, error) {
+	opts.defaults()
+	r := newReplayer(setup, opts)
+	lr := newLineReader(log)
+	var heap entryHeap
+	var raw rawLine
+	maxTS := int64(math.MinInt64)
+	for i := 0; ; i++ {
+		if i&1023 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		line, tooLong, err := lr.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("failed to read log: %w", err)
+		}
+		n := lr.n
+		if tooLong {
+			r.sum.Lines++
+			r.problem(n, KindMalformed, fmt.Sprintf("line longer than %d bytes", maxLineBytes))
+			continue
+		}
+		if len(trimSpace(line)) == 0 {
+			continue
+		}
+		r.sum.Lines++
+		if err := decodeLine(line, &raw); err != nil {
+			r.problem(n, KindMalformed, err.Error())
+			continue
+		}
+		k, ok := r.byName[string(raw.channel)][string(raw.model)]
+		if !ok {
+			r.unknownKey(n, raw.channel, raw.model)
+			continue
+		}
+		if raw.ts < maxTS-int64(opts.ReorderTolerance) {
+			r.problem(n, KindOutOfOrder, fmt.Sprintf("timestamp %s is %s older than line(s) already read (tolerance %s); skipped",
+				time.Unix(0, raw.ts).UTC().Format(time.RFC3339Nano), time.Duration(maxTS-raw.ts), opts.ReorderTolerance))
+			continue
+		}
+		if raw.ts < maxTS {
+			r.sum.Reordered++
+		}
+		maxTS = max(maxTS, raw.ts)
+		heap.push(entry{ts: raw.ts, line: n, key: k, attempt: int32(raw.attempt), outcome: raw.outcome,
+			latency: raw.latency, reqID: string(raw.requestID)})
+		for len(heap) > 0 && heap[0].ts <= maxTS-int64(opts.ReorderTolerance) {
+			e := heap.pop()
+			r.process(&e)
+		}
+	}
+	for len(heap) > 0 {
+		e := heap.pop()
+		r.process(&e)
+	}
+	return r.finish(), nil
+}
+
+func trimSpace(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\r') {
+		b = b[1:]
+	}
+	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t' || b[len(b)-1] == '\r') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+func newReplayer(setup *Setup, opts Options) *replayer {
+	r := &replayer{
+		setup: setup, opts: opts,
+		eng:       health.NewEngine(4096),
+		rng:       rand.New(rand.NewPCG(opts.Seed, 0x5eed)),
+		byName:    map[string]map[string]int32{},
+		modelIdx:  map[string]int{},
+		models:    make([]RequestReport, len(setup.Models)),
+		modelKey:  make([][]int32, len(setup.Models)),
+		pending:   map[string]*request{},
+		perKind:   map[string]int{},
+		unknown:   map[string]bool{},
+		nextCheck: math.MaxInt64,
+	}
+	for mi := range setup.Models {
+		m := &setup.Models[mi]
+		r.modelIdx[m.Model] = mi
+		r.maxPML = max(r.maxPML, m.Settings.ProbeMaxLatency)
+		for ci, c := range m.Candidates {
+			if r.byName[c.Channel] == nil {
+				r.byName[c.Channel] = map[string]int32{}
+			}
+			r.byName[c.Channel][m.Model] = int32(len(r.keys))
+			r.modelKey[mi] = append(r.modelKey[mi], int32(len(r.keys)))
+			r.keys = append(r.keys, &keyState{key: health.Key{Channel: c.Channel, Model: m.Model}, model: mi, cand: ci})
+		}
+	}
+	return r
+}
+
+func (r *replayer) keyOf(k health.Key) *keyState {
+	return r.keys[r.byName[k.Channel][k.Model]]
+}
+
+// start configures the engine at the first line's time: every key starts Healthy then.
+func (r *replayer) start(t int64) {
+	r.started, r.first, r.clock = true, t, t
+	var targets []health.Target
+	for _, ks := range r.keys {
+		targets = append(targets, health.Target{Key: ks.key, Settings: r.setup.Models[ks.model].Settings})
+		ks.phase, ks.since = health.PhaseHealthy, t
+	}
+	r.eng.Configure(tm(t), targets)
+	r.drain(t)
+}
+
+func tm(ns int64) time.Time { return time.Unix(0, ns).UTC() }
+
+// process replays one attempt, in timestamp order.
+func (r *replayer) process(e *entry) {
+	if !r.started {
+		r.start(e.ts)
+	}
+	t := max(e.ts, r.clock)
+	r.advanceClock(t)
+	r.clock = t
+	r.sum.Attempts++
+	ks := r.keys[e.key]
+	m := &r.setup.Models[ks.model]
+
+	// The routing decision for a new request is taken before its first attempt's result is known.
+	var req *request
+	if e.reqID != "" {
+		req = r.pending[e.reqID]
+	}
+	if req == nil {
+		req = &request{id: e.reqID, t0: t, model: ks.model}
+		routes := r.eng.Select(tm(t), m.Model, m.Candidates, m.Strategy, m.PanicRouting, r.rng.Float64(), r.scratch[:0])
+		r.scratch = routes
+		r.drain(t)
+		for _, rt := range routes {
+			req.routes = append(req.routes, r.byName[rt.Channel][m.Model])
+		}
+		if e.reqID != "" {
+			r.pending[e.reqID] = req
+		}
+		r.queue = append(r.queue, req)
+		r.sum.Requests++
+	}
+	req.attempts = append(req.attempts, attemptRec{key: e.key, line: e.line, outcome: e.outcome})
+
+	st, _ := r.eng.StatusOf(tm(t), ks.key)
+	r.drain(t)
+	phase := st.Phase
+	fed, probe := false, false
+	switch {
+	case phase == health.PhaseProbing && ks.probePending && t <= ks.probeAt+int64(m.Settings.ProbeMaxLatency) &&
+		e.outcome != health.OutcomeClientError:
+		probe = true
+	case st.TrafficPercent > 0 && phase != health.PhaseRampingUp: // Healthy, Degraded, RateLimited
+		fed = true
+	case st.TrafficPercent > 0: // RampingUp: the step's share, unless nothing else could take the rest
+		if r.onlyRoutable(t, ks) {
+			fed = true
+		} else {
+			ks.rampAcc += float64(st.TrafficPercent) / 100
+			if ks.rampAcc >= 1 {
+				ks.rampAcc--
+				fed = true
+			}
+		}
+	default: // out of rotation: only panic routing would have sent it here
+		fed = r.panicTo(t, ks)
+	}
+	ks.logged[phase]++
+	if fed || probe {
+		ks.carried[phase]++
+		r.eng.Observe(ks.key, health.Observation{At: tm(t), Outcome: e.outcome, Latency: e.latency, Probe: probe})
+		r.drain(t)
+		if probe {
+			ks.probePending = false
+			ks.probes.Answered++
+		}
+	}
+	r.addEvidence(ks, evidence{ts: t, line: e.line, outcome: e.outcome})
+	r.resolveUpTo(t)
+}
+
+// onlyRoutable reports whether ks is the only routable candidate of its model at t.
+func (r *replayer) onlyRoutable(t int64, ks *keyState) bool {
+	m := &r.setup.Models[ks.model]
+	routes := r.eng.Select(tm(t), m.Model, m.Candidates, m.Strategy, m.PanicRouting, r.rng.Float64(), r.scratch[:0])
+	r.scratch = routes
+	r.drain(t)
+	return len(routes) == 1 && routes[0].Channel == ks.key.Channel
+}
+
+// panicTo reports whether panic routing sends the model's traffic to ks at t.
+func (r *replayer) panicTo(t int64, ks *keyState) bool {
+	m := &r.setup.Models[ks.model]
+	if !m.PanicRouting {
+		return false
+	}
+	routes := r.eng.Select(tm(t), m.Model, m.Candidates, m.Strategy, true, r.rng.Float64(), r.scratch[:0])
+	r.scratch = routes
+	r.drain(t)
+	return len(routes) == 1 && routes[0].Panic && routes[0].Channel == ks.key.Channel
+}
+
+// advanceClock runs the probe schedule up to t: ProbesDue at the end of every cooldown and then
+// every second while a key is Probing. The engine stamps every transition with its own due time,
+// so this only decides when probes are handed out, never what the journal says.
+func (r *replayer) advanceClock(t int64) {
+	slack := int64(r.maxPML) + int64(2*time.Second)
+	for r.nextCheck <= t {
+		c := max(r.nextCheck, r.clock)
+		// Across a gap in the log nothing can answer a probe handed out more than the longest probe
+		// latency before the next line: skip to there instead of stepping through the gap.
+		if t-c > slack {
+			c = t - slack
+		}
+		r.check(c)
+	}
+}
+
+func (r *replayer) check(c int64) {
+	r.due = r.eng.ProbesDue(tm(c), r.due[:0])
+	r.drain(c)
+	for _, k := range r.due {
+		ks := r.keyOf(k)
+		if ks.probePending {
+			ks.probes.Unanswered++
+		}
+		ks.probePending, ks.probeAt = true, c
+		ks.probes.Issued++
+	}
+	r.schedule(c)
+}
+
+// schedule sets the next probe check after c.
+func (r *replayer) schedule(c int64) {
+	next := int64(math.MaxInt64)
+	for _, ks := range r.keys {
+		switch ks.phase {
+		case health.PhaseProbing:
+			next = min(next, c+int64(time.Second))
+		case health.PhaseEjected:
+			if ks.cooldownUntil > c {
+				next = min(next, ks.cooldownUntil)
+			} else {
+				next = min(next, c+int64(time.Second))
+			}
+		}
+	}
+	r.nextCheck = next
+}
+
+// drain reads new journal events and keeps each key's phase bookkeeping. now is the time of the
+// engine call that produced them.
+func (r *replayer) drain(now int64) {
+	for range 1000 { // a status read below can surface more events; it settles at once
+		evs := r.eng.Events(r.seq)
+		if len(evs) == 0 {
+			return
+		}
+		changed := false
+		for i := range evs {
+			ev := &evs[i]
+			r.seq = ev.Seq
+			ks := r.keyOf(health.Key{Channel: ev.Channel, Model: ev.Model})
+			at := ev.At.UnixNano()
+			if len(ks.events) < maxEventsPerKey {
+				ks.events = append(ks.events, EventReport{At: formatTS(at), From: ev.From.String(), To: ev.To.String(),
+					Reason: ev.Reason, Actor: ev.Actor, Message: ev.Message})
+			} else {
+				ks.eventsOmitted++
+			}
+			if ev.To == health.PhaseEjected && ev.Reason != "ProbeFailed" {
+				ks.ejections = append(ks.ejections, ejection{at: at, reason: ev.Reason, message: ev.Message})
+			}
+			if ev.From != ev.To {
+				ks.setPhase(ev.To, at)
+				changed = true
+				if ev.To == health.PhaseEjected {
+					if st, ok := r.eng.StatusOf(tm(max(now, at)), ks.key); ok && st.Phase == health.PhaseEjected {
+						ks.cooldownUntil = st.CooldownUntil.UnixNano()
+					}
+				}
+			}
+		}
+		if changed {
+			r.schedule(now)
+		}
+	}
+}
+
+func (ks *keyState) setPhase(p health.Phase, at int64) {
+	at = max(at, ks.since)
+	ks.phaseNs[ks.phase] += at - ks.since
+	ks.since = at
+	out := p == health.PhaseEjected || p == health.PhaseProbing || p == health.PhaseDisabled
+	switch {
+	case out && !ks.isOut:
+		ks.isOut, ks.outStart = true, at
+	case !out && ks.isOut:
+		ks.isOut = false
+		ks.out = append(ks.out, interval{ks.outStart, at})
+	}
+	if ks.phase == health.PhaseProbing && p != health.PhaseProbing && ks.probePending {
+		ks.probePending = false
+		ks.probes.Unanswered++
+	}
+	ks.phase = p
+}
+
+// ---- failover model ----
+
+func (r *replayer) horizon() int64 {
+	return int64(max(requestLinger, r.opts.EvidenceWindow))
+}
+
+func (r *replayer) addEvidence(ks *keyState, e evidence) {
+	keep := r.horizon() + int64(r.opts.EvidenceWindow)
+	for ks.evHead < len(ks.ev) && ks.ev[ks.evHead].ts < e.ts-keep {
+		ks.evHead++
+	}
+	if ks.evHead > 1024 && ks.evHead*2 > len(ks.ev) {
+		n := copy(ks.ev, ks.ev[ks.evHead:])
+		ks.ev, ks.evHead = ks.ev[:n], 0
+	}
+	ks.ev = append(ks.ev, e)
+}
+
+// nearest returns the outcome of the logged attempt on ks nearest to t (within the evidence
+// window, client errors and the request's own lines excluded; the earlier one on a tie).
+func (r *replayer) nearest(ks *keyState, t int64, own []attemptRec) (health.Outcome, bool) {
+	ev := ks.ev[ks.evHead:]
+	w := int64(r.opts.EvidenceWindow)
+	lo, hi := 0, len(ev)
+	for lo < hi { // first entry with ts >= t
+		mid := (lo + hi) / 2
+		if ev[mid].ts < t {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	usable := func(e *evidence) bool {
+		if e.outcome == health.OutcomeClientError {
+			return false
+		}
+		for _, a := range own {
+			if a.line == e.line {
+				return false
+			}
+		}
+		return true
+	}
+	before, after := lo-1, lo
+	for before >= 0 && !usable(&ev[before]) && t-ev[before].ts <= w {
+		before--
+	}
+	for after < len(ev) && !usable(&ev[after]) && ev[after].ts-t <= w {
+		after++
+	}
+	okB := before >= 0 && t-ev[before].ts <= w && usable(&ev[before])
+	okA := after < len(ev) && ev[after].ts-t <= w && usable(&ev[after])
+	switch {
+	case okB && (!okA || t-ev[before].ts <= ev[after].ts-t):
+		return ev[before].outcome, true
+	case okA:
+		return ev[after].outcome, true
+	}
+	return 0, false
+}
+
+// resolveUpTo scores the requests whose linger is over at t.
+func (r *replayer) resolveUpTo(t int64) {
+	h := r.horizon()
+	for r.qHead < len(r.queue) && r.queue[r.qHead].t0+h <= t {
+		r.resolve(r.queue[r.qHead])
+		r.queue[r.qHead] = nil
+		r.qHead++
+	}
+	if r.qHead > 1024 && r.qHead*2 > len(r.queue) {
+		n := copy(r.queue, r.queue[r.qHead:])
+		clear(r.queue[n:])
+		r.queue, r.qHead = r.queue[:n], 0
+	}
+}
+
+func (r *replayer) resolve(req *request) {
+	if req.id != "" && r.pending[req.id] == req {
+		delete(r.pending, req.id)
+	}
+	first := req.attempts[0]
+	ks := r.keys[first.key]
+	mr := &r.models[req.model]
+	if first.outcome == health.OutcomeClientError {
+		ks.req.ClientErrors++
+		mr.ClientErrors++
+		return
+	}
+	failNone := first.outcome != health.OutcomeSuccess
+	failLogged := true
+	for _, a := range req.attempts {
+		if a.outcome == health.OutcomeSuccess {
+			failLogged = false
+		}
+	}
+	ok, tries, blind := r.withPolicy(req)
+	rerouted := len(req.routes) == 0 || req.routes[0] != first.key
+	for _, rep := range []*RequestReport{&ks.req, mr} {
+		rep.Requests++
+		rep.FailedWithoutFailover += b2i(failNone)
+		rep.FailedAsLogged += b2i(failLogged)
+		rep.FailedWithPolicy += b2i(!ok)
+		rep.Rerouted += b2i(rerouted)
+		rep.FailedOver += b2i(ok && tries > 1)
+		rep.WithoutEvidence += b2i(blind)
+	}
+}
+
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// withPolicy decides a request's fate under the replayed policy: its Select routes are tried in
+// order, up to MaxAttempts; an attempt's outcome is the request's own logged attempt on that
+// channel if there is one, else the channel's nearest logged attempt in the evidence window, else
+// unknown, which counts as a failure. The only channel is retried unless it timed out.
+func (r *replayer) withPolicy(req *request) (ok bool, tries int, blind bool) {
+	m := &r.setup.Models[req.model]
+	var used [16]bool // own attempts consumed; requests with more attempts reuse evidence
+	for ri, left := 0, m.MaxAttempts; left > 0 && ri < len(req.routes) && tries < 64; left-- {
+		k := req.routes[ri]
+		o, known := health.Outcome(0), false
+		for i, a := range req.attempts {
+			if a.key == k && (i >= len(used) || !used[i]) && a.outcome != health.OutcomeClientError {
+				if i < len(used) {
+					used[i] = true
+				}
+				o, known = a.outcome, true
+				break
+			}
+		}
+		if !known {
+			o, known = r.nearest(r.keys[k], req.t0, req.attempts)
+		}
+		tries++
+		if !known {
+			blind = true
+		} else if o == health.OutcomeSuccess {
+			return true, tries, blind
+		}
+		if len(req.routes) > 1 || (known && o == health.OutcomeTimeout) {
+			ri++
+		}
+	}
+	return false, tries, blind
+}
+
+// ---- input problems ----
+
+// Problem kinds.
+const (
+	KindMalformed      = "malformed"
+	KindUnknownChannel = "unknown_channel"
+	KindOutOfOrder     = "out_of_order"
+	KindIncident       = "incident"
+)
+
+func (r *replayer) problem(line int64, kind, msg string) {
+	switch kind {
+	case KindMalformed:
+		r.sum.Malformed++
+	case KindUnknownChannel:
+		r.sum.UnknownChannel++
+	case KindOutOfOrder:
+		r.sum.OutOfOrder++
+	}
+	r.perKind[kind]++
+	if r.perKind[kind] <= r.opts.MaxProblems {
+		r.problems = append(r.problems, Problem{Line: line, Kind: kind, Message: msg})
+	}
+}
+
+func (r *replayer) unknownKey(line int64, channel, model []byte) {
+	r.sum.UnknownChannel++
+	name := string(channel) + "\x00" + string(model)
+	if r.unknown[name] {
+		return
+	}
+	r.unknown[name] = true
+	var msg string
+	switch mi, ok := r.modelIdx[string(model)]; {
+	case !ok:
+		msg = fmt.Sprintf("model %q is not routed by the policy (channel %q); its lines are skipped", model, channel)
+	default:
+		msg = fmt.Sprintf("channel %q is not a candidate of policy %s for model %q; its lines are skipped",
+			channel, r.setup.Models[mi].Policy, model)
+	}
+	r.perKind[KindUnknownChannel]++
+	if r.perKind[KindUnknownChannel] <= r.opts.MaxProblems {
+		r.problems = append(r.problems, Problem{Line: line, Kind: KindUnknownChannel, Message: msg})
+	}
+}
+
+// ---- reorder buffer ----
+
+// entryHeap is a binary min-heap by (ts, line): equal timestamps keep their order in the file.
+type entryHeap []entry
+
+func (h entryHeap) less(i, j int) bool {
+	return h[i].ts < h[j].ts || (h[i].ts == h[j].ts && h[i].line < h[j].line)
+}
+
+func (h *entryHeap) push(e entry) {
+	*h = append(*h, e)
+	s := *h
+	for i := len(s) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !s.less(i, p) {
+			break
+		}
+		s[i], s[p] = s[p], s[i]
+		i = p
+	}
+}
+
+func (h *entryHeap) pop() entry {
+	s := *h
+	top := s[0]
+	n := len(s) - 1
+	s[0] = s[n]
+	s[n] = entry{}
+	s = s[:n]
+	for i := 0; ; {
+		l, m := 2*i+1, i
+		if l < n && s.less(l, m) {
+			m = l
+		}
+		if l+1 < n && s.less(l+1, m) {
+			m = l + 1
+		}
+		if m == i {
+			break
+		}
+		s[i], s[m] = s[m], s[i]
+		i = m
+	}
+	*h = s
+	return top
+}
