@@ -166,7 +166,7 @@ type FaultInjection struct {
 	// +kubebuilder:default=100
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100
-	Percent int32 `json:"percent,omitempty"`
+	Percent *int32 `json:"percent,omitempty"`
 
 	// abortStatus answers this HTTP status without calling upstream (e.g. 500, 503, 429).
 	// +optional

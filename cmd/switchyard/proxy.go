@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/switchyard-io/switchyard/internal/proxy"
+	"github.com/switchyard-io/switchyard/internal/proxy/kubesource"
 	"github.com/switchyard-io/switchyard/internal/version"
 )
 
@@ -109,7 +110,7 @@ func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			return fmt.Errorf("failed to load Kubernetes client config: %w", err)
 		}
-		src := &proxy.ConfigMapSource{Config: cfg, Namespace: ns, Name: name}
+		src := &kubesource.ConfigMapSource{Config: cfg, Namespace: ns, Name: name}
 		if err := src.Run(bg, srv); err != nil {
 			return err
 		}

@@ -37,8 +37,8 @@ type selItem struct {
 //   - Weighted: the first route is drawn with probability Weight/ΣWeight (rnd × ΣWeight falls in
 //     its slice of the cumulative weights, in policy order); the rest follow by Weight, highest
 //     first, ties in policy order.
-//   - HealthScore: routes are ordered by Score, highest first, ties in policy order; then the
-//     share draw below.
+//   - HealthScore: routes are ordered by score band (91-100, 81-90, ...: one failure must not move
+//     all traffic), best first, ties in policy order; then the share draw below.
 //   - Priority: policy order; then the share draw below.
 //
 // Share draw (HealthScore, Priority): walking that order, a channel with f < 1 keeps its place
@@ -162,7 +162,7 @@ func order(sel []selItem, strategy Strategy, rnd float64) {
 		insertionSort(sel[1:], func(a, b *selItem) bool { return a.weight > b.weight })
 		return
 	case StrategyHealthScore:
-		insertionSort(sel, func(a, b *selItem) bool { return a.s.score > b.s.score })
+		insertionSort(sel, func(a, b *selItem) bool { return scoreBand(a.s.score) > scoreBand(b.s.score) })
 	}
 	u := rnd
 	for i := range sel {
@@ -177,6 +177,11 @@ func order(sel []selItem, strategy Strategy, rnd float64) {
 		}
 	}
 }
+
+// scoreBand groups scores in bands of ten (91-100, 81-90, ...). HealthScore orders by band, not by
+// raw score: one failure costs a point or two, and moving every first attempt to the peer for that
+// would flip traffic between channels on noise.
+func scoreBand(score int) int { return (score + 9) / 10 }
 
 // insertionSort is a stable sort without allocation; candidate lists are short.
 func insertionSort(s []selItem, less func(a, b *selItem) bool) {

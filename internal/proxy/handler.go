@@ -135,6 +135,8 @@ type routeState struct {
 	retryAfter  time.Duration // smallest Retry-After seen from 429s
 	allLimited  bool          // every attempt so far was a 429
 	routes      []health.Route
+	prev        *routing.Channel // the channel of the previous attempt, whatever its outcome
+	prevReason  string
 }
 
 // run routes the request: healthy channels of the model → the same channel again only when it is
@@ -181,12 +183,16 @@ func (rt *routeState) run(ctx context.Context) string {
 			}
 		}
 	}
-	// Panic routing: every channel of the requested model is out; try the least-bad one anyway.
-	if rt.attempts < maxAttempts && first.policy.PanicRouting && !rt.allRateLimited(first) {
-		if ch := rt.pick(first, true); ch != nil {
+	// Panic routing: every channel of the requested model is out; try the least-bad ones anyway,
+	// one after the other while attempts remain.
+	if first.policy.PanicRouting && !rt.allRateLimited(first) {
+		for rt.attempts < maxAttempts {
+			ch := rt.pick(first, true)
+			if ch == nil {
+				break
+			}
 			rt.s.metrics.Panic.WithLabelValues(first.model).Set(1)
-			_, stop := rt.try(ctx, first, ch, maxAttempts)
-			if stop != "" {
+			if _, stop := rt.try(ctx, first, ch, maxAttempts); stop != "" {
 				return stop
 			}
 		}
@@ -221,12 +227,18 @@ func (rt *routeState) try(ctx context.Context, mr *modelRoute, ch *routing.Chann
 			rt.lastDetail += " (request deadline reached)"
 			return result{}, rt.fail()
 		}
-		s.metrics.Failovers.WithLabelValues(mr.model, rt.last.Name, ch.Name, rt.lastOutcome.String()).Inc()
+		if rt.prev != nil && rt.prev.Name != ch.Name {
+			s.metrics.Failovers.WithLabelValues(mr.model, rt.prev.Name, ch.Name, rt.prevReason).Inc()
+		}
 	}
 	rt.attempts++
 	a := &attempt{channel: ch, key: rt.key(ch), model: mr.model, upstream: upstream, path: rt.path, body: body,
 		stream: rt.req.Stream, timeout: timeout, header: rt.header, requestID: rt.requestID, number: rt.attempts, drill: rt.drill}
 	res := s.do(ctx, rt.w, a)
+	rt.prev, rt.prevReason = ch, res.outcome.String()
+	if res.errCode != "" {
+		rt.prevReason = res.errCode
+	}
 	switch {
 	case res.canceled:
 		return res, "canceled"
@@ -287,7 +299,12 @@ func (rt *routeState) pick(mr *modelRoute, panicRouting bool) *routing.Channel {
 	r := rt.s.rng()
 	rnd := r.Float64()
 	rt.s.putRNG(r)
-	rt.routes = rt.s.engine.Select(rt.s.clock.Now(), mr.model, mr.candidates, mr.strategy, panicRouting, rnd, rt.routes)
+	cands := mr.candidates
+	if panicRouting {
+		// The engine names one least-bad channel; leave out those this request already tried.
+		cands = rt.untried(mr)
+	}
+	rt.routes = rt.s.engine.Select(rt.s.clock.Now(), mr.model, cands, mr.strategy, panicRouting, rnd, rt.routes)
 	var fallback *routing.Channel
 	for _, route := range rt.routes {
 		if panicRouting && !route.Panic {
@@ -308,6 +325,16 @@ func (rt *routeState) pick(mr *modelRoute, panicRouting bool) *routing.Channel {
 		}
 	}
 	return fallback
+}
+
+func (rt *routeState) untried(mr *modelRoute) []health.Candidate {
+	out := make([]health.Candidate, 0, len(mr.candidates))
+	for _, c := range mr.candidates {
+		if !rt.tried[health.Key{Channel: c.Channel, Model: mr.model}] {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // canRetrySame: the same channel again only when it is the model's only candidate and its

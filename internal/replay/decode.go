@@ -24,6 +24,7 @@ type rawLine struct {
 	outcome    health.Outcome
 	hasOutcome bool
 	latency    time.Duration
+	probe      bool // the proxy's own health probe, not a client request (an extension of the contract)
 }
 
 // errLine is a decoding error without allocation for the common cases.
@@ -136,6 +137,17 @@ func decodeLine(b []byte, r *rawLine) error {
 						return errBadLatency
 					}
 					r.latency = time.Duration(f * float64(time.Millisecond))
+				}
+			case "probe":
+				switch {
+				case d.literal("true") == nil:
+					r.probe = true
+				case d.literal("false") == nil, d.null():
+				default:
+					if err := d.skip(0); err != nil {
+						return err
+					}
+					return errWrongType
 				}
 			default:
 				if err := d.skip(0); err != nil {

@@ -64,6 +64,7 @@ type entry struct {
 	outcome health.Outcome
 	latency time.Duration
 	reqID   string
+	probe   bool
 }
 
 // evidence is one logged attempt kept for the failover model.
@@ -123,6 +124,7 @@ type request struct {
 	t0       int64
 	model    int
 	routes   []int32 // key indices in Select order
+	panic    bool    // the route is panic routing's least-bad channel
 	attempts []attemptRec
 }
 
@@ -167,7 +169,8 @@ func Run(ctx context.Context, setup *Setup, log io.Reader, opts Options) (*Repor
 	lr := newLineReader(log)
 	var heap entryHeap
 	var raw rawLine
-	maxTS := int64(math.MinInt64)
+	var maxTS int64
+	seen := false
 	for i := 0; ; i++ {
 		if i&1023 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -200,17 +203,19 @@ func Run(ctx context.Context, setup *Setup, log io.Reader, opts Options) (*Repor
 			r.unknownKey(n, raw.channel, raw.model)
 			continue
 		}
-		if raw.ts < maxTS-int64(opts.ReorderTolerance) {
+		if seen && raw.ts < maxTS-int64(opts.ReorderTolerance) {
 			r.problem(n, KindOutOfOrder, fmt.Sprintf("timestamp %s is %s older than line(s) already read (tolerance %s); skipped",
 				time.Unix(0, raw.ts).UTC().Format(time.RFC3339Nano), time.Duration(maxTS-raw.ts), opts.ReorderTolerance))
 			continue
 		}
-		if raw.ts < maxTS {
+		if seen && raw.ts < maxTS {
 			r.sum.Reordered++
 		}
-		maxTS = max(maxTS, raw.ts)
+		if !seen || raw.ts > maxTS {
+			maxTS, seen = raw.ts, true
+		}
 		heap.push(entry{ts: raw.ts, line: n, key: k, attempt: int32(raw.attempt), outcome: raw.outcome,
-			latency: raw.latency, reqID: string(raw.requestID)})
+			latency: raw.latency, reqID: string(raw.requestID), probe: raw.probe})
 		for len(heap) > 0 && heap[0].ts <= maxTS-int64(opts.ReorderTolerance) {
 			e := heap.pop()
 			r.process(&e)
@@ -294,17 +299,21 @@ func (r *replayer) process(e *entry) {
 	m := &r.setup.Models[ks.model]
 
 	// The routing decision for a new request is taken before its first attempt's result is known.
+	// A logged probe is the logging proxy's own check, not a client request.
 	var req *request
-	if e.reqID != "" {
+	if e.reqID != "" && !e.probe {
 		req = r.pending[e.reqID]
 	}
-	if req == nil {
+	if e.probe {
+		r.sum.Probes++
+	} else if req == nil {
 		req = &request{id: e.reqID, t0: t, model: ks.model}
 		routes := r.eng.Select(tm(t), m.Model, m.Candidates, m.Strategy, m.PanicRouting, r.rng.Float64(), r.scratch[:0])
 		r.scratch = routes
 		r.drain(t)
 		for _, rt := range routes {
 			req.routes = append(req.routes, r.byName[rt.Channel][m.Model])
+			req.panic = req.panic || rt.Panic
 		}
 		if e.reqID != "" {
 			r.pending[e.reqID] = req
@@ -312,7 +321,9 @@ func (r *replayer) process(e *entry) {
 		r.queue = append(r.queue, req)
 		r.sum.Requests++
 	}
-	req.attempts = append(req.attempts, attemptRec{key: e.key, line: e.line, outcome: e.outcome})
+	if req != nil {
+		req.attempts = append(req.attempts, attemptRec{key: e.key, line: e.line, outcome: e.outcome})
+	}
 
 	st, _ := r.eng.StatusOf(tm(t), ks.key)
 	r.drain(t)
@@ -322,6 +333,7 @@ func (r *replayer) process(e *entry) {
 	case phase == health.PhaseProbing && ks.probePending && t <= ks.probeAt+int64(m.Settings.ProbeMaxLatency) &&
 		e.outcome != health.OutcomeClientError:
 		probe = true
+	case e.probe: // answers a replayed probe or nothing: the replayed policy sent no such attempt
 	case st.TrafficPercent > 0 && phase != health.PhaseRampingUp: // Healthy, Degraded, RateLimited
 		fed = true
 	case st.TrafficPercent > 0: // RampingUp: the step's share, unless nothing else could take the rest
@@ -340,12 +352,12 @@ func (r *replayer) process(e *entry) {
 	ks.logged[phase]++
 	if fed || probe {
 		ks.carried[phase]++
-		r.eng.Observe(ks.key, health.Observation{At: tm(t), Outcome: e.outcome, Latency: e.latency, Probe: probe})
-		r.drain(t)
 		if probe {
 			ks.probePending = false
 			ks.probes.Answered++
 		}
+		r.eng.Observe(ks.key, health.Observation{At: tm(t), Outcome: e.outcome, Latency: e.latency, Probe: probe})
+		r.drain(t)
 	}
 	r.addEvidence(ks, evidence{ts: t, line: e.line, outcome: e.outcome})
 	r.resolveUpTo(t)
@@ -573,7 +585,7 @@ func (r *replayer) resolve(req *request) {
 			failLogged = false
 		}
 	}
-	ok, tries, blind := r.withPolicy(req)
+	ok, tries, assumed := r.withPolicy(req)
 	rerouted := len(req.routes) == 0 || req.routes[0] != first.key
 	for _, rep := range []*RequestReport{&ks.req, mr} {
 		rep.Requests++
@@ -582,7 +594,7 @@ func (r *replayer) resolve(req *request) {
 		rep.FailedWithPolicy += b2i(!ok)
 		rep.Rerouted += b2i(rerouted)
 		rep.FailedOver += b2i(ok && tries > 1)
-		rep.WithoutEvidence += b2i(blind)
+		rep.Assumed += b2i(assumed)
 	}
 }
 
@@ -593,11 +605,12 @@ func b2i(b bool) int64 {
 	return 0
 }
 
-// withPolicy decides a request's fate under the replayed policy: its Select routes are tried in
-// order, up to MaxAttempts; an attempt's outcome is the request's own logged attempt on that
-// channel if there is one, else the channel's nearest logged attempt in the evidence window, else
-// unknown, which counts as a failure. The only channel is retried unless it timed out.
-func (r *replayer) withPolicy(req *request) (ok bool, tries int, blind bool) {
+// withPolicy decides a request's fate under the replayed policy. Its Select routes are tried in
+// order, up to MaxAttempts (the only channel is retried unless it timed out). An attempt's outcome
+// is, in this order: the request's own logged attempt on that channel; the channel's logged
+// attempt nearest in time within the evidence window; with no evidence at all, success on a
+// channel the engine routes normally and failure on a panic route (assumed reports that).
+func (r *replayer) withPolicy(req *request) (ok bool, tries int, assumed bool) {
 	m := &r.setup.Models[req.model]
 	var used [16]bool // own attempts consumed; requests with more attempts reuse evidence
 	for ri, left := 0, m.MaxAttempts; left > 0 && ri < len(req.routes) && tries < 64; left-- {
@@ -617,15 +630,18 @@ func (r *replayer) withPolicy(req *request) (ok bool, tries int, blind bool) {
 		}
 		tries++
 		if !known {
-			blind = true
+			assumed = true
+			if !req.panic {
+				return true, tries, assumed
+			}
 		} else if o == health.OutcomeSuccess {
-			return true, tries, blind
+			return true, tries, assumed
 		}
 		if len(req.routes) > 1 || (known && o == health.OutcomeTimeout) {
 			ri++
 		}
 	}
-	return false, tries, blind
+	return false, tries, assumed
 }
 
 // ---- input problems ----

@@ -220,9 +220,13 @@ func (c *compiler) channel(pc *v1alpha1.ProviderChannel) (ch Channel, key string
 }
 
 func compileFault(f *v1alpha1.FaultInjection) (*FaultInjection, error) {
-	out := &FaultInjection{Percent: int(f.Percent), Hang: f.Hang, OnlyMarked: f.OnlyMarked, Until: timePtr(f.Until)}
+	// The CRD defaults percent to 100; standalone manifests skip the API server, so do it here too.
+	out := &FaultInjection{Percent: 100, Hang: f.Hang, OnlyMarked: f.OnlyMarked, Until: timePtr(f.Until)}
+	if f.Percent != nil {
+		out.Percent = int(*f.Percent)
+	}
 	if out.Percent < 0 || out.Percent > 100 {
-		return nil, fmt.Errorf("spec.faultInjection.percent: %d is outside 0-100", f.Percent)
+		return nil, fmt.Errorf("spec.faultInjection.percent: %d is outside 0-100", out.Percent)
 	}
 	if f.AbortStatus != nil {
 		out.AbortStatus = int(*f.AbortStatus)

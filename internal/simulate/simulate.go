@@ -1,0 +1,529 @@
+// Package simulate reproduces the availability argument of the design notes with the real health
+// engine: a month of synthetic traffic for one model on N independent channels whose outages follow
+// a seeded random process, routed with failover exactly as the engine's Select orders it.
+//
+// It is a discrete-event simulation on a virtual clock: nothing sleeps and nothing reads the wall
+// clock, so the same Config gives the same Result, byte for byte. See docs/replay.md for the
+// outage process, the traffic and the failover model.
+package simulate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/switchyard-io/switchyard/internal/health"
+)
+
+// Config describes the simulated world. The zero value of a field means its default.
+type Config struct {
+	// Channels lists the channel counts to compare (default 1, 2, 3). Channel i is the same in
+	// every run: its outages do not depend on how many channels there are.
+	Channels []int
+	// Duration of the simulated period (default 30 days).
+	Duration time.Duration
+	// Rate of client requests per second, Poisson arrivals (default 1).
+	Rate float64
+	// UpMean is the mean time between the end of one outage and the start of the next,
+	// exponentially distributed (default 12h).
+	UpMean time.Duration
+	// OutageMean and OutageSigma shape the log-normal outage duration (default 22m and 1.0:
+	// median 13m, p95 68m; sigma 0 makes every outage OutageMean long). With the defaults a
+	// channel is down 22/(720+22) = 2.96% of the time.
+	OutageMean  time.Duration
+	OutageSigma float64
+	// HangShare of outages leave requests hanging until the first-byte timeout; the others answer
+	// 503 at once (default 0.3).
+	HangShare float64
+	// Noise is the chance that a healthy channel fails one attempt anyway (default 0.001).
+	// OutageSigma, HangShare and Noise are used as given, zero included: start from DefaultConfig.
+	Noise float64
+	// Timeout is what a hanging attempt costs before it counts as a timeout (default 10s, the
+	// channel's default first-byte timeout).
+	Timeout time.Duration
+	// Scenario is the RoutingPolicy scenario whose settings the engine runs (default chat).
+	Scenario string
+	// MaxAttempts per client request (default 3, the policy default).
+	MaxAttempts int
+	// Seed of every random draw (DefaultConfig: 1).
+	Seed uint64
+}
+
+// Defaults of Config.
+const (
+	DefaultDuration    = 30 * 24 * time.Hour
+	DefaultRate        = 1.0
+	DefaultUpMean      = 12 * time.Hour
+	DefaultOutageMean  = 22 * time.Minute
+	DefaultOutageSigma = 1.0
+	DefaultHangShare   = 0.3
+	DefaultNoise       = 0.001
+	DefaultTimeout     = 10 * time.Second
+	DefaultMaxAttempts = 3
+)
+
+// DefaultConfig returns the documented defaults.
+func DefaultConfig() Config {
+	return Config{Channels: []int{1, 2, 3}, Duration: DefaultDuration, Rate: DefaultRate, UpMean: DefaultUpMean,
+		OutageMean: DefaultOutageMean, OutageSigma: DefaultOutageSigma, HangShare: DefaultHangShare, Noise: DefaultNoise,
+		Timeout: DefaultTimeout, Scenario: "chat", MaxAttempts: DefaultMaxAttempts, Seed: 1}
+}
+
+// defaults fills the fields whose zero value cannot be meant (OutageSigma, HangShare, Noise and
+// Seed may be 0) and validates the result.
+func (c *Config) defaults() error {
+	d := DefaultConfig()
+	if len(c.Channels) == 0 {
+		c.Channels = d.Channels
+	}
+	for _, n := range c.Channels {
+		if n < 1 || n > 16 {
+			return fmt.Errorf("channel counts must be 1-16, got %d", n)
+		}
+	}
+	for _, f := range []struct{ v, def *time.Duration }{{&c.Duration, &d.Duration}, {&c.UpMean, &d.UpMean},
+		{&c.OutageMean, &d.OutageMean}, {&c.Timeout, &d.Timeout}} {
+		if *f.v == 0 {
+			*f.v = *f.def
+		}
+	}
+	if c.Rate == 0 {
+		c.Rate = d.Rate
+	}
+	if c.Scenario == "" {
+		c.Scenario = d.Scenario
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = d.MaxAttempts
+	}
+	switch {
+	case c.Duration < time.Minute || c.Duration > 366*24*time.Hour:
+		return errors.New("duration must be between 1m and 366 days")
+	case c.Rate <= 0 || c.Rate > 100:
+		return errors.New("rate must be in (0, 100] requests/s")
+	case float64(c.Duration/time.Second)*c.Rate > 50e6:
+		return errors.New("duration × rate is over 50 million requests; lower one of them")
+	case c.UpMean < time.Second || c.OutageMean < time.Second:
+		return errors.New("up and outage means must be at least 1s")
+	case c.OutageSigma < 0 || c.OutageSigma > 3:
+		return errors.New("outage sigma must be in [0, 3]")
+	case c.HangShare < 0 || c.HangShare > 1 || c.Noise < 0 || c.Noise >= 1:
+		return errors.New("hang share must be in [0, 1] and noise in [0, 1)")
+	case c.Timeout <= 0 || c.MaxAttempts < 1 || c.MaxAttempts > 10:
+		return errors.New("timeout must be positive and max attempts 1-10")
+	case c.Scenario != "chat" && c.Scenario != "batch":
+		return fmt.Errorf("scenario must be chat or batch, got %q", c.Scenario)
+	}
+	return nil
+}
+
+// Result is one run: N channels for the whole period.
+type Result struct {
+	Channels int `json:"channels"`
+	Requests int `json:"requests"`
+	Failed   int `json:"failed"`
+	// AvailabilityPercent is the share of client requests answered (with failover).
+	AvailabilityPercent float64 `json:"availabilityPercent"`
+	// DowntimePerMonth is (1 - availability) × 30 days.
+	DowntimePerMonth time.Duration `json:"downtimePerMonthNs"`
+	// Outages counts the outages of the run's channels; Ejections the engine's ejections.
+	Outages   int `json:"outages"`
+	Ejections int `json:"ejections"`
+	// FailedOver counts requests answered by another channel after a failed attempt;
+	// FailoverP50/P95 is the time such a request took from arrival to answer.
+	FailedOver  int           `json:"failedOver"`
+	FailoverP50 time.Duration `json:"failoverP50Ns"`
+	FailoverP95 time.Duration `json:"failoverP95Ns"`
+	// MoveP50/P95: from the start of an outage of the channel taking the first attempts until
+	// the first request that Select sends elsewhere first. Outages that ended before that (too
+	// short to notice) are counted in EndedBeforeMove. Not measured with one channel.
+	MoveP50         time.Duration `json:"moveP50Ns"`
+	MoveP95         time.Duration `json:"moveP95Ns"`
+	EndedBeforeMove int           `json:"endedBeforeMove"`
+}
+
+// Run simulates every channel count of cfg (in parallel, each on its own engine) and returns
+// the results in cfg.Channels order.
+func Run(ctx context.Context, cfg Config) ([]Result, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	maxN := slices.Max(cfg.Channels)
+	outages := make([][]outage, maxN)
+	for i := range outages {
+		outages[i] = outagesOf(&cfg, i)
+	}
+	results := make([]Result, len(cfg.Channels))
+	errs := make([]error, len(cfg.Channels))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 2)
+	for i, n := range cfg.Channels {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			results[i], errs[i] = runOne(ctx, &cfg, outages[:n])
+		}()
+	}
+	wg.Wait()
+	return results, errors.Join(errs...)
+}
+
+// ExpectedSingle is the long-run availability of one channel under cfg's outage process:
+// 1 - OutageMean/(UpMean+OutageMean), before noise.
+func ExpectedSingle(cfg Config) float64 {
+	return 100 * float64(cfg.UpMean) / float64(cfg.UpMean+cfg.OutageMean)
+}
+
+// outage is one stretch [from, to) during which a channel fails every attempt.
+type outage struct {
+	from, to int64
+	hang     bool
+}
+
+// outagesOf draws channel i's outages: an alternating renewal process starting up, with
+// exponential up times and log-normal outage durations, from its own random stream.
+func outagesOf(cfg *Config, i int) []outage {
+	rng := rand.New(rand.NewPCG(cfg.Seed, uint64(i)+1))
+	sigma := cfg.OutageSigma
+	mu := math.Log(float64(cfg.OutageMean)) - sigma*sigma/2
+	var out []outage
+	t := int64(0)
+	for t < int64(cfg.Duration) {
+		t += int64(rng.ExpFloat64() * float64(cfg.UpMean))
+		d := int64(math.Exp(mu + sigma*rng.NormFloat64()))
+		hang := rng.Float64() < cfg.HangShare
+		if t >= int64(cfg.Duration) {
+			break
+		}
+		out = append(out, outage{from: t, to: min(t+max(d, int64(time.Second)), int64(cfg.Duration)), hang: hang})
+		t += d
+	}
+	return out
+}
+
+// epoch is the simulated month's start; any fixed instant would do.
+var epoch = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+
+func at(t int64) time.Time { return time.Unix(0, epoch+t).UTC() }
+
+const (
+	evArrival = iota
+	evAttemptEnd
+	evProbeTick
+	evProbeEnd
+	evRetry
+)
+
+type event struct {
+	t    int64
+	seq  uint64
+	kind uint8
+	ch   int8
+	req  int32
+	o    health.Outcome
+	lat  time.Duration
+}
+
+type req struct {
+	arrival int64
+	routes  [16]int8
+	nRoutes int8
+	next    int8 // index of the route of the attempt in flight
+	tries   int8
+}
+
+type sim struct {
+	cfg     *Config
+	outages [][]outage
+	oi      []int // per channel: index of the first outage that may still matter
+	eng     *health.Engine
+	keys    []health.Key
+	cands   []health.Candidate
+	rng     *rand.Rand
+	heap    []event
+	seq     uint64
+	reqs    []req
+	free    []int32
+	routes  []health.Route
+	due     []health.Key
+	evSeq   uint64
+
+	res        Result
+	failover   []time.Duration
+	moved      []time.Duration
+	waiting    []int // per channel: outage index awaiting its ejection, -1 none
+	lastOutage []int // per channel: the latest outage noticed, -1 none
+	first      int   // the first choice of the latest request
+}
+
+func runOne(ctx context.Context, cfg *Config, outages [][]outage) (Result, error) {
+	n := len(outages)
+	s := &sim{cfg: cfg, outages: outages, oi: make([]int, n), eng: health.NewEngine(4096),
+		rng: rand.New(rand.NewPCG(cfg.Seed, 0x7a11c+uint64(n))), waiting: make([]int, n),
+		lastOutage: make([]int, n)}
+	set := health.DefaultSettings(cfg.Scenario)
+	var targets []health.Target
+	for i := range n {
+		k := health.Key{Channel: fmt.Sprintf("channel-%d", i+1), Model: "gpt-4o"}
+		s.keys = append(s.keys, k)
+		s.cands = append(s.cands, health.Candidate{Channel: k.Channel, Weight: 100})
+		targets = append(targets, health.Target{Key: k, Settings: set})
+		s.waiting[i], s.lastOutage[i] = -1, -1
+		s.res.Outages += len(outages[i])
+	}
+	s.res.Channels = n
+	s.eng.Configure(at(0), targets)
+	s.push(event{t: s.interarrival(), kind: evArrival})
+	s.push(event{t: 0, kind: evProbeTick})
+	end := int64(cfg.Duration)
+	for steps := 0; len(s.heap) > 0; steps++ {
+		if steps&0xffff == 0 {
+			if err := ctx.Err(); err != nil {
+				return Result{}, err
+			}
+		}
+		e := s.pop()
+		switch e.kind {
+		case evArrival:
+			s.arrive(e.t)
+			if next := e.t + s.interarrival(); next < end {
+				s.push(event{t: next, kind: evArrival})
+			}
+		case evAttemptEnd:
+			s.attemptEnd(e)
+		case evProbeTick:
+			s.probe(e.t)
+			if e.t+int64(time.Second) < end {
+				s.push(event{t: e.t + int64(time.Second), kind: evProbeTick})
+			}
+		case evRetry:
+			s.start(e.req, e.t)
+		case evProbeEnd:
+			s.eng.Observe(s.keys[e.ch], health.Observation{At: at(e.t), Outcome: e.o, Latency: e.lat, Probe: true})
+		}
+		s.drain(e.t)
+	}
+	s.finish()
+	return s.res, nil
+}
+
+func (s *sim) interarrival() int64 {
+	return max(1, int64(s.rng.ExpFloat64()/s.cfg.Rate*float64(time.Second)))
+}
+
+// down reports whether channel c is in an outage at t, and whether that outage hangs. Time only
+// moves forward, so each channel keeps a cursor into its outage list.
+func (s *sim) down(c int, t int64) (bool, bool, int) {
+	os := s.outages[c]
+	i := s.oi[c]
+	for i < len(os) && os[i].to <= t {
+		i++
+	}
+	s.oi[c] = i
+	if i < len(os) && os[i].from <= t {
+		return true, os[i].hang, i
+	}
+	return false, false, -1
+}
+
+// outcome draws what one attempt started at t on channel c gets, and how long it takes.
+func (s *sim) outcome(c int, t int64) (health.Outcome, time.Duration) {
+	if d, hang, _ := s.down(c, t); d {
+		if hang {
+			return health.OutcomeTimeout, s.cfg.Timeout
+		}
+		return health.OutcomeServerError, 200 * time.Millisecond
+	}
+	if s.rng.Float64() < s.cfg.Noise {
+		return health.OutcomeServerError, 200 * time.Millisecond
+	}
+	// Healthy latency: log-normal around 1 s (p95 about 2.3 s).
+	return health.OutcomeSuccess, time.Duration(math.Exp(0.5*s.rng.NormFloat64()) * float64(time.Second))
+}
+
+func (s *sim) arrive(t int64) {
+	s.res.Requests++
+	s.routes = s.eng.Select(at(t), "gpt-4o", s.cands, health.StrategyHealthScore, true, s.rng.Float64(), s.routes[:0])
+	if len(s.routes) == 0 {
+		s.res.Failed++
+		return
+	}
+	var id int32
+	if n := len(s.free); n > 0 {
+		id, s.free = s.free[n-1], s.free[:n-1]
+	} else {
+		id = int32(len(s.reqs))
+		s.reqs = append(s.reqs, req{})
+	}
+	r := &s.reqs[id]
+	*r = req{arrival: t}
+	for _, rt := range s.routes {
+		r.routes[r.nRoutes] = int8(s.index(rt.Channel))
+		r.nRoutes++
+	}
+	s.first = int(r.routes[0])
+	for c, w := range s.waiting {
+		if w >= 0 && c != s.first {
+			s.moved = append(s.moved, time.Duration(t-s.outages[c][w].from))
+			s.waiting[c] = -1
+		}
+	}
+	s.start(id, t)
+}
+
+func (s *sim) index(channel string) int {
+	for i, k := range s.keys {
+		if k.Channel == channel {
+			return i
+		}
+	}
+	panic("unknown channel " + channel)
+}
+
+func (s *sim) start(id int32, t int64) {
+	r := &s.reqs[id]
+	c := int(r.routes[r.next])
+	o, lat := s.outcome(c, t)
+	r.tries++
+	s.push(event{t: t + int64(lat), kind: evAttemptEnd, ch: int8(c), req: id, o: o, lat: lat})
+}
+
+// attemptEnd records the attempt and decides the request's next step: done, the next channel in
+// Select order, or, with no other channel, the same one again after a back-off (never after a
+// timeout), within MaxAttempts.
+func (s *sim) attemptEnd(e event) {
+	s.eng.Observe(s.keys[e.ch], health.Observation{At: at(e.t), Outcome: e.o, Latency: e.lat})
+	r := &s.reqs[e.req]
+	if e.o == health.OutcomeSuccess {
+		if r.next > 0 {
+			s.res.FailedOver++
+			s.failover = append(s.failover, time.Duration(e.t-r.arrival))
+		}
+		s.free = append(s.free, e.req)
+		return
+	}
+	if int(r.tries) >= s.cfg.MaxAttempts {
+		s.res.Failed++
+		s.free = append(s.free, e.req)
+		return
+	}
+	switch {
+	case r.next+1 < r.nRoutes:
+		r.next++
+		s.start(e.req, e.t)
+	case r.nRoutes == 1 && e.o != health.OutcomeTimeout:
+		backoff := 100 * time.Millisecond << (r.tries - 1)
+		s.push(event{t: e.t + int64(backoff), kind: evRetry, req: e.req})
+	default:
+		s.res.Failed++
+		s.free = append(s.free, e.req)
+	}
+}
+
+// probe hands out the probes due at t; each is answered like a real attempt started at t.
+func (s *sim) probe(t int64) {
+	s.due = s.eng.ProbesDue(at(t), s.due[:0])
+	for _, k := range s.due {
+		c := s.index(k.Channel)
+		o, lat := s.outcome(c, t)
+		s.push(event{t: t + int64(lat), kind: evProbeEnd, ch: int8(c), o: o, lat: lat})
+	}
+}
+
+// drain follows the journal (ejections) and notices the start of an outage on the channel that
+// takes the first attempts; arrive then measures how long until traffic moved off it. drain runs
+// after every event and a probe tick comes every second, so a start is noticed within a second
+// (the delay is measured from its exact start).
+func (s *sim) drain(now int64) {
+	for c := range s.keys {
+		if d, _, i := s.down(c, now); d && i > s.lastOutage[c] {
+			s.lastOutage[c] = i
+			if c == s.first && len(s.keys) > 1 {
+				s.waiting[c] = i
+			}
+		}
+		if w := s.waiting[c]; w >= 0 {
+			if d, _, i := s.down(c, now); !d || i != w {
+				s.res.EndedBeforeMove++
+				s.waiting[c] = -1
+			}
+		}
+	}
+	for _, ev := range s.eng.Events(s.evSeq) {
+		s.evSeq = ev.Seq
+		if ev.To == health.PhaseEjected && ev.Reason != "ProbeFailed" {
+			s.res.Ejections++
+		}
+	}
+}
+
+func (s *sim) finish() {
+	for c := range s.keys {
+		if s.waiting[c] >= 0 {
+			s.res.EndedBeforeMove++
+		}
+	}
+	s.res.AvailabilityPercent = 100 * (1 - float64(s.res.Failed)/float64(max(1, s.res.Requests)))
+	s.res.DowntimePerMonth = time.Duration(float64(s.res.Failed) / float64(max(1, s.res.Requests)) * float64(30*24*time.Hour)).Round(time.Second)
+	s.res.FailoverP50, s.res.FailoverP95 = quantile(s.failover, 50), quantile(s.failover, 95)
+	s.res.MoveP50, s.res.MoveP95 = quantile(s.moved, 50), quantile(s.moved, 95)
+}
+
+func quantile(v []time.Duration, p int) time.Duration {
+	if len(v) == 0 {
+		return 0
+	}
+	slices.Sort(v)
+	rank := (len(v)*p + 99) / 100
+	return v[max(rank, 1)-1].Round(time.Millisecond)
+}
+
+// ---- event queue: a binary min-heap by (t, seq) ----
+
+func (s *sim) push(e event) {
+	s.seq++
+	e.seq = s.seq
+	s.heap = append(s.heap, e)
+	h := s.heap
+	for i := len(h) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !before(&h[i], &h[p]) {
+			break
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+}
+
+func before(a, b *event) bool { return a.t < b.t || (a.t == b.t && a.seq < b.seq) }
+
+func (s *sim) pop() event {
+	h := s.heap
+	top := h[0]
+	n := len(h) - 1
+	h[0] = h[n]
+	h = h[:n]
+	for i := 0; ; {
+		l, m := 2*i+1, i
+		if l < n && before(&h[l], &h[m]) {
+			m = l
+		}
+		if l+1 < n && before(&h[l+1], &h[m]) {
+			m = l + 1
+		}
+		if m == i {
+			break
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+	s.heap = h
+	return top
+}
