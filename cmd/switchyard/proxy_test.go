@@ -1,0 +1,160 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/switchyard-io/switchyard/internal/mockprovider"
+)
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func writeConfig(t *testing.T, upstream string) string {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := fmt.Sprintf(`apiVersion: switchyard.io/v1alpha1
+kind: ProviderChannel
+metadata: {name: local}
+spec:
+  provider: openai
+  baseURL: %s/v1
+  models: [{name: gpt-4o}]
+---
+apiVersion: switchyard.io/v1alpha1
+kind: RoutingPolicy
+metadata: {name: chat}
+spec:
+  models: [gpt-4o]
+  channels: [{name: local}]
+`, upstream)
+	if err := os.WriteFile(filepath.Join(dir, "gateway.yaml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestProxySIGTERMDrains: on SIGTERM (the context the signal cancels) the proxy stops accepting,
+// fails readiness, lets the in-flight request finish, and exits 0.
+func TestProxySIGTERMDrains(t *testing.T) {
+	mock := mockprovider.New(mockprovider.Options{})
+	mock.SetDefault(mockprovider.Behavior{Latency: 800 * time.Millisecond})
+	up := httptest.NewServer(mock)
+	defer up.Close()
+	defer mock.Close()
+
+	api, admin := freeAddr(t), freeAddr(t)
+	ctx, sigterm := context.WithCancel(context.Background())
+	defer sigterm()
+	logs := &lockedBuffer{}
+	exit := make(chan int, 1)
+	go func() {
+		exit <- run(ctx, []string{"proxy", "--config", writeConfig(t, up.URL), "--listen", api, "--admin-listen", admin, "--drain-timeout", "10s"}, io.Discard, logs)
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get("http://" + admin + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("proxy never became ready:\n%s", logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	inflight := make(chan int, 1)
+	go func() {
+		resp, err := http.Post("http://"+api+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"gpt-4o","messages":[]}`))
+		if err != nil {
+			inflight <- -1
+			return
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		inflight <- resp.StatusCode
+	}()
+	for mock.Total() == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	sigterm()
+	if code := <-inflight; code != 200 {
+		t.Errorf("in-flight request during drain: status %d, want 200", code)
+	}
+	select {
+	case code := <-exit:
+		if code != 0 {
+			t.Errorf("exit code %d, want 0:\n%s", code, logs.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("proxy did not exit after draining")
+	}
+	if _, err := http.Post("http://"+api+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"gpt-4o"}`)); err == nil {
+		t.Error("the proxy still accepts requests after shutdown")
+	}
+	if !strings.Contains(logs.String(), "draining in-flight requests") {
+		t.Errorf("no drain log line:\n%s", logs.String())
+	}
+}
+
+func TestProxyRefusesABadConfigAtStart(t *testing.T) {
+	dir := t.TempDir()
+	bad := "apiVersion: switchyard.io/v1alpha1\nkind: RoutingPolicy\nmetadata: {name: p}\nspec: {models: [gpt-4o], channels: [{name: nowhere}]}\n"
+	if err := os.WriteFile(filepath.Join(dir, "p.yaml"), []byte(bad), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	code := run(context.Background(), []string{"proxy", "--config", dir, "--listen", freeAddr(t), "--admin-listen", freeAddr(t)}, io.Discard, &stderr)
+	if code != 1 || !strings.Contains(stderr.String(), "ProviderChannel nowhere not found") {
+		t.Errorf("exit %d, stderr:\n%s", code, stderr.String())
+	}
+}
+
+func TestVersionAndUsage(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"version"}, &out, &errb); code != 0 || !strings.HasPrefix(out.String(), "switchyard ") {
+		t.Errorf("version: %d %q", code, out.String())
+	}
+	errb.Reset()
+	if code := run(context.Background(), []string{"frobnicate"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), `unknown command "frobnicate"`) {
+		t.Errorf("unknown command: %d %q", code, errb.String())
+	}
+}
