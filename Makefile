@@ -20,6 +20,7 @@ help: ## Show this help.
 .PHONY: manifests
 manifests: ## Generate the CRDs from the API types and their kubebuilder markers.
 	$(CONTROLLER_GEN) crd paths="./api/..." output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=switchyard-controller paths="./internal/controller/..." output:rbac:artifacts:config=config/rbac
 
 .PHONY: generate
 generate: ## Generate DeepCopy methods.
@@ -66,6 +67,10 @@ verify: ## Fail when generated files are stale or code is not gofmt'ed.
 build: ## Build bin/switchyard.
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/switchyard ./cmd/switchyard
 
+.PHONY: demo
+demo: ## Play an outage and a recovery on a local gateway with two mock providers (about 3 minutes).
+	$(GO) run ./cmd/switchyard demo
+
 .PHONY: run
-run: ## Run the standalone proxy on the sample manifests.
-	$(GO) run ./cmd/switchyard proxy --config config/samples/standalone
+run: build ## Run the standalone gateway on config/samples/standalone with its two local mock providers.
+	hack/run-local.sh

@@ -18,11 +18,11 @@ import (
 // Labels and annotations on the objects the controller writes. The proxy relies on the hash
 // annotation and the data keys; they are part of the controller↔proxy contract.
 const (
-	ManagedByLabel      = "app.kubernetes.io/managed-by"
-	ManagedByValue      = "switchyard"
+	ManagedByLabel       = "app.kubernetes.io/managed-by"
+	ManagedByValue       = "switchyard"
 	ConfigHashAnnotation = "switchyard.io/config-hash"
-	TableKey            = "table.json"
-	CredentialsKey      = "credentials.json"
+	TableKey             = "table.json"
+	CredentialsKey       = "credentials.json"
 
 	// FieldOwner is the server-side-apply field manager of everything the controller writes.
 	FieldOwner = "switchyard-controller"

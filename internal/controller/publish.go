@@ -238,7 +238,9 @@ func (p *Publisher) current(ctx context.Context) (*corev1.ConfigMap, *corev1.Sec
 	return cm, sec, nil
 }
 
-func (p *Publisher) labels() map[string]string { return map[string]string{ManagedByLabel: ManagedByValue} }
+func (p *Publisher) labels() map[string]string {
+	return map[string]string{ManagedByLabel: ManagedByValue}
+}
 
 // The writes are server-side applies: idempotent, so a cache that lags behind our own last write
 // costs one no-op request rather than a conflict.

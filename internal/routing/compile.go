@@ -44,6 +44,7 @@ const (
 	ReasonSecretKeyNotFound   = "SecretKeyNotFound"
 	ReasonDuplicateChannel    = "DuplicateChannelName"
 	ReasonChannelNotFound     = "ChannelNotFound"
+	ReasonChannelNotReady     = "ChannelNotReady"
 	ReasonModelNotServed      = "ModelNotServed"
 	ReasonModelConflict       = "ModelConflict"
 	ReasonUnknownModel        = "UnknownModel"
@@ -92,8 +93,14 @@ func Compile(in Inputs) (*Table, []Problem) {
 		byKey[qualified(pc.Namespace, pc.Name)] = pc
 	}
 
+	// The older policy keeps a contested model: a newcomer must not take it over from the one
+	// serving it (standalone manifests have no timestamps and fall back to name order).
 	policies := slices.Clone(in.Policies)
-	sort.Slice(policies, func(i, j int) bool {
+	sort.SliceStable(policies, func(i, j int) bool {
+		ti, tj := policies[i].CreationTimestamp, policies[j].CreationTimestamp
+		if !ti.Equal(&tj) {
+			return ti.Before(&tj)
+		}
 		return qualified(policies[i].Namespace, policies[i].Name) < qualified(policies[j].Namespace, policies[j].Name)
 	})
 	claimed := map[string]string{} // model -> policy that routes it
@@ -296,7 +303,7 @@ func (c *compiler) policy(rp *v1alpha1.RoutingPolicy, channels []v1alpha1.Provid
 		pc, found := byKey[qualified(rp.Namespace, ref.Name)]
 		if !found {
 			if _, exists := findChannel(channels, rp.Namespace, ref.Name); exists {
-				return bad(ReasonChannelNotFound, "spec.channels: ProviderChannel %s is not ready (see its status)", qualified(rp.Namespace, ref.Name))
+				return bad(ReasonChannelNotReady, "spec.channels: ProviderChannel %s is not ready (see its status)", qualified(rp.Namespace, ref.Name))
 			}
 			return bad(ReasonChannelNotFound, "spec.channels: ProviderChannel %s not found", qualified(rp.Namespace, ref.Name))
 		}

@@ -84,6 +84,14 @@ func ResolvePolicy(spec *v1alpha1.RoutingPolicySpec) (EffectivePolicy, error) {
 		}
 		r.duration(&s.RampHold, rc.RampHold, "spec.recovery.rampHold")
 	}
+	// Defaults that depend on an explicit field follow it, so one override never makes the
+	// remaining defaults contradict it (window 10s with chat's 30s recent-error window, say).
+	if spec.Detection == nil || spec.Detection.RecentErrorWindow == nil {
+		s.RecentErrorWindow = min(s.RecentErrorWindow, s.Window)
+	}
+	if spec.Recovery == nil || spec.Recovery.MaxCooldown == nil {
+		s.MaxCooldown = max(s.MaxCooldown, s.Cooldown)
+	}
 	if rl := spec.RateLimit; rl != nil {
 		r.duration(&s.MaxRetryAfterWait, rl.MaxRetryAfterWait, "spec.rateLimit.maxRetryAfterWait")
 		r.int(&s.ShareReductionPercent, rl.ShareReductionPercent)

@@ -90,6 +90,7 @@ func TestResolvePolicyErrors(t *testing.T) {
 		{"unknown scenario", v1alpha1.RoutingPolicySpec{Scenario: "interactive"}, "spec.scenario"},
 		{"unknown strategy", v1alpha1.RoutingPolicySpec{Strategy: "RoundRobin"}, "spec.strategy"},
 		{"explicit contradicts default", v1alpha1.RoutingPolicySpec{Recovery: &v1alpha1.Recovery{MaxCooldown: ptr(v1alpha1.Duration("1m"))}}, "ooldown"},
+		{"explicit contradicts explicit", v1alpha1.RoutingPolicySpec{Detection: &v1alpha1.Detection{Window: ptr(v1alpha1.Duration("10s")), RecentErrorWindow: ptr(v1alpha1.Duration("30s"))}}, "recentErrorWindow"},
 		{"backoff max below base", v1alpha1.RoutingPolicySpec{Retry: &v1alpha1.Retry{Backoff: &v1alpha1.Backoff{Max: ptr(v1alpha1.Duration("10ms"))}}}, "spec.retry.backoff.max"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -98,6 +99,19 @@ func TestResolvePolicyErrors(t *testing.T) {
 				t.Fatalf("err = %v, want it to mention %q", err, tt.want)
 			}
 		})
+	}
+}
+
+func TestResolvePolicyDependentDefaultsFollowOverrides(t *testing.T) {
+	e, err := ResolvePolicy(&v1alpha1.RoutingPolicySpec{
+		Detection: &v1alpha1.Detection{Window: ptr(v1alpha1.Duration("10s"))},
+		Recovery:  &v1alpha1.Recovery{Cooldown: ptr(v1alpha1.Duration("1h"))},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Settings.RecentErrorWindow != 10*time.Second || e.Settings.MaxCooldown != time.Hour {
+		t.Errorf("recentErrorWindow %s (want 10s), maxCooldown %s (want 1h)", e.Settings.RecentErrorWindow, e.Settings.MaxCooldown)
 	}
 }
 

@@ -32,6 +32,9 @@ type Env struct {
 	kubectlArgs []string
 	// Root is the repository root.
 	Root string
+	// Kubeconfig is a kubeconfig file for a cluster admin, for processes started against the
+	// control plane (kubectl, switchyard controller, switchyard proxy --configmap).
+	Kubeconfig string
 }
 
 // RepoRoot finds the repository root (the directory holding go.mod) from the working directory.
@@ -107,7 +110,18 @@ func Start() (*Env, error) {
 		_ = env.Stop()
 		return nil, err
 	}
-	return &Env{Env: env, Config: cfg, Client: c, Scheme: scheme, kubectl: k.Path, kubectlArgs: k.Opts, Root: root}, nil
+	kc, err := user.KubeConfig()
+	if err != nil {
+		_ = env.Stop()
+		return nil, err
+	}
+	// The kubeconfig lives in the API server's certificate directory, removed by Stop.
+	kcPath := filepath.Join(env.ControlPlane.APIServer.CertDir, "admin.kubeconfig")
+	if err := os.WriteFile(kcPath, kc, 0o600); err != nil {
+		_ = env.Stop()
+		return nil, err
+	}
+	return &Env{Env: env, Config: cfg, Client: c, Scheme: scheme, kubectl: k.Path, kubectlArgs: k.Opts, Root: root, Kubeconfig: kcPath}, nil
 }
 
 // Stop stops the control plane.

@@ -94,8 +94,13 @@ func (k *ConfigMapSource) Run(ctx context.Context, s *proxy.Server) error {
 			if secErr != nil {
 				sec = nil // a table without credentials is valid (local model servers)
 			}
-			hash := cm.Annotations[HashAnnotation]
-			if hash != "" && hash == applied {
+			// The table's hash leaves the keys out (it is the ConfigMap's); a rotated key changes
+			// only the Secret, so its resourceVersion is part of what was applied.
+			hash := cm.Annotations[HashAnnotation] + "/" + cm.ResourceVersion
+			if sec != nil {
+				hash += "/" + sec.ResourceVersion
+			}
+			if hash == applied {
 				continue
 			}
 			t, err := decodeTable(cm, sec)

@@ -1,0 +1,396 @@
+package controller
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/switchyard-io/switchyard/api/v1alpha1"
+	"github.com/switchyard-io/switchyard/internal/routing"
+)
+
+func stringsReader(s string) *strings.Reader { return strings.NewReader(s) }
+
+// golden compares got with testdata/name, or rewrites it with -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./internal/controller -run %s -update to create it)", err, t.Name())
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (run with -update if the change is intended)\n--- got\n%s", path, got)
+	}
+}
+
+// TestConfigMapFromSamples: the sample channels and policies become the routing ConfigMap, the
+// same table the standalone proxy compiles from the same files; the keys go to the Secret only.
+func TestConfigMapFromSamples(t *testing.T) {
+	h := startController(t, "golden-chat", nil)
+	sample, err := os.ReadFile(filepath.Join("..", "..", "config", "samples", "chat-gpt4o.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.apply(string(sample))
+
+	var cm *corev1.ConfigMap
+	NewWithT(t).Eventually(func(g Gomega) {
+		cm = h.configMap(g)
+		var tbl routing.Table
+		g.Expect(json.Unmarshal([]byte(cm.Data[TableKey]), &tbl)).To(Succeed())
+		g.Expect(tbl.Channels).To(HaveLen(2))
+		g.Expect(tbl.Policies).To(HaveLen(2))
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+	// The golden file names the namespace llm, whatever this run's namespace is.
+	normal := strings.ReplaceAll(cm.Data[TableKey], `"namespace": "`+h.ns+`"`, `"namespace": "llm"`)
+	golden(t, "chat-gpt4o.configmap.golden.json", []byte(normal+"\n"))
+
+	// The same function as the standalone proxy: compiling the files gives the same table and hash.
+	in, err := routing.LoadManifests(filepath.Join("..", "..", "config", "samples", "chat-gpt4o.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	setNamespace(&in, h.ns)
+	want, problems := routing.Compile(in)
+	if len(problems) > 0 {
+		t.Fatalf("problems: %v", problems)
+	}
+	r, err := render(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cm.Data[TableKey] != string(r.table) {
+		t.Errorf("ConfigMap table differs from routing.Compile of the same manifests")
+	}
+	if got := cm.Annotations[ConfigHashAnnotation]; got != want.Hash() {
+		t.Errorf("hash annotation %q, want %q", got, want.Hash())
+	}
+	if cm.Labels[ManagedByLabel] != ManagedByValue {
+		t.Errorf("ConfigMap labels %v", cm.Labels)
+	}
+	for _, key := range []string{"sk-placeholder-openai", "placeholder-azure-key"} {
+		for k, v := range cm.Data {
+			if strings.Contains(v, key) {
+				t.Errorf("ConfigMap key %s carries a provider key", k)
+			}
+		}
+	}
+	g := NewWithT(t)
+	g.Expect(h.credentials(g)).To(Equal(map[string]string{
+		"openai-direct": "sk-placeholder-openai",
+		"azure-eastus":  "placeholder-azure-key",
+	}))
+	sec := &corev1.Secret{}
+	g.Expect(h.c.Get(context.Background(), h.key(DefaultConfigMapName+"-credentials"), sec)).To(Succeed())
+	g.Expect(sec.Annotations).To(HaveKeyWithValue(ConfigHashAnnotation, want.Hash()))
+	g.Expect(sec.Labels).To(HaveKeyWithValue(ManagedByLabel, ManagedByValue))
+
+	NewWithT(t).Eventually(func(g Gomega) {
+		for _, name := range []string{"openai-direct", "azure-eastus"} {
+			pc := &v1alpha1.ProviderChannel{}
+			g.Expect(h.c.Get(context.Background(), h.key(name), pc)).To(Succeed())
+			ready := condition(pc.Status.Conditions, v1alpha1.ConditionReady)
+			g.Expect(ready).NotTo(BeNil())
+			g.Expect(ready.Status).To(Equal(metav1.ConditionTrue), ready.Message)
+			g.Expect(ready.ObservedGeneration).To(Equal(pc.Generation))
+			g.Expect(pc.Status.ObservedGeneration).To(Equal(pc.Generation))
+		}
+		for _, name := range []string{"chat-gpt4o", "chat-gpt4o-mini"} {
+			rp := &v1alpha1.RoutingPolicy{}
+			g.Expect(h.c.Get(context.Background(), h.key(name), rp)).To(Succeed())
+			ready := condition(rp.Status.Conditions, v1alpha1.ConditionReady)
+			g.Expect(ready).NotTo(BeNil())
+			g.Expect(ready.Status).To(Equal(metav1.ConditionTrue), ready.Message)
+		}
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+}
+
+func setNamespace(in *routing.Inputs, ns string) {
+	for i := range in.Channels {
+		in.Channels[i].Namespace = ns
+	}
+	for i := range in.Policies {
+		in.Policies[i].Namespace = ns
+	}
+	for i := range in.Secrets {
+		in.Secrets[i].Namespace = ns
+	}
+}
+
+const baseManifests = `
+apiVersion: v1
+kind: Secret
+metadata: {name: key-a}
+stringData: {apiKey: sk-test-a}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: key-b}
+stringData: {apiKey: sk-test-b}
+---
+apiVersion: switchyard.io/v1alpha1
+kind: ProviderChannel
+metadata: {name: a}
+spec:
+  provider: openai
+  baseURL: https://a.example.com/v1
+  credentialsRef: {name: key-a, key: apiKey}
+  models: [{name: gpt-4o}, {name: gpt-4o-mini}]
+---
+apiVersion: switchyard.io/v1alpha1
+kind: ProviderChannel
+metadata: {name: b}
+spec:
+  provider: azure-openai
+  baseURL: https://b.example.com/openai/v1
+  credentialsRef: {name: key-b, key: apiKey}
+  models: [{name: gpt-4o}]
+---
+apiVersion: switchyard.io/v1alpha1
+kind: RoutingPolicy
+metadata: {name: chat}
+spec:
+  models: [gpt-4o]
+  channels: [{name: a}, {name: b}]
+`
+
+// waitGood waits for the base manifests to be published and every object Ready; it returns the hash.
+func (h *harness) waitGood(channels, policies []string) string {
+	h.t.Helper()
+	var hash string
+	NewWithT(h.t).Eventually(func(g Gomega) {
+		for _, name := range channels {
+			pc := &v1alpha1.ProviderChannel{}
+			g.Expect(h.c.Get(context.Background(), h.key(name), pc)).To(Succeed())
+			ready := condition(pc.Status.Conditions, v1alpha1.ConditionReady)
+			g.Expect(ready).NotTo(BeNil())
+			g.Expect(ready.Status).To(Equal(metav1.ConditionTrue), "%s: %s", name, ready.Message)
+		}
+		for _, name := range policies {
+			rp := &v1alpha1.RoutingPolicy{}
+			g.Expect(h.c.Get(context.Background(), h.key(name), rp)).To(Succeed())
+			ready := condition(rp.Status.Conditions, v1alpha1.ConditionReady)
+			g.Expect(ready).NotTo(BeNil())
+			g.Expect(ready.Status).To(Equal(metav1.ConditionTrue), "%s: %s", name, ready.Message)
+		}
+		hash = h.configMap(g).Annotations[ConfigHashAnnotation]
+		g.Expect(hash).NotTo(BeEmpty())
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+	return hash
+}
+
+// TestProblemsAreStatus: each kind of problem sets Ready=False with a reason and a message that
+// names the object, emits a Warning Event, and leaves the last good config serving; fixing it
+// recovers.
+func TestProblemsAreStatus(t *testing.T) {
+	h := startController(t, "problems", nil)
+	h.apply(baseManifests)
+	good := h.waitGood([]string{"a", "b"}, []string{"chat"})
+	ctx := context.Background()
+
+	patchChannel := func(name, patch string) func() {
+		return func() {
+			pc := &v1alpha1.ProviderChannel{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: name}}
+			if err := h.c.Patch(ctx, pc, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	patchPolicy := func(name, patch string) func() {
+		return func() {
+			rp := &v1alpha1.RoutingPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: name}}
+			if err := h.c.Patch(ctx, rp, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	deleteObj := func(obj client.Object) func() {
+		return func() {
+			if err := h.c.Delete(ctx, obj); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	cases := []struct {
+		name        string
+		breakIt     func()
+		fix         func()
+		kind, obj   string
+		reason      string
+		mentions    []string
+		alsoBlocked string // a policy that loses its channel
+	}{
+		{
+			name:    "missing Secret",
+			breakIt: deleteObj(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "key-a"}}),
+			fix: func() {
+				h.apply("apiVersion: v1\nkind: Secret\nmetadata: {name: key-a}\nstringData: {apiKey: sk-test-a}\n")
+			},
+			kind: "ProviderChannel", obj: "a", reason: routing.ReasonSecretNotFound,
+			mentions: []string{"ProviderChannel " + h.ns + "/a", "Secret " + h.ns + "/key-a"}, alsoBlocked: "chat",
+		},
+		{
+			name: "missing key",
+			breakIt: func() {
+				h.apply("apiVersion: v1\nkind: Secret\nmetadata: {name: key-b}\ndata: {token: c2stdGVzdC1i}\n")
+				s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "key-b"}}
+				if err := h.c.Patch(ctx, s, client.RawPatch("application/merge-patch+json", []byte(`{"data":{"apiKey":null}}`))); err != nil {
+					t.Fatal(err)
+				}
+			},
+			fix: func() {
+				h.apply("apiVersion: v1\nkind: Secret\nmetadata: {name: key-b}\nstringData: {apiKey: sk-test-b}\n")
+			},
+			kind: "ProviderChannel", obj: "b", reason: routing.ReasonSecretKeyNotFound,
+			mentions: []string{"ProviderChannel " + h.ns + "/b", h.ns + "/key-b", `"apiKey"`},
+		},
+		{
+			name:    "unsupported provider",
+			breakIt: patchChannel("b", `{"spec":{"provider":"anthropic"}}`),
+			fix:     patchChannel("b", `{"spec":{"provider":"azure-openai"}}`),
+			kind:    "ProviderChannel", obj: "b", reason: routing.ReasonUnsupportedProvider,
+			mentions: []string{"ProviderChannel " + h.ns + "/b", "anthropic"},
+		},
+		{
+			name:    "missing channel",
+			breakIt: patchPolicy("chat", `{"spec":{"channels":[{"name":"a"},{"name":"b"},{"name":"ghost"}]}}`),
+			fix:     patchPolicy("chat", `{"spec":{"channels":[{"name":"a"},{"name":"b"}]}}`),
+			kind:    "RoutingPolicy", obj: "chat", reason: routing.ReasonChannelNotFound,
+			mentions: []string{"RoutingPolicy " + h.ns + "/chat", "ProviderChannel " + h.ns + "/ghost"},
+		},
+		{
+			name:    "model no channel serves",
+			breakIt: patchPolicy("chat", `{"spec":{"models":["gpt-4o","gpt-5"]}}`),
+			fix:     patchPolicy("chat", `{"spec":{"models":["gpt-4o"]}}`),
+			kind:    "RoutingPolicy", obj: "chat", reason: routing.ReasonModelNotServed,
+			mentions: []string{"RoutingPolicy " + h.ns + "/chat", `"gpt-5"`},
+		},
+		{
+			name: "two policies claim one model",
+			breakIt: func() {
+				h.apply("apiVersion: switchyard.io/v1alpha1\nkind: RoutingPolicy\nmetadata: {name: chat-copy}\nspec:\n  models: [gpt-4o]\n  channels: [{name: b}]\n")
+			},
+			fix:  deleteObj(&v1alpha1.RoutingPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "chat-copy"}}),
+			kind: "RoutingPolicy", obj: "chat-copy", reason: routing.ReasonModelConflict,
+			mentions: []string{"RoutingPolicy " + h.ns + "/chat-copy", `"gpt-4o"`, "RoutingPolicy " + h.ns + "/chat"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.breakIt()
+			var obj client.Object = &v1alpha1.ProviderChannel{}
+			if tc.kind == "RoutingPolicy" {
+				obj = &v1alpha1.RoutingPolicy{}
+			}
+			conds := func(o client.Object) []metav1.Condition {
+				if pc, ok := o.(*v1alpha1.ProviderChannel); ok {
+					return pc.Status.Conditions
+				}
+				return o.(*v1alpha1.RoutingPolicy).Status.Conditions
+			}
+			NewWithT(t).Eventually(func(g Gomega) {
+				g.Expect(h.c.Get(ctx, h.key(tc.obj), obj)).To(Succeed())
+				ready := condition(conds(obj), v1alpha1.ConditionReady)
+				g.Expect(ready).NotTo(BeNil())
+				g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
+				g.Expect(ready.Reason).To(Equal(tc.reason))
+				for _, m := range tc.mentions {
+					g.Expect(ready.Message).To(ContainSubstring(m))
+				}
+				g.Expect(ready.ObservedGeneration).To(Equal(obj.GetGeneration()))
+				warnings := h.eventsWithReason(g, tc.obj, tc.reason)
+				g.Expect(warnings).NotTo(BeEmpty())
+				g.Expect(warnings[0].Type).To(Equal(corev1.EventTypeWarning))
+				g.Expect(warnings[0].Note).To(ContainSubstring(tc.mentions[0]))
+			}).WithTimeout(20 * time.Second).Should(Succeed())
+			if tc.alsoBlocked != "" {
+				NewWithT(t).Eventually(func(g Gomega) {
+					rp := &v1alpha1.RoutingPolicy{}
+					g.Expect(h.c.Get(ctx, h.key(tc.alsoBlocked), rp)).To(Succeed())
+					ready := condition(rp.Status.Conditions, v1alpha1.ConditionReady)
+					g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
+					g.Expect(ready.Reason).To(Equal(routing.ReasonChannelNotReady))
+				}).WithTimeout(20 * time.Second).Should(Succeed())
+			}
+			// The status was written after the sync that refused to publish: the last good
+			// config is what the proxies still read.
+			g := NewWithT(t)
+			g.Expect(h.configMap(g).Annotations[ConfigHashAnnotation]).To(Equal(good))
+			g.Expect(h.credentials(g)).To(Equal(map[string]string{"a": "sk-test-a", "b": "sk-test-b"}))
+
+			tc.fix()
+			if got := h.waitGood([]string{"a", "b"}, []string{"chat"}); got != good {
+				t.Errorf("hash after the fix %s, want %s", got, good)
+			}
+			if h.c.Get(ctx, h.key(tc.obj), obj) == nil { // not when the fix was a deletion
+				NewWithT(t).Eventually(func(g Gomega) {
+					g.Expect(h.eventsWithReason(g, tc.obj, ReasonProblemResolved)).NotTo(BeEmpty())
+				}).WithTimeout(10 * time.Second).Should(Succeed())
+			}
+		})
+	}
+}
+
+// TestOwnedObjectsRepaired: deleting or editing the ConfigMap or the Secret restores them, also
+// while problems hold publishing back (from the last good config).
+func TestOwnedObjectsRepaired(t *testing.T) {
+	h := startController(t, "repair", nil)
+	h.apply(baseManifests)
+	good := h.waitGood([]string{"a", "b"}, []string{"chat"})
+	ctx := context.Background()
+	g := NewWithT(t)
+	want := h.configMap(g).Data[TableKey]
+
+	g.Expect(h.c.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: DefaultConfigMapName}})).To(Succeed())
+	NewWithT(t).Eventually(func(g Gomega) {
+		cm := h.configMap(g)
+		g.Expect(cm.Annotations[ConfigHashAnnotation]).To(Equal(good))
+		g.Expect(cm.Data[TableKey]).To(Equal(want))
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+
+	cm := h.configMap(g)
+	cm.Data[TableKey] = `{"channels":[],"policies":[]}`
+	g.Expect(h.c.Update(ctx, cm)).To(Succeed())
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(h.configMap(g).Data[TableKey]).To(Equal(want))
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+
+	g.Expect(h.c.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: DefaultConfigMapName + "-credentials"}})).To(Succeed())
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(h.credentials(g)).To(Equal(map[string]string{"a": "sk-test-a", "b": "sk-test-b"}))
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+
+	// With a problem holding the new config back, a deleted ConfigMap comes back as the last good one.
+	pc := &v1alpha1.ProviderChannel{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "b"}}
+	g.Expect(h.c.Patch(ctx, pc, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"provider":"anthropic"}}`)))).To(Succeed())
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(h.c.Get(ctx, h.key("b"), pc)).To(Succeed())
+		g.Expect(condition(pc.Status.Conditions, v1alpha1.ConditionReady).Reason).To(Equal(routing.ReasonUnsupportedProvider))
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+	g.Expect(h.c.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: DefaultConfigMapName}})).To(Succeed())
+	NewWithT(t).Eventually(func(g Gomega) {
+		cm := h.configMap(g)
+		g.Expect(cm.Annotations[ConfigHashAnnotation]).To(Equal(good))
+		g.Expect(cm.Data[TableKey]).To(Equal(want))
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+}

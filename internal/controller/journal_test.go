@@ -1,0 +1,201 @@
+package controller
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	v1alpha1 "github.com/switchyard-io/switchyard/api/v1alpha1"
+	"github.com/switchyard-io/switchyard/internal/adminapi"
+	"github.com/switchyard-io/switchyard/internal/routing"
+)
+
+func managed(manager string, at time.Time, fields string) metav1.ManagedFieldsEntry {
+	t := metav1.NewTime(at)
+	return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, Time: &t,
+		FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}
+}
+
+func TestDisabledBy(t *testing.T) {
+	spec := `{"f:spec":{"f:provider":{},"f:models":{}}}`
+	disabled := `{"f:spec":{"f:disabled":{},"f:disabledReason":{}}}`
+	cases := []struct {
+		name    string
+		entries []metav1.ManagedFieldsEntry
+		want    string
+	}{
+		{"the owner of spec.disabled", []metav1.ManagedFieldsEntry{
+			managed("argocd-controller", testStart, spec),
+			managed("kubectl-patch", testStart.Add(time.Minute), disabled),
+			managed("kubectl-edit", testStart.Add(2*time.Minute), `{"f:metadata":{"f:labels":{}}}`),
+		}, "kubectl-patch"},
+		{"the field was removed: the last writer of the spec", []metav1.ManagedFieldsEntry{
+			managed("kubectl-client-side-apply", testStart, spec),
+			managed("argocd-controller", testStart.Add(time.Minute), spec),
+		}, "argocd-controller"},
+		{"status writes do not count", []metav1.ManagedFieldsEntry{
+			managed("kubectl-patch", testStart, disabled),
+			func() metav1.ManagedFieldsEntry {
+				e := managed("switchyard-controller", testStart.Add(time.Hour), `{"f:spec":{"f:disabled":{}}}`)
+				e.Subresource = "status"
+				return e
+			}(),
+		}, "kubectl-patch"},
+		{"nobody", nil, ""},
+	}
+	for _, tc := range cases {
+		pc := &v1alpha1.ProviderChannel{ObjectMeta: metav1.ObjectMeta{ManagedFields: tc.entries}}
+		if got := disabledBy(pc); got != tc.want {
+			t.Errorf("%s: disabledBy = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestDisabledEvents(t *testing.T) {
+	until := metav1.NewTime(testStart.Add(time.Hour))
+	disabledCond := []metav1.Condition{{Type: v1alpha1.ConditionAvailable, Status: metav1.ConditionFalse, Reason: ReasonDisabled}}
+	routableCond := []metav1.Condition{{Type: v1alpha1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: ReasonRoutable}}
+	pc := func(disabled bool, conds []metav1.Condition) *v1alpha1.ProviderChannel {
+		p := &v1alpha1.ProviderChannel{ObjectMeta: metav1.ObjectMeta{Name: "x", ResourceVersion: "7"}}
+		p.Spec.Disabled = disabled
+		if disabled {
+			p.Spec.DisabledReason, p.Spec.DisabledUntil = "INC-1234", &until
+		}
+		p.Status.Conditions = conds
+		return p
+	}
+	cases := []struct {
+		name       string
+		pc         *v1alpha1.ProviderChannel
+		now        bool
+		wantReason string
+		wantNote   string
+	}{
+		{"disabled", pc(true, routableCond), true, ReasonDisabled, "disabled by kubectl-patch: INC-1234 (until 2026-11-30T11:00:00Z)"},
+		{"still disabled", pc(true, disabledCond), true, "", ""},
+		{"enabled", pc(false, disabledCond), false, ReasonEnabled, "enabled by kubectl-patch; the channel re-enters through probes and the ramp"},
+		{"expired", pc(true, disabledCond), false, ReasonEnabled, "override ended at disabledUntil 2026-11-30T11:00:00Z"},
+		{"never disabled", pc(false, routableCond), false, "", ""},
+		{"created disabled", pc(true, nil), true, ReasonDisabled, "disabled by kubectl-patch"},
+	}
+	for _, tc := range cases {
+		got := disabledEvents(tc.pc, tc.now, "kubectl-patch", testStart)
+		if tc.wantReason == "" {
+			if len(got) != 0 {
+				t.Errorf("%s: unexpected %+v", tc.name, got)
+			}
+			continue
+		}
+		if len(got) != 1 || got[0].Reason != tc.wantReason || !strings.Contains(got[0].Note, tc.wantNote) {
+			t.Errorf("%s: got %+v, want %s %q", tc.name, got, tc.wantReason, tc.wantNote)
+		}
+	}
+}
+
+func TestReadyEvents(t *testing.T) {
+	bad := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: "SecretNotFound", Message: "ProviderChannel llm/a: Secret llm/k not found"}
+	held := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonConfigHeldBack, Message: "held back"}
+	cases := []struct {
+		name string
+		old  []metav1.Condition
+		new  metav1.Condition
+		want []string // type/reason
+	}{
+		{"new problem", []metav1.Condition{readyTrue}, bad, []string{"Warning/SecretNotFound"}},
+		{"first seen with a problem", nil, bad, []string{"Warning/SecretNotFound"}},
+		{"same problem again", []metav1.Condition{bad}, bad, nil},
+		{"another problem", []metav1.Condition{bad}, func() metav1.Condition { c := bad; c.Message = "other"; return c }(), []string{"Warning/SecretNotFound"}},
+		{"resolved", []metav1.Condition{bad}, readyTrue, []string{"Normal/ProblemResolved"}},
+		{"held back is not this object's problem", []metav1.Condition{readyTrue}, held, nil},
+		{"published after being held back", []metav1.Condition{held}, readyTrue, nil},
+		{"fine", []metav1.Condition{readyTrue}, readyTrue, nil},
+	}
+	for _, tc := range cases {
+		var got []string
+		for _, e := range readyEvents(tc.old, tc.new, "1", testStart) {
+			got = append(got, e.Type+"/"+e.Reason)
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
+		}
+	}
+}
+
+func TestDeduper(t *testing.T) {
+	ev := func(replica string, seq uint64, at time.Duration, model string) reportedEvent {
+		return reportedEvent{Replica: replica, BootID: "boot-" + replica, Event: adminapi.Event{Seq: seq, Time: testStart.Add(at),
+			Channel: "c", Model: model, From: "Healthy", To: "Ejected", Reason: "ErrorRateExceeded"}}
+	}
+	d := newDeduper(2*time.Minute, 30*time.Minute)
+	got := d.filter([]reportedEvent{
+		ev("a", 1, -40*time.Minute, "m"), // history
+		ev("a", 2, 0, "m"),
+		ev("b", 7, 3*time.Second, "m"),  // the same ejection from another replica
+		ev("b", 8, 4*time.Second, "m2"), // another model
+	}, testStart.Add(5*time.Second))
+	if len(got) != 2 || got[0].Event.Seq != 2 || got[1].Event.Model != "m2" {
+		t.Errorf("first batch: %+v", got)
+	}
+	// A later poll: the third replica reports the same ejection; then a new ejection after recovery.
+	got = d.filter([]reportedEvent{ev("c", 3, 30*time.Second, "m"), ev("a", 9, 20*time.Minute, "m")}, testStart.Add(21*time.Minute))
+	if len(got) != 1 || got[0].Event.Seq != 9 {
+		t.Errorf("second batch: %+v", got)
+	}
+	e := transitionEntry(got[0])
+	if e.Type != corev1.EventTypeWarning || e.Reason != "ErrorRateExceeded" || e.Key != "transition/boot-a/9" || !strings.HasPrefix(e.Note, "m: Healthy -> Ejected") {
+		t.Errorf("entry: %+v", e)
+	}
+}
+
+func TestSliceTargets(t *testing.T) {
+	slices := []discoveryv1.EndpointSlice{
+		{
+			Ports: []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To(int32(8080))}, {Name: ptr.To("admin"), Port: ptr.To(int32(9090))}},
+			Endpoints: []discoveryv1.Endpoint{
+				{Addresses: []string{"10.0.0.2"}, TargetRef: &corev1.ObjectReference{Kind: "Pod", Name: "proxy-b"}},
+				{Addresses: []string{"10.0.0.1"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}, TargetRef: &corev1.ObjectReference{Kind: "Pod", Name: "proxy-a"}},
+				{Addresses: []string{"10.0.0.3"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(false)}}, // terminating
+			},
+		},
+		{
+			Ports:     []discoveryv1.EndpointPort{{Name: ptr.To("admin"), Port: ptr.To(int32(9090))}},
+			Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"fd00::5"}}},
+		},
+		{Ports: []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To(int32(8080))}}, Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.9"}}}},
+	}
+	got := uniqueTargets(sliceTargets(slices, "admin"))
+	want := []target{
+		{Name: "fd00::5", URL: "http://[fd00::5]:9090"},
+		{Name: "proxy-a", URL: "http://10.0.0.1:9090"},
+		{Name: "proxy-b", URL: "http://10.0.0.2:9090"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("targets (-want +got):\n%s", diff)
+	}
+}
+
+func TestRenderRoundTrip(t *testing.T) {
+	tbl := &routing.Table{
+		Channels:    []routing.Channel{{Name: "a", Namespace: "llm", Provider: "openai", BaseURL: "https://a.example/v1", HasCredentials: true, Weight: 100}},
+		Policies:    []routing.Policy{},
+		Credentials: map[string]routing.Secret{"a": routing.NewSecret("sk-secret")},
+	}
+	r, err := render(tbl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(r.table), "sk-secret") || !strings.Contains(string(r.credentials), `"a": "sk-secret"`) || r.hash != tbl.Hash() {
+		t.Fatalf("render: table %s credentials %s hash %s", r.table, r.credentials, r.hash)
+	}
+	back := parsePublished(&corev1.ConfigMap{Data: map[string]string{TableKey: string(r.table)}},
+		&corev1.Secret{Data: map[string][]byte{CredentialsKey: r.credentials}})
+	if !sameJSON(tbl, back) || back.Credentials["a"].Reveal() != "sk-secret" || back.Hash() != r.hash {
+		t.Errorf("round trip: %+v", back)
+	}
+}

@@ -1,0 +1,361 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"reflect"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	v1alpha1 "github.com/switchyard-io/switchyard/api/v1alpha1"
+	"github.com/switchyard-io/switchyard/internal/adminapi"
+)
+
+// Poller reads the proxy replicas' admin API every PollInterval: their live health, aggregated
+// into a view the ProviderChannel reconciler turns into status, and their journals, written as
+// Events. It runs only on the leader (it writes Events) and never writes status itself: it
+// enqueues the channels whose live data changed.
+type Poller struct {
+	client  client.Client
+	opts    Options
+	journal *Journal
+	dedup   *deduper
+	// changes carries the channels to reconcile to the ProviderChannel controller.
+	changes chan event.GenericEvent
+
+	mu   sync.RWMutex
+	view liveView
+
+	// replicas is the poll loop's memory of each replica, by admin URL.
+	replicas map[string]*replicaState
+	// pending are journal entries not written yet (see journalEntries).
+	pending []reportedEvent
+}
+
+// replicaState is what the poll loop remembers of one replica.
+type replicaState struct {
+	bootID string
+	seq    uint64
+	// misses counts polls failed in a row; lastErr is the last failure.
+	misses  int
+	lastErr string
+	last    *adminapi.ChannelsResponse
+}
+
+// target is one replica's admin API root.
+type target struct{ Name, URL string }
+
+func newPoller(c client.Client, opts Options, j *Journal) *Poller {
+	return &Poller{
+		client:   c,
+		opts:     opts,
+		journal:  j,
+		dedup:    newDeduper(opts.JournalDedupWindow, opts.JournalMaxAge),
+		changes:  make(chan event.GenericEvent, 1024),
+		replicas: map[string]*replicaState{},
+	}
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable: only the leader journals.
+func (p *Poller) NeedLeaderElection() bool { return true }
+
+// Start implements manager.Runnable.
+func (p *Poller) Start(ctx context.Context) error {
+	t := time.NewTicker(p.opts.PollInterval)
+	defer t.Stop()
+	for {
+		p.poll(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// View returns the live view of the last poll.
+func (p *Poller) View() liveView {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.view
+}
+
+type pollResult struct {
+	target   target
+	channels *adminapi.ChannelsResponse
+	events   *adminapi.EventsResponse
+	err      error
+}
+
+// poll reads every replica once, updates the view, journals new transitions and enqueues the
+// channels whose live data changed.
+func (p *Poller) poll(ctx context.Context) {
+	log := logf.FromContext(ctx).WithName("poller")
+	targets, err := p.targets(ctx)
+	if err != nil {
+		log.Error(err, "Failed to discover proxy replicas", "service", p.opts.ProxyNamespace+"/"+p.opts.ProxyService)
+	}
+	results := make([]pollResult, len(targets))
+	var wg sync.WaitGroup
+	for i, t := range targets {
+		st := p.replicas[t.URL]
+		var bootID string
+		var since uint64
+		if st != nil {
+			bootID, since = st.bootID, st.seq
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = p.pollReplica(ctx, t, bootID, since)
+		}()
+	}
+	wg.Wait()
+
+	now := p.opts.Clock.Now()
+	var reports []replicaReport
+	var infos []replicaInfo
+	var news []reportedEvent
+	seen := map[string]bool{}
+	for _, r := range results {
+		seen[r.target.URL] = true
+		st := p.replicas[r.target.URL]
+		if st == nil {
+			st = &replicaState{}
+			p.replicas[r.target.URL] = st
+		}
+		if r.err != nil {
+			st.misses++
+			st.lastErr = r.err.Error()
+			if st.misses == p.opts.UnreachableAfter {
+				log.Info("Proxy replica unreachable", "replica", r.target.Name, "error", st.lastErr)
+			}
+		} else {
+			st.misses, st.lastErr, st.last = 0, "", r.channels
+			if st.bootID != r.channels.BootID {
+				st.bootID, st.seq = r.channels.BootID, 0
+			}
+			if r.events != nil && r.events.BootID == st.bootID {
+				for _, e := range r.events.Events {
+					if e.Seq <= st.seq {
+						continue
+					}
+					st.seq = e.Seq
+					news = append(news, reportedEvent{Replica: orDefault(r.events.Replica, r.target.Name), BootID: st.bootID, Event: e})
+				}
+			}
+		}
+		// One missed poll keeps the replica's last report: a blip is not news worth a status write.
+		reachable := st.last != nil && st.misses < p.opts.UnreachableAfter
+		if reachable {
+			reports = append(reports, replicaReport{Replica: r.target.Name, Channels: st.last.Channels})
+		}
+		info := replicaInfo{Name: r.target.Name, Reachable: reachable}
+		if !reachable {
+			info.Error = orDefault(st.lastErr, "no answer yet")
+		}
+		infos = append(infos, info)
+	}
+	for url := range p.replicas {
+		if !seen[url] {
+			delete(p.replicas, url)
+		}
+	}
+	view := liveView{Polled: true, Replicas: infos, Models: aggregate(reports)}
+
+	p.mu.Lock()
+	prev := p.view
+	p.view = view
+	p.mu.Unlock()
+
+	channels, err := p.channels(ctx)
+	if err != nil {
+		log.Error(err, "Failed to list ProviderChannels")
+		return
+	}
+	sort.SliceStable(news, func(i, j int) bool { return news[i].Event.Time.Before(news[j].Event.Time) })
+	p.pending = p.journalEntries(ctx, append(p.pending, p.dedup.filter(news, now)...), channels, now)
+	for i := range channels {
+		pc := &channels[i]
+		if changedFor(prev, view, pc) {
+			select {
+			case p.changes <- event.GenericEvent{Object: &v1alpha1.ProviderChannel{ObjectMeta: metav1.ObjectMeta{Namespace: pc.Namespace, Name: pc.Name}}}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+// journalEntries writes transitions as Events on their channels and returns those to try again:
+// a channel the cache does not show yet, or a failed write. Entries older than JournalMaxAge go.
+func (p *Poller) journalEntries(ctx context.Context, entries []reportedEvent, channels []v1alpha1.ProviderChannel, now time.Time) []reportedEvent {
+	var retry []reportedEvent
+	for _, re := range entries {
+		if now.Sub(re.Event.Time) > p.opts.JournalMaxAge {
+			continue
+		}
+		i := slices.IndexFunc(channels, func(pc v1alpha1.ProviderChannel) bool { return pc.Name == re.Event.Channel })
+		if i < 0 {
+			retry = append(retry, re)
+			continue
+		}
+		if err := p.journal.Record(ctx, &channels[i], "ProviderChannel", transitionEntry(re)); err != nil {
+			logf.FromContext(ctx).Error(err, "Failed to journal a transition", "channel", re.Event.Channel, "model", re.Event.Model)
+			retry = append(retry, re)
+		}
+	}
+	return retry
+}
+
+// changedFor reports whether a channel's live data differs between two views.
+func changedFor(prev, next liveView, pc *v1alpha1.ProviderChannel) bool {
+	if prev.Polled != next.Polled || !reflect.DeepEqual(prev.Replicas, next.Replicas) {
+		return true
+	}
+	for _, m := range pc.Spec.Models {
+		k := modelKey{pc.Name, m.Name}
+		if !reflect.DeepEqual(prev.Models[k], next.Models[k]) {
+			return true
+		}
+	}
+	return false
+}
+
+// channels lists the watched ProviderChannels from the cache.
+func (p *Poller) channels(ctx context.Context) ([]v1alpha1.ProviderChannel, error) {
+	var out []v1alpha1.ProviderChannel
+	for _, ns := range namespacesOrAll(p.opts.WatchNamespaces) {
+		var list v1alpha1.ProviderChannelList
+		if err := p.client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return nil, err
+		}
+		out = append(out, list.Items...)
+	}
+	return out, nil
+}
+
+func namespacesOrAll(ns []string) []string {
+	if len(ns) == 0 {
+		return []string{""}
+	}
+	return ns
+}
+
+// pollReplica reads one replica's live state and its journal since seq (all of it after a restart).
+func (p *Poller) pollReplica(ctx context.Context, t target, bootID string, since uint64) pollResult {
+	ctx, cancel := context.WithTimeout(ctx, p.opts.PollTimeout)
+	defer cancel()
+	res := pollResult{target: t}
+	var ch adminapi.ChannelsResponse
+	if res.err = p.getJSON(ctx, t.URL+adminapi.ChannelsPath, &ch); res.err != nil {
+		return res
+	}
+	res.channels = &ch
+	if ch.BootID != bootID {
+		since = 0
+	}
+	var ev adminapi.EventsResponse
+	if err := p.getJSON(ctx, t.URL+adminapi.EventsPath+"?since="+strconv.FormatUint(since, 10), &ev); err != nil {
+		// Live state without the journal is still live; the journal is read again next time.
+		logf.FromContext(ctx).Info("Failed to read a proxy journal", "replica", t.Name, "error", err.Error())
+		return res
+	}
+	res.events = &ev
+	return res
+}
+
+func (p *Poller) getJSON(ctx context.Context, url string, into any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := p.opts.HTTPClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 32<<20)).Decode(into); err != nil {
+		return fmt.Errorf("GET %s: bad JSON: %w", url, err)
+	}
+	return nil
+}
+
+// targets are the replicas to poll: the --proxy-admin-url ones and the ready endpoints of the
+// proxy Service's admin port.
+func (p *Poller) targets(ctx context.Context) ([]target, error) {
+	var out []target
+	for _, u := range p.opts.AdminURLs {
+		u = strings.TrimRight(u, "/")
+		out = append(out, target{Name: u, URL: u})
+	}
+	var err error
+	if p.opts.ProxyService != "" {
+		var list discoveryv1.EndpointSliceList
+		err = p.client.List(ctx, &list, client.InNamespace(p.opts.ProxyNamespace),
+			client.MatchingLabels{discoveryv1.LabelServiceName: p.opts.ProxyService})
+		if err == nil {
+			out = append(out, sliceTargets(list.Items, p.opts.AdminPortName)...)
+		}
+	}
+	return uniqueTargets(out), err
+}
+
+// sliceTargets lists the admin API roots of the ready endpoints in EndpointSlices.
+func sliceTargets(slices []discoveryv1.EndpointSlice, portName string) []target {
+	var out []target
+	for _, s := range slices {
+		var port int32
+		for _, sp := range s.Ports {
+			if sp.Name != nil && *sp.Name == portName && sp.Port != nil {
+				port = *sp.Port
+			}
+		}
+		if port == 0 {
+			continue
+		}
+		for _, ep := range s.Endpoints {
+			if ep.Conditions.Ready != nil && !*ep.Conditions.Ready || len(ep.Addresses) == 0 {
+				continue
+			}
+			addr := ep.Addresses[0]
+			name := addr
+			if ep.TargetRef != nil && ep.TargetRef.Name != "" {
+				name = ep.TargetRef.Name
+			}
+			out = append(out, target{Name: name, URL: "http://" + net.JoinHostPort(addr, strconv.Itoa(int(port)))})
+		}
+	}
+	return out
+}
+
+// uniqueTargets drops repeated URLs and sorts by name.
+func uniqueTargets(ts []target) []target {
+	seen := map[string]bool{}
+	var out []target
+	for _, t := range ts {
+		if !seen[t.URL] {
+			seen[t.URL] = true
+			out = append(out, t)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}

@@ -1,0 +1,156 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	v1alpha1 "github.com/switchyard-io/switchyard/api/v1alpha1"
+)
+
+// credentialsRefIndex indexes ProviderChannels by the Secret they reference.
+const credentialsRefIndex = "spec.credentialsRef.name"
+
+// Setup registers the two reconcilers and the admin API poller with the manager. Build the
+// manager with CacheOptions(opts).
+func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
+	if err := opts.complete(); err != nil {
+		return err
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.ProviderChannel{}, credentialsRefIndex, func(o client.Object) []string {
+		if ref := o.(*v1alpha1.ProviderChannel).Spec.CredentialsRef; ref != nil {
+			return []string{ref.Name}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("failed to index ProviderChannels by Secret: %w", err)
+	}
+	c := mgr.GetClient()
+	journal := &Journal{client: c, instance: opts.ReportingInstance}
+	publisher := NewPublisher(c, opts)
+	poller := newPoller(c, opts, journal)
+	if err := mgr.Add(poller); err != nil {
+		return err
+	}
+	base := reconcilerBase{client: c, opts: opts, publisher: publisher, journal: journal}
+
+	owned := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		if o.GetNamespace() != opts.ProxyNamespace {
+			return false
+		}
+		_, isCM := o.(*corev1.ConfigMap)
+		return (isCM && o.GetName() == opts.ConfigMapName) || (!isCM && o.GetName() == opts.CredentialsSecretName)
+	})
+	cr := &ChannelReconciler{reconcilerBase: base, live: poller}
+	// No GenerationChangedPredicate on the primary watch: a status edited by hand is repaired.
+	if err := ctrl.NewControllerManagedBy(mgr).
+		Named("providerchannel").
+		For(&v1alpha1.ProviderChannel{}).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(cr.channelsForSecret)).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(cr.allChannels), builder.WithPredicates(owned)).
+		WatchesRawSource(source.Channel(poller.changes, &handler.EnqueueRequestForObject{})).
+		Complete(cr); err != nil {
+		return fmt.Errorf("failed to set up the ProviderChannel controller: %w", err)
+	}
+	pr := &PolicyReconciler{reconcilerBase: base}
+	if err := ctrl.NewControllerManagedBy(mgr).
+		Named("routingpolicy").
+		For(&v1alpha1.RoutingPolicy{}).
+		Watches(&v1alpha1.ProviderChannel{}, handler.EnqueueRequestsFromMapFunc(pr.policiesInNamespace)).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(pr.allPolicies), builder.WithPredicates(owned)).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(pr.allPolicies), builder.WithPredicates(owned)).
+		Complete(pr); err != nil {
+		return fmt.Errorf("failed to set up the RoutingPolicy controller: %w", err)
+	}
+	return nil
+}
+
+// reconcilerBase is what both reconcilers share.
+type reconcilerBase struct {
+	client    client.Client
+	opts      Options
+	publisher *Publisher
+	journal   *Journal
+}
+
+// watched reports whether a namespace is compiled into the config.
+func (b *reconcilerBase) watched(ns string) bool {
+	return len(b.opts.WatchNamespaces) == 0 || slices.Contains(b.opts.WatchNamespaces, ns)
+}
+
+// channelsForSecret maps a Secret to the channels that reference it; the credentials Secret
+// the controller owns maps to every channel (an edit or a deletion is repaired).
+func (r *ChannelReconciler) channelsForSecret(ctx context.Context, o client.Object) []reconcile.Request {
+	if o.GetNamespace() == r.opts.ProxyNamespace && o.GetName() == r.opts.CredentialsSecretName {
+		return r.allChannels(ctx, o)
+	}
+	if !r.watched(o.GetNamespace()) {
+		return nil
+	}
+	var list v1alpha1.ProviderChannelList
+	if err := r.client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{credentialsRefIndex: o.GetName()}); err != nil {
+		return nil
+	}
+	return requests(list.Items, func(pc *v1alpha1.ProviderChannel) types.NamespacedName {
+		return types.NamespacedName{Namespace: pc.Namespace, Name: pc.Name}
+	})
+}
+
+func (r *ChannelReconciler) allChannels(ctx context.Context, _ client.Object) []reconcile.Request {
+	var out []reconcile.Request
+	for _, ns := range namespacesOrAll(r.opts.WatchNamespaces) {
+		var list v1alpha1.ProviderChannelList
+		if err := r.client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return out
+		}
+		out = append(out, requests(list.Items, func(pc *v1alpha1.ProviderChannel) types.NamespacedName {
+			return types.NamespacedName{Namespace: pc.Namespace, Name: pc.Name}
+		})...)
+	}
+	return out
+}
+
+func (r *PolicyReconciler) policiesInNamespace(ctx context.Context, o client.Object) []reconcile.Request {
+	if !r.watched(o.GetNamespace()) {
+		return nil
+	}
+	var list v1alpha1.RoutingPolicyList
+	if err := r.client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
+		return nil
+	}
+	return requests(list.Items, func(rp *v1alpha1.RoutingPolicy) types.NamespacedName {
+		return types.NamespacedName{Namespace: rp.Namespace, Name: rp.Name}
+	})
+}
+
+func (r *PolicyReconciler) allPolicies(ctx context.Context, _ client.Object) []reconcile.Request {
+	var out []reconcile.Request
+	for _, ns := range namespacesOrAll(r.opts.WatchNamespaces) {
+		var list v1alpha1.RoutingPolicyList
+		if err := r.client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return out
+		}
+		out = append(out, requests(list.Items, func(rp *v1alpha1.RoutingPolicy) types.NamespacedName {
+			return types.NamespacedName{Namespace: rp.Namespace, Name: rp.Name}
+		})...)
+	}
+	return out
+}
+
+func requests[T any](items []T, key func(*T) types.NamespacedName) []reconcile.Request {
+	out := make([]reconcile.Request, 0, len(items))
+	for i := range items {
+		out = append(out, reconcile.Request{NamespacedName: key(&items[i])})
+	}
+	return out
+}

@@ -1,0 +1,326 @@
+package controller
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1alpha1 "github.com/switchyard-io/switchyard/api/v1alpha1"
+	"github.com/switchyard-io/switchyard/internal/adminapi"
+	"github.com/switchyard-io/switchyard/internal/routing"
+)
+
+func channel(models ...string) *v1alpha1.ProviderChannel {
+	pc := &v1alpha1.ProviderChannel{ObjectMeta: metav1.ObjectMeta{Namespace: "llm", Name: "openai-direct", Generation: 3}}
+	for _, m := range models {
+		pc.Spec.Models = append(pc.Spec.Models, v1alpha1.ChannelModel{Name: m})
+	}
+	return pc
+}
+
+var readyTrue = metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonCompiled, Message: "compiled into the proxy config"}
+
+func allReporting(n int) []replicaInfo {
+	out := make([]replicaInfo, n)
+	for i := range out {
+		out[i] = replicaInfo{Name: string(rune('a' + i)), Reachable: true}
+	}
+	return out
+}
+
+func liveOf(models map[modelKey]modelAggregate) liveView {
+	return liveView{Polled: true, Replicas: allReporting(3), Models: models}
+}
+
+func healthyAgg(score int32, requests int64) modelAggregate {
+	return modelAggregate{Phase: v1alpha1.PhaseHealthy, Replicas: map[string]int32{"Healthy": 3}, HealthScore: score,
+		TrafficPercent: 100, WindowRequests: requests, P95LatencyMillis: 1800}
+}
+
+// TestChannelStatusContract: aggregates become the contract's fields; the channel shows its worst model.
+func TestChannelStatusContract(t *testing.T) {
+	pc := channel("gpt-4o", "gpt-4o-mini")
+	tr := testStart.Add(-time.Minute)
+	ejected := modelAggregate{Phase: v1alpha1.PhaseEjected, Replicas: map[string]int32{"Ejected": 2, "Healthy": 1}, HealthScore: 12,
+		TrafficPercent: 0, WindowRequests: 240, WindowFailures: 52, ErrorRatePercent: 22, P95LatencyMillis: 2900, Ejections: 2}
+	ejected.LastTransition = &adminapi.Transition{Time: tr, Reason: "ErrorRateExceeded", Message: "error rate 21.7% (52/240) >= 18% over 120s"}
+	st := channelStatus(channelInputs{Channel: pc, Now: testStart, Ready: readyTrue, ScoreStep: 5, Live: liveOf(map[modelKey]modelAggregate{
+		{"openai-direct", "gpt-4o"}:      ejected,
+		{"openai-direct", "gpt-4o-mini"}: healthyAgg(97, 100),
+	})})
+	ltt := metav1.NewTime(tr)
+	now := metav1.NewTime(testStart)
+	want := v1alpha1.ProviderChannelStatus{
+		ObservedGeneration: 3,
+		Phase:              v1alpha1.PhaseEjected,
+		HealthScore:        ptr32(12),
+		TrafficPercent:     ptr32(0),
+		Models: []v1alpha1.ModelStatus{
+			{Name: "gpt-4o", Phase: v1alpha1.PhaseEjected, HealthScore: 12, TrafficPercent: 0, WindowRequests: 240, ErrorRatePercent: 22,
+				P95LatencyMillis: 2900, Ejections: 2, Replicas: map[string]int32{"Ejected": 2, "Healthy": 1},
+				LastTransitionTime: &ltt, Reason: "ErrorRateExceeded", Message: "error rate 21.7% (52/240) >= 18% over 120s"},
+			{Name: "gpt-4o-mini", Phase: v1alpha1.PhaseHealthy, HealthScore: 97, TrafficPercent: 100, WindowRequests: 100,
+				P95LatencyMillis: 1800, Replicas: map[string]int32{"Healthy": 3}, LastTransitionTime: &now},
+		},
+	}
+	conds := st.Conditions
+	st.Conditions = nil
+	if diff := cmp.Diff(want, st); diff != "" {
+		t.Errorf("status (-want +got):\n%s", diff)
+	}
+	for typ, want := range map[string]metav1.ConditionStatus{
+		v1alpha1.ConditionReady: metav1.ConditionTrue, v1alpha1.ConditionAvailable: metav1.ConditionTrue, ConditionProxiesReporting: metav1.ConditionTrue,
+	} {
+		c := meta.FindStatusCondition(conds, typ)
+		if c == nil || c.Status != want || c.ObservedGeneration != 3 {
+			t.Errorf("condition %s = %+v, want status %s with observedGeneration 3", typ, c, want)
+		}
+	}
+}
+
+func ptr32(v int32) *int32 { return &v }
+
+// TestChannelStatusNoChurn: feeding a computed status back with drifting figures gives the same
+// status (no write), while a phase change or a real move is written.
+func TestChannelStatusNoChurn(t *testing.T) {
+	pc := channel("gpt-4o")
+	in := func(agg modelAggregate, now time.Time) channelInputs {
+		return channelInputs{Channel: pc, Now: now, Ready: readyTrue, ScoreStep: 5,
+			Live: liveOf(map[modelKey]modelAggregate{{"openai-direct", "gpt-4o"}: agg})}
+	}
+	pc.Status = channelStatus(in(healthyAgg(97, 240), testStart))
+	first := *pc.Status.DeepCopy()
+
+	for i, agg := range []modelAggregate{healthyAgg(95, 250), healthyAgg(99, 230), healthyAgg(93, 200)} {
+		got := channelStatus(in(agg, testStart.Add(time.Duration(i+1)*time.Minute)))
+		if !equality.Semantic.DeepEqual(first, got) {
+			t.Errorf("drift %d rewrote status:\n%s", i, cmp.Diff(first, got))
+		}
+	}
+	if got := channelStatus(in(healthyAgg(90, 240), testStart)); got.Models[0].HealthScore != 90 {
+		t.Errorf("a move of a full step was not written: %d", got.Models[0].HealthScore)
+	}
+	if got := channelStatus(in(healthyAgg(97, 40), testStart)); got.Models[0].WindowRequests != 40 {
+		t.Errorf("traffic dropping to a sixth was not written: %d", got.Models[0].WindowRequests)
+	}
+	degraded := healthyAgg(96, 240)
+	degraded.Phase, degraded.Replicas = v1alpha1.PhaseDegraded, map[string]int32{"Degraded": 2, "Healthy": 1}
+	got := channelStatus(in(degraded, testStart.Add(time.Hour)))
+	if got.Phase != v1alpha1.PhaseDegraded || got.Models[0].LastTransitionTime.Time != testStart.Add(time.Hour) {
+		t.Errorf("phase change: %+v", got.Models[0])
+	}
+	// Conditions keep their lastTransitionTime while their status holds.
+	if a, b := meta.FindStatusCondition(first.Conditions, v1alpha1.ConditionAvailable), meta.FindStatusCondition(got.Conditions, v1alpha1.ConditionAvailable); !a.LastTransitionTime.Equal(&b.LastTransitionTime) {
+		t.Errorf("Available lastTransitionTime moved: %v -> %v", a.LastTransitionTime, b.LastTransitionTime)
+	}
+}
+
+func TestSignificant(t *testing.T) {
+	base := v1alpha1.ModelStatus{Name: "m", Phase: v1alpha1.PhaseHealthy, HealthScore: 90, TrafficPercent: 100, WindowRequests: 200,
+		ErrorRatePercent: 3, P95LatencyMillis: 1000, Replicas: map[string]int32{"Healthy": 3}}
+	cases := []struct {
+		name   string
+		change func(*v1alpha1.ModelStatus)
+		want   bool
+	}{
+		{"same", func(*v1alpha1.ModelStatus) {}, false},
+		{"score -4", func(m *v1alpha1.ModelStatus) { m.HealthScore = 86 }, false},
+		{"score -5", func(m *v1alpha1.ModelStatus) { m.HealthScore = 85 }, true},
+		{"error rate +4", func(m *v1alpha1.ModelStatus) { m.ErrorRatePercent = 7 }, false},
+		{"error rate +5", func(m *v1alpha1.ModelStatus) { m.ErrorRatePercent = 8 }, true},
+		{"requests +40%", func(m *v1alpha1.ModelStatus) { m.WindowRequests = 280 }, false},
+		{"requests doubled", func(m *v1alpha1.ModelStatus) { m.WindowRequests = 400 }, true},
+		{"requests to 0", func(m *v1alpha1.ModelStatus) { m.WindowRequests = 0 }, true},
+		{"p95 +30%", func(m *v1alpha1.ModelStatus) { m.P95LatencyMillis = 1300 }, false},
+		{"p95 tripled", func(m *v1alpha1.ModelStatus) { m.P95LatencyMillis = 3000 }, true},
+		{"phase", func(m *v1alpha1.ModelStatus) { m.Phase = v1alpha1.PhaseDegraded }, true},
+		{"traffic share", func(m *v1alpha1.ModelStatus) { m.TrafficPercent = 50 }, true},
+		{"replica counts", func(m *v1alpha1.ModelStatus) { m.Replicas = map[string]int32{"Healthy": 2} }, true},
+		{"panic", func(m *v1alpha1.ModelStatus) { m.Panic = true }, true},
+		{"ejections", func(m *v1alpha1.ModelStatus) { m.Ejections = 1 }, true},
+	}
+	for _, tc := range cases {
+		next := *base.DeepCopy()
+		tc.change(&next)
+		if got := significant(base, next, 5); got != tc.want {
+			t.Errorf("%s: significant = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestChannelStatusLiveness: without live data the last status stays and is marked; a model no
+// replica reports is Unknown.
+func TestChannelStatusLiveness(t *testing.T) {
+	pc := channel("gpt-4o")
+	live := liveOf(map[modelKey]modelAggregate{{"openai-direct", "gpt-4o"}: healthyAgg(97, 240)})
+	pc.Status = channelStatus(channelInputs{Channel: pc, Now: testStart, Ready: readyTrue, ScoreStep: 5, Live: live})
+
+	// Not polled yet (a restarted controller): nothing changes.
+	got := channelStatus(channelInputs{Channel: pc, Now: testStart.Add(time.Hour), Ready: readyTrue, ScoreStep: 5})
+	if !equality.Semantic.DeepEqual(pc.Status, got) {
+		t.Errorf("status changed before the first poll:\n%s", cmp.Diff(pc.Status, got))
+	}
+	// Nobody reachable: models stay, ProxiesReporting says so.
+	down := liveView{Polled: true, Replicas: []replicaInfo{{Name: "a", Error: "connection refused"}}}
+	got = channelStatus(channelInputs{Channel: pc, Now: testStart.Add(time.Hour), Ready: readyTrue, ScoreStep: 5, Live: down})
+	if !equality.Semantic.DeepEqual(pc.Status.Models, got.Models) || got.Phase != v1alpha1.PhaseHealthy {
+		t.Errorf("models changed while no replica was reachable:\n%s", cmp.Diff(pc.Status.Models, got.Models))
+	}
+	if c := meta.FindStatusCondition(got.Conditions, ConditionProxiesReporting); c.Status != metav1.ConditionFalse || c.Reason != ReasonNoneReachable ||
+		!strings.Contains(c.Message, "a (connection refused)") {
+		t.Errorf("ProxiesReporting = %+v", c)
+	}
+	// A new model nobody reports yet.
+	pc2 := channel("gpt-4o", "o3")
+	pc2.Status = pc.Status
+	got = channelStatus(channelInputs{Channel: pc2, Now: testStart, Ready: readyTrue, ScoreStep: 5, Live: live})
+	if got.Models[1].Phase != v1alpha1.PhaseUnknown || got.Phase != v1alpha1.PhaseUnknown || *got.HealthScore != 97 {
+		t.Errorf("unknown model: phase %s, channel %s, score %v", got.Models[1].Phase, got.Phase, *got.HealthScore)
+	}
+}
+
+// TestChannelStatusDisabled: the override shows at once, says who and why, and ends at disabledUntil.
+func TestChannelStatusDisabled(t *testing.T) {
+	pc := channel("gpt-4o")
+	live := liveOf(map[modelKey]modelAggregate{{"openai-direct", "gpt-4o"}: healthyAgg(97, 240)})
+	pc.Status = channelStatus(channelInputs{Channel: pc, Now: testStart, Ready: readyTrue, ScoreStep: 5, Live: live})
+
+	until := metav1.NewTime(testStart.Add(30 * time.Minute))
+	pc.Spec.Disabled, pc.Spec.DisabledReason, pc.Spec.DisabledUntil = true, "INC-1234 provider incident", &until
+	at := testStart.Add(time.Minute)
+	got := channelStatus(channelInputs{Channel: pc, Now: at, Ready: readyTrue, ScoreStep: 5, Live: live, DisabledBy: "kubectl-patch"})
+	m := got.Models[0]
+	wantMsg := "disabled by kubectl-patch: INC-1234 provider incident (until 2026-11-30T10:30:00Z)"
+	if got.Phase != v1alpha1.PhaseDisabled || m.Phase != v1alpha1.PhaseDisabled || m.TrafficPercent != 0 || *got.TrafficPercent != 0 ||
+		m.Reason != ReasonDisabled || m.Message != wantMsg || !m.LastTransitionTime.Time.Equal(at) {
+		t.Errorf("disabled model: %+v", m)
+	}
+	if c := meta.FindStatusCondition(got.Conditions, v1alpha1.ConditionAvailable); c.Status != metav1.ConditionFalse || c.Reason != ReasonDisabled || c.Message != wantMsg {
+		t.Errorf("Available = %+v", c)
+	}
+	if d := untilOverrideEnds(&pc.Spec, at); d != 29*time.Minute+100*time.Millisecond {
+		t.Errorf("requeue after %s", d)
+	}
+	pc.Status = got
+	// While disabled, the replicas' drifting figures write nothing.
+	if again := channelStatus(channelInputs{Channel: pc, Now: at.Add(time.Minute), Ready: readyTrue, ScoreStep: 5, DisabledBy: "kubectl-patch",
+		Live: liveOf(map[modelKey]modelAggregate{{"openai-direct", "gpt-4o"}: healthyAgg(95, 250)})}); !equality.Semantic.DeepEqual(got, again) {
+		t.Errorf("disabled status churned:\n%s", cmp.Diff(got, again))
+	}
+	// At disabledUntil the replicas' view is back.
+	after := testStart.Add(31 * time.Minute)
+	got = channelStatus(channelInputs{Channel: pc, Now: after, Ready: readyTrue, ScoreStep: 5, Live: live, DisabledBy: "kubectl-patch"})
+	if got.Phase != v1alpha1.PhaseHealthy || untilOverrideEnds(&pc.Spec, after) != 0 {
+		t.Errorf("after disabledUntil: phase %s", got.Phase)
+	}
+}
+
+func TestReadyCondition(t *testing.T) {
+	mk := func(name string) routing.Channel {
+		return routing.Channel{Name: name, Namespace: "llm", Provider: "openai", Weight: 100}
+	}
+	published := &routing.Table{Channels: []routing.Channel{mk("a"), mk("b")}, Credentials: map[string]routing.Secret{"a": routing.NewSecret("k")}}
+	changed := &routing.Table{Channels: []routing.Channel{mk("a"), mk("b")}, Credentials: map[string]routing.Secret{"a": routing.NewSecret("rotated")}}
+	changed.Channels[1].Weight = 50
+	problem := routing.Problem{Kind: "RoutingPolicy", Namespace: "llm", Name: "chat", Reason: routing.ReasonChannelNotFound,
+		Message: "spec.channels: ProviderChannel llm/ghost not found"}
+	cases := []struct {
+		name       string
+		obj        string
+		res        SyncResult
+		wantStatus metav1.ConditionStatus
+		wantReason string
+		wantIn     string
+	}{
+		{"published", "a", SyncResult{Compiled: published, Published: published}, metav1.ConditionTrue, ReasonCompiled, "compiled"},
+		{"own problem", "chat", SyncResult{Compiled: changed, Published: published, Problems: []routing.Problem{problem}, HeldBack: true},
+			metav1.ConditionFalse, routing.ReasonChannelNotFound, "RoutingPolicy llm/chat: spec.channels: ProviderChannel llm/ghost not found"},
+		{"unchanged while held back", "a", SyncResult{Compiled: published, Published: published, Problems: []routing.Problem{problem}, HeldBack: true},
+			metav1.ConditionTrue, ReasonCompiled, "compiled"},
+		{"key rotated while held back", "a", SyncResult{Compiled: changed, Published: published, Problems: []routing.Problem{problem}, HeldBack: true},
+			metav1.ConditionFalse, ReasonConfigHeldBack, "RoutingPolicy llm/chat (ChannelNotFound)"},
+		{"changed while held back", "b", SyncResult{Compiled: changed, Published: published, Problems: []routing.Problem{problem}, HeldBack: true},
+			metav1.ConditionFalse, ReasonConfigHeldBack, "held back"},
+	}
+	for _, tc := range cases {
+		kind := "ProviderChannel"
+		if tc.obj == "chat" {
+			kind = "RoutingPolicy"
+		}
+		c := readyCondition(kind, "llm", tc.obj, &tc.res)
+		if c.Status != tc.wantStatus || c.Reason != tc.wantReason || !strings.Contains(c.Message, tc.wantIn) {
+			t.Errorf("%s: %+v", tc.name, c)
+		}
+	}
+}
+
+func TestReportingCondition(t *testing.T) {
+	cases := []struct {
+		replicas []replicaInfo
+		reason   string
+		msg      string
+	}{
+		{nil, ReasonNoReplicas, "no proxy replica found"},
+		{allReporting(2), ReasonAllReporting, "2 of 2 proxy replicas reporting"},
+		{[]replicaInfo{{Name: "a", Reachable: true}, {Name: "b", Error: "timeout"}}, ReasonSomeUnreachable, "1 of 2 proxy replicas unreachable: b (timeout)"},
+		{[]replicaInfo{{Name: "b", Error: "timeout"}}, ReasonNoneReachable, "not live"},
+	}
+	for _, tc := range cases {
+		c := reportingCondition(tc.replicas)
+		if c.Reason != tc.reason || !strings.Contains(c.Message, tc.msg) {
+			t.Errorf("%v: %+v", tc.replicas, c)
+		}
+	}
+}
+
+func TestPolicyStatus(t *testing.T) {
+	tbl := &routing.Table{
+		Channels: []routing.Channel{
+			{Name: "a", Models: []routing.ChannelModel{{Name: "gpt-4o"}, {Name: "mini"}}},
+			{Name: "b", Models: []routing.ChannelModel{{Name: "gpt-4o"}}},
+		},
+		Policies: []routing.Policy{{Name: "chat", Namespace: "llm", Models: []string{"gpt-4o", "mini"},
+			Channels: []routing.PolicyChannel{{Channel: "a"}, {Channel: "b"}}}},
+	}
+	withModels := func(name string, ms ...v1alpha1.ModelStatus) *v1alpha1.ProviderChannel {
+		pc := &v1alpha1.ProviderChannel{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		pc.Status.Models = ms
+		return pc
+	}
+	rp := &v1alpha1.RoutingPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "llm", Name: "chat", Generation: 2}}
+	rp.Spec.Models = []string{"gpt-4o", "mini"}
+	st := policyStatus(policyInputs{Policy: rp, Now: testStart, Ready: readyTrue, Published: tbl, Channels: map[string]*v1alpha1.ProviderChannel{
+		"a": withModels("a", v1alpha1.ModelStatus{Name: "gpt-4o", Phase: v1alpha1.PhaseHealthy, HealthScore: 97, TrafficPercent: 100},
+			v1alpha1.ModelStatus{Name: "mini", Phase: v1alpha1.PhaseEjected, HealthScore: 10}),
+		"b": withModels("b", v1alpha1.ModelStatus{Name: "gpt-4o", Phase: v1alpha1.PhaseRampingUp, HealthScore: 80, TrafficPercent: 15}),
+	}})
+	want := []v1alpha1.PolicyChannelStatus{
+		{Channel: "a", Model: "gpt-4o", Phase: v1alpha1.PhaseHealthy, HealthScore: 97, TrafficPercent: 100},
+		{Channel: "a", Model: "mini", Phase: v1alpha1.PhaseEjected, HealthScore: 10},
+		{Channel: "b", Model: "gpt-4o", Phase: v1alpha1.PhaseRampingUp, HealthScore: 80, TrafficPercent: 15},
+	}
+	if diff := cmp.Diff(want, st.Channels); diff != "" {
+		t.Errorf("rows (-want +got):\n%s", diff)
+	}
+	if st.ObservedGeneration != 2 {
+		t.Errorf("observedGeneration %d", st.ObservedGeneration)
+	}
+	av := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionAvailable)
+	dg := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionDegraded)
+	if av.Status != metav1.ConditionFalse || av.Message != "no routable channel for mini" {
+		t.Errorf("Available = %+v", av)
+	}
+	if dg.Status != metav1.ConditionTrue || dg.Message != "a/mini is Ejected, b/gpt-4o is RampingUp" {
+		t.Errorf("Degraded = %+v", dg)
+	}
+	// Not published: no rows, Unknown.
+	st = policyStatus(policyInputs{Policy: rp, Now: testStart, Ready: readyTrue, Published: &routing.Table{}})
+	if len(st.Channels) != 0 || meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionAvailable).Status != metav1.ConditionUnknown {
+		t.Errorf("unpublished policy: %+v", st)
+	}
+}

@@ -1,0 +1,292 @@
+// Package devcluster runs Switchyard the way a cluster would, on one machine without pods: a real
+// kube-apiserver and etcd (the envtest binaries), `switchyard controller` and one or more
+// `switchyard proxy --configmap …` as local processes, and two mock providers. `make dev-cluster`
+// and the end-to-end suite both use it. Everything listens on loopback only.
+package devcluster
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"text/template"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/switchyard-io/switchyard/internal/testenv"
+)
+
+// ProxyNamespace holds the routing ConfigMap; Namespace holds the channels and policies.
+const (
+	ProxyNamespace = "switchyard-system"
+	Namespace      = "llm"
+	ConfigMapName  = "switchyard-routing"
+)
+
+//go:embed gateway.yaml.tmpl
+var gatewayTemplate string
+
+// Options configure a Cluster.
+type Options struct {
+	// Proxies is the number of proxy replicas (default 1).
+	Proxies int
+	// PollInterval of the controller (default 1s).
+	PollInterval time.Duration
+	// Dir keeps the binary, logs and manifests (default: a new temp dir, removed by Stop).
+	Dir string
+}
+
+// Cluster is a running local control plane with Switchyard on it.
+type Cluster struct {
+	Env        *testenv.Env
+	Dir        string
+	Bin        string
+	MockA      *Proc
+	MockB      *Proc
+	Proxies    []*Proc
+	Controller *Proc
+	// Manifests is the rendered sample file (channels point at the mocks).
+	Manifests string
+	ownDir    bool
+}
+
+// Proc is one local process with its log file.
+type Proc struct {
+	Name    string
+	Args    []string
+	Env     []string
+	LogPath string
+	// Addr is the main listen address; Admin the admin one (proxies).
+	Addr, Admin string
+	cmd         *exec.Cmd
+	done        chan error
+}
+
+// Start builds the binary, starts the control plane and every process, and waits until they answer.
+func Start(ctx context.Context, opts Options) (*Cluster, error) {
+	if opts.Proxies <= 0 {
+		opts.Proxies = 1
+	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = time.Second
+	}
+	c := &Cluster{Dir: opts.Dir}
+	if c.Dir == "" {
+		d, err := os.MkdirTemp("", "switchyard-dev-")
+		if err != nil {
+			return nil, err
+		}
+		c.Dir, c.ownDir = d, true
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			c.Stop()
+		}
+	}()
+	env, err := testenv.Start()
+	if err != nil {
+		return nil, err
+	}
+	c.Env = env
+	c.Bin = filepath.Join(c.Dir, "switchyard")
+	build := exec.CommandContext(ctx, "go", "build", "-o", c.Bin, "./cmd/switchyard")
+	build.Dir = env.Root
+	if out, err := build.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	for _, ns := range []string{ProxyNamespace, Namespace} {
+		if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			return nil, err
+		}
+	}
+
+	c.MockA = c.proc("mock-a", "mock-provider", "--name", "provider-a", "--api-key", "sk-dev-provider-a")
+	c.MockB = c.proc("mock-b", "mock-provider", "--name", "provider-b", "--api-key", "dev-provider-b-key")
+	for _, m := range []*Proc{c.MockA, c.MockB} {
+		m.Addr = freeAddr()
+		m.Args = append(m.Args, "--listen", m.Addr)
+	}
+	for i := 0; i < opts.Proxies; i++ {
+		p := c.proc(fmt.Sprintf("proxy-%d", i), "proxy", "--configmap", ProxyNamespace+"/"+ConfigMapName,
+			"--kubeconfig", env.Kubeconfig, "--drain-timeout", "10s",
+			"--access-log", filepath.Join(c.Dir, fmt.Sprintf("proxy-%d-access.jsonl", i)))
+		p.Addr, p.Admin = freeAddr(), freeAddr()
+		p.Args = append(p.Args, "--listen", p.Addr, "--admin-listen", p.Admin)
+		p.Env = append(p.Env, "POD_NAME="+p.Name)
+		c.Proxies = append(c.Proxies, p)
+	}
+	ctrlArgs := []string{"--proxy-namespace", ProxyNamespace, "--configmap-name", ConfigMapName, "--proxy-service", "",
+		"--poll-interval", opts.PollInterval.String(), "--metrics-bind-address", "0", "--health-probe-bind-address", "0"}
+	for _, p := range c.Proxies {
+		ctrlArgs = append(ctrlArgs, "--proxy-admin-url", "http://"+p.Admin)
+	}
+	c.Controller = c.proc("controller", "controller", ctrlArgs...)
+	c.Controller.Env = append(c.Controller.Env, "KUBECONFIG="+env.Kubeconfig)
+
+	for _, p := range append([]*Proc{c.MockA, c.MockB, c.Controller}, c.Proxies...) {
+		if err := p.Start(); err != nil {
+			return nil, err
+		}
+	}
+	for _, p := range c.Proxies {
+		if err := waitHTTP(ctx, "http://"+p.Admin+"/healthz", 30*time.Second); err != nil {
+			return nil, fmt.Errorf("%s: %w", p.Name, err)
+		}
+	}
+	for _, m := range []*Proc{c.MockA, c.MockB} {
+		if err := waitHTTP(ctx, "http://"+m.Addr+"/_mock/stats", 30*time.Second); err != nil {
+			return nil, fmt.Errorf("%s: %w", m.Name, err)
+		}
+	}
+
+	var buf bytes.Buffer
+	tmpl := template.Must(template.New("gateway").Parse(gatewayTemplate))
+	if err := tmpl.Execute(&buf, map[string]string{"MockA": "http://" + c.MockA.Addr, "MockB": "http://" + c.MockB.Addr}); err != nil {
+		return nil, err
+	}
+	c.Manifests = filepath.Join(c.Dir, "gateway.yaml")
+	if err := os.WriteFile(c.Manifests, buf.Bytes(), 0o600); err != nil {
+		return nil, err
+	}
+	ok = true
+	return c, nil
+}
+
+func (c *Cluster) proc(name, sub string, args ...string) *Proc {
+	return &Proc{Name: name, Args: append([]string{c.Bin, sub}, args...), LogPath: filepath.Join(c.Dir, name+".log")}
+}
+
+// Start starts (or restarts) the process, appending to its log.
+func (p *Proc) Start() error {
+	f, err := os.OpenFile(p.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(p.Args[0], p.Args[1:]...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.Env = append(os.Environ(), p.Env...)
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", p.Name, err)
+	}
+	p.cmd, p.done = cmd, make(chan error, 1)
+	go func() { p.done <- cmd.Wait(); f.Close() }()
+	return nil
+}
+
+// Stop sends SIGTERM and waits up to limit, then kills. It returns the exit error (nil for 0).
+func (p *Proc) Stop(limit time.Duration) error {
+	if p == nil || p.cmd == nil {
+		return nil
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-p.done:
+		p.cmd = nil
+		return err
+	case <-time.After(limit):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		p.cmd = nil
+		return fmt.Errorf("%s did not stop within %s and was killed", p.Name, limit)
+	}
+}
+
+// Running reports whether the process is alive.
+func (p *Proc) Running() bool {
+	if p == nil || p.cmd == nil {
+		return false
+	}
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return false
+	default:
+		return true
+	}
+}
+
+// Kubectl runs kubectl against the cluster.
+func (c *Cluster) Kubectl(args ...string) (string, error) {
+	out, stderr, err := c.Env.Kubectl(nil, args...)
+	if err != nil {
+		return out + stderr, fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, stderr)
+	}
+	return out, nil
+}
+
+// Stop stops every process and the control plane.
+func (c *Cluster) Stop() {
+	for _, p := range append(append([]*Proc{c.Controller}, c.Proxies...), c.MockA, c.MockB) {
+		_ = p.Stop(15 * time.Second)
+	}
+	if c.Env != nil {
+		_ = c.Env.Stop()
+	}
+	if c.ownDir {
+		_ = os.RemoveAll(c.Dir)
+	}
+}
+
+// DumpLogs writes the tail of every process log and the Events, for a failed test.
+func (c *Cluster) DumpLogs(w io.Writer) {
+	for _, p := range append(append([]*Proc{c.Controller}, c.Proxies...), c.MockA, c.MockB) {
+		if p == nil {
+			continue
+		}
+		b, _ := os.ReadFile(p.LogPath)
+		if len(b) > 12000 {
+			b = b[len(b)-12000:]
+		}
+		fmt.Fprintf(w, "\n===== %s log (%s) =====\n%s", p.Name, p.LogPath, b)
+	}
+	if c.Env != nil {
+		out, _ := c.Kubectl("get", "events", "-A", "--sort-by=.lastTimestamp")
+		fmt.Fprintf(w, "\n===== kubectl get events -A =====\n%s", out)
+	}
+}
+
+func freeAddr() string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func waitHTTP(ctx context.Context, url string, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	var last error = errors.New("no answer")
+	for time.Now().Before(deadline) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = fmt.Errorf("HTTP %d", resp.StatusCode)
+		} else {
+			last = err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("%s did not answer within %s: %v", url, limit, last)
+}
