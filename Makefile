@@ -48,7 +48,7 @@ test: envtest ## Run all unit and envtest suites (a real kube-apiserver and etcd
 
 .PHONY: test-e2e
 test-e2e: envtest ## Run the end-to-end suite on a local control plane.
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) test ./test/e2e/... -count=1 -tags=e2e -v
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) test ./test/e2e/... -count=1 -tags=e2e -v -timeout 20m
 
 .PHONY: bench
 bench: ## Run the package benchmarks.

@@ -208,16 +208,18 @@ func channelStatus(in channelInputs) v1alpha1.ProviderChannelStatus {
 		st.Models = append(st.Models, next)
 	}
 
-	// The channel shows its worst model; scores and shares only of the models with reports.
+	// The channel shows its worst reported model, and its scores and shares. A model no replica
+	// reports (one no RoutingPolicy routes on this channel, say) does not hide the others' health:
+	// the channel is Unknown only when nothing reports at all.
 	st.Phase = v1alpha1.PhaseUnknown
-	for i, m := range st.Models {
-		if i == 0 {
-			st.Phase = m.Phase
-		}
-		st.Phase = worstPhase(st.Phase, m.Phase)
+	for _, m := range st.Models {
 		if m.Phase == v1alpha1.PhaseUnknown {
 			continue
 		}
+		if st.Phase == v1alpha1.PhaseUnknown {
+			st.Phase = m.Phase
+		}
+		st.Phase = worstPhase(st.Phase, m.Phase)
 		if st.HealthScore == nil {
 			score, traffic := m.HealthScore, m.TrafficPercent
 			st.HealthScore, st.TrafficPercent = &score, &traffic

@@ -56,13 +56,14 @@
 //	score = round(100 - E*Perr - (100-E)*Plat), clamped to [0, 100], E = ErrorWeightPercent
 //	Perr  = max(P(window), P(recent window))
 //	P     = min(1, failureRate / (ErrorRatePercent/100)) * min(1, requests/minReq)
-//	Plat  = min(1, max(0, (p95/baseline - 1) / 2)) * min(1, successes/MinRequests)
+//	Plat  = min(1, max(0, (p95/ref - 1) / 2)) * min(1, successes/MinRequests),  ref = max(baseline, 250ms)
 //
 // minReq is MinRequests for the window and ceil(MinRequests*RecentErrorWindow/Window) for the
 // recent window; with ErrorRatePercent 0 the reference rate is 100%. The error penalty is full at
 // the ejection threshold and damped at low volume (three requests at night cannot sink a score);
 // the recent window reacts before a long window fills. The latency penalty is 0 at the baseline
-// and full at three times it. The baseline is the channel's own healthy p95: an EWMA of the window
+// and full at three times it; the baseline counts as at least 250 ms, so a channel that answers in
+// 7 ms is not penalised for a 20 ms scheduler hiccup. The baseline is the channel's own healthy p95: an EWMA of the window
 // p95, updated when a latency slice closes while the key is Healthy with >= MinRequests
 // successes, with weight slice/(10*Window) (a time constant of ten windows; the first value is
 // taken as is). With the defaults, an error rate at the threshold alone gives 30 = EjectBelow, and
@@ -91,7 +92,7 @@
 //     chat's 25% a single failure among the first 7 requests of a step is a rise; later in the
 //     step, more than 12.5% of its requests must have failed;
 //   - RampLatencyRise: with at least 20 successes in the step, the step's p95 exceeds twice the
-//     baseline, or LatencyP95.
+//     reference latency max(baseline, 250ms), or LatencyP95.
 //
 // # Rate limits
 //

@@ -14,7 +14,13 @@ const (
 	// baselineSpan: the healthy-p95 baseline is an EWMA with a time constant of 10 windows, slow
 	// enough that an incident does not teach the channel that slow is normal.
 	baselineSpan = 10
+	// latencyFloor: latency is compared with max(baseline, latencyFloor). A channel whose healthy p95
+	// is 7 ms doubles on any scheduler hiccup; at LLM latencies nobody is paged for less than this.
+	latencyFloor = float64(250 * time.Millisecond)
 )
+
+// refLatency is the latency the baseline comparisons use: the baseline, but never below the floor.
+func (s *state) refLatency() float64 { return max(s.baseline, latencyFloor) }
 
 // state is one channel×model. All times are Unix nanoseconds; 0 means unset.
 type state struct {
@@ -302,7 +308,7 @@ func (s *state) computeScore() int {
 	perr = max(perr, errPenalty(w.recent.failures(), w.recent.requests(), set.ErrorRatePercent, s.minRecent))
 	plat := 0.0
 	if s.baseline > 0 && w.latN > 0 {
-		plat = clamp01((s.p95v()/s.baseline-1)/2) * min(1, float64(w.latN)/float64(set.MinRequests))
+		plat = clamp01((s.p95v()/s.refLatency()-1)/2) * min(1, float64(w.latN)/float64(set.MinRequests))
 	}
 	ew := float64(set.ErrorWeightPercent)
 	return int(math.Round(min(100, max(0, 100-ew*perr-(100-ew)*plat))))
@@ -406,7 +412,7 @@ func (e *Engine) observe(s *state, o Observation) {
 
 // observeRamp returns the key to cooldown on a rise during the current step: a step failure rate
 // above half of ErrorRatePercent, or, once the step has minP95Samples successes, a step p95 above
-// twice the baseline or above LatencyP95. A ramp exists to catch a relapse on little traffic, so
+// twice the reference latency (the baseline, at least 250 ms) or above LatencyP95. A ramp exists to catch a relapse on little traffic, so
 // the bar is half the ejection threshold, not the threshold itself.
 func (e *Engine) observeRamp(s *state, t int64, o Observation) {
 	set := &s.set
@@ -426,7 +432,7 @@ func (e *Engine) observeRamp(s *state, t int64, o Observation) {
 			return
 		}
 		p := s.win.quantile(&s.stepLat, s.stepN, 95)
-		if (s.baseline > 0 && p > 2*s.baseline) || (set.LatencyP95 > 0 && p > float64(set.LatencyP95)) {
+		if (s.baseline > 0 && p > 2*s.refLatency()) || (set.LatencyP95 > 0 && p > float64(set.LatencyP95)) {
 			e.eject(s, t, "RampLatencyRise", fmt.Sprintf("p95 latency %s at ramp step %d%% over %d successes, baseline %s, limit %s",
 				dur(p), set.RampSteps[s.step], s.stepN, dur(s.baseline), set.LatencyP95))
 		}
