@@ -71,6 +71,10 @@ build: ## Build bin/switchyard.
 demo: ## Play an outage and a recovery on a local gateway with two mock providers (about 3 minutes).
 	$(GO) run ./cmd/switchyard demo
 
+.PHONY: dev-cluster
+dev-cluster: envtest ## Run kube-apiserver, etcd, the controller, 2 proxies and 2 mock providers locally (Ctrl-C stops and cleans up).
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) run ./hack/devcluster
+
 .PHONY: run
 run: build ## Run the standalone gateway on config/samples/standalone with its two local mock providers.
 	hack/run-local.sh
