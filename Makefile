@@ -68,7 +68,7 @@ build: ## Build bin/switchyard.
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/switchyard ./cmd/switchyard
 
 .PHONY: demo
-demo: ## Play an outage and a recovery on a local gateway with two mock providers (about 3 minutes).
+demo: ## Play an outage and a recovery on a local gateway with two mock providers (about 2 minutes).
 	$(GO) run ./cmd/switchyard demo
 
 .PHONY: dev-cluster

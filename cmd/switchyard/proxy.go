@@ -39,7 +39,7 @@ func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		maxBody     = fs.Int64("max-body-bytes", 10<<20, "largest accepted request body")
 		drain       = fs.Duration("drain-timeout", 25*time.Second, "on SIGTERM, how long in-flight requests may take to finish")
 		reloadEvery = fs.Duration("reload-interval", time.Second, "standalone: how often to check the config files for changes")
-		tick        = fs.Duration("tick", time.Second, "how often time-driven health transitions and probes run")
+		tick        = fs.Duration("tick", 250*time.Millisecond, "how often time-driven health transitions and probes run")
 		logLevel    = fs.String("log-level", "info", "debug, info, warn or error")
 	)
 	fs.Usage = func() {

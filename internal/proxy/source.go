@@ -6,10 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -117,31 +114,12 @@ func (f *FileSource) getenv() func(string) string {
 	return os.Getenv
 }
 
-// contentHash hashes the names and contents of the config files.
+// contentHash hashes the names and contents of the manifest files LoadManifests would read, so
+// an unrelated file beside them (notes, editor swap files) does not trigger a reload.
 func contentHash(path string) (string, error) {
-	st, err := os.Stat(path)
+	files, err := routing.ManifestFiles(path)
 	if err != nil {
 		return "", err
-	}
-	files := []string{path}
-	if st.IsDir() {
-		files = nil
-		err := filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if d.IsDir() && p != path {
-				return filepath.SkipDir
-			}
-			if !d.IsDir() && !strings.HasPrefix(d.Name(), ".") {
-				files = append(files, p)
-			}
-			return nil
-		})
-		if err != nil {
-			return "", err
-		}
-		sort.Strings(files)
 	}
 	h := sha256.New()
 	for _, p := range files {

@@ -23,7 +23,7 @@ import (
 // `kubectl apply`. Other kinds (a Namespace, say) are skipped. Unknown fields are errors that name
 // the file and the document, since a typo in a standalone config would otherwise be silently ignored.
 func LoadManifests(path string) (Inputs, error) {
-	files, err := manifestFiles(path)
+	files, err := ManifestFiles(path)
 	if err != nil {
 		return Inputs{}, err
 	}
@@ -36,7 +36,8 @@ func LoadManifests(path string) (Inputs, error) {
 	return in, nil
 }
 
-func manifestFiles(path string) ([]string, error) {
+// ManifestFiles lists the files LoadManifests reads at path, sorted.
+func ManifestFiles(path string) ([]string, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("failed to read config: %w", err)

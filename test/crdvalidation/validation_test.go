@@ -133,7 +133,8 @@ func TestInvalidObjectsRejected(t *testing.T) {
 	}
 }
 
-// TestSamplesAccepted applies every sample with kubectl, as a user would.
+// TestSamplesAccepted applies every sample with kubectl, as a user would: the top-level samples
+// together, and each sample directory (standalone, demo) in a namespace of its own.
 func TestSamplesAccepted(t *testing.T) {
 	ns := newNamespace(t)
 	files, err := filepath.Glob(filepath.Join(env.Root, "config", "samples", "*.yaml"))
@@ -144,6 +145,16 @@ func TestSamplesAccepted(t *testing.T) {
 		out, stderr, err := env.Kubectl(nil, "apply", "-n", ns, "-f", f)
 		if err != nil {
 			t.Errorf("kubectl apply -f %s: %v\n%s%s", filepath.Base(f), err, out, stderr)
+		}
+	}
+	dirs, _ := filepath.Glob(filepath.Join(env.Root, "config", "samples", "*", ""))
+	for _, d := range dirs {
+		if st, err := os.Stat(d); err != nil || !st.IsDir() {
+			continue
+		}
+		dns := newNamespace(t)
+		if out, stderr, err := env.Kubectl(nil, "apply", "-n", dns, "-f", d); err != nil {
+			t.Errorf("kubectl apply -f %s: %v\n%s%s", d, err, out, stderr)
 		}
 	}
 	var pcs unstructured.UnstructuredList
