@@ -21,6 +21,12 @@ help: ## Show this help.
 manifests: ## Generate the CRDs from the API types and their kubebuilder markers.
 	$(CONTROLLER_GEN) crd paths="./api/..." output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=switchyard-controller paths="./internal/controller/..." output:rbac:artifacts:config=config/rbac
+	@# The Helm chart carries byte-identical copies (test/helm fails when they drift).
+	rm -f charts/switchyard/files/crds/*.yaml
+	cp config/crd/bases/*.yaml charts/switchyard/files/crds/
+	cp config/rbac/role.yaml charts/switchyard/files/rbac/role.yaml
+	cp config/monitoring/prometheusrule.yaml charts/switchyard/files/monitoring/prometheusrule.yaml
+	cp config/monitoring/grafana/switchyard.json charts/switchyard/files/dashboards/switchyard.json
 
 .PHONY: generate
 generate: ## Generate DeepCopy methods.
@@ -42,9 +48,17 @@ lint: vet ## Run the linters (go vet and a gofmt check).
 envtest: ## Build (once, cached in ~/.cache/switchyard) kube-apiserver, etcd and kubectl for envtest.
 	@hack/envtest.sh
 
+.PHONY: tools
+tools: ## Build (once, cached in ~/.cache/switchyard) the pinned helm and promtool.
+	@hack/tools.sh >/dev/null
+
 .PHONY: test
-test: envtest ## Run all unit and envtest suites (a real kube-apiserver and etcd).
+test: envtest tools ## Run all unit and envtest suites (a real kube-apiserver and etcd).
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) test ./... -count=1
+
+.PHONY: test-chart
+test-chart: envtest tools ## Lint, render and dry-run the Helm chart; check metric names, flags and alerts.
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) test ./test/helm/ ./test/names/ -count=1 -v
 
 .PHONY: test-e2e
 test-e2e: envtest ## Run the end-to-end suite on a local control plane.
@@ -57,8 +71,8 @@ bench: ## Run the package benchmarks.
 .PHONY: verify
 verify: ## Fail when generated files are stale or code is not gofmt'ed.
 	$(MAKE) manifests generate
-	@git diff --exit-code -- api config || { echo "generated files are stale: run 'make manifests generate' and commit"; exit 1; }
-	@test -z "$$(git status --porcelain -- api config)" || { git status --porcelain -- api config; echo "untracked generated files: run 'make manifests generate' and commit"; exit 1; }
+	@git diff --exit-code -- api config charts || { echo "generated files are stale: run 'make manifests generate' and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- api config charts)" || { git status --porcelain -- api config charts; echo "untracked generated files: run 'make manifests generate' and commit"; exit 1; }
 	$(MAKE) lint
 
 ##@ Build
