@@ -394,3 +394,37 @@ func TestOwnedObjectsRepaired(t *testing.T) {
 		g.Expect(cm.Data[TableKey]).To(Equal(want))
 	}).WithTimeout(20 * time.Second).Should(Succeed())
 }
+
+// TestOverrideGetsThroughWhileHeldBack: with a broken object elsewhere the last good config keeps
+// serving, but an on-call `spec.disabled` still reaches the proxies' ConfigMap.
+func TestOverrideGetsThroughWhileHeldBack(t *testing.T) {
+	h := startController(t, "override", nil)
+	h.apply(baseManifests)
+	good := h.waitGood([]string{"a", "b"}, []string{"chat"})
+	ctx := context.Background()
+	h.apply("apiVersion: switchyard.io/v1alpha1\nkind: RoutingPolicy\nmetadata: {name: broken}\nspec:\n  models: [other]\n  channels: [{name: ghost}]\n")
+	NewWithT(t).Eventually(func(g Gomega) {
+		rp := &v1alpha1.RoutingPolicy{}
+		g.Expect(h.c.Get(ctx, h.key("broken"), rp)).To(Succeed())
+		ready := condition(rp.Status.Conditions, v1alpha1.ConditionReady)
+		g.Expect(ready).NotTo(BeNil())
+		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+	g := NewWithT(t)
+	g.Expect(h.configMap(g).Annotations[ConfigHashAnnotation]).To(Equal(good), "the broken policy must not be published")
+
+	pc := &v1alpha1.ProviderChannel{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "b"}}
+	if err := h.c.Patch(ctx, pc, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"disabled":true,"disabledReason":"INC-42"}}`))); err != nil {
+		t.Fatal(err)
+	}
+	NewWithT(t).Eventually(func(g Gomega) {
+		var tbl routing.Table
+		g.Expect(json.Unmarshal([]byte(h.configMap(g).Data[TableKey]), &tbl)).To(Succeed())
+		ch, ok := tbl.Channel("b")
+		g.Expect(ok).To(BeTrue())
+		g.Expect(ch.Disabled).To(BeTrue())
+		g.Expect(ch.DisabledReason).To(Equal("INC-42"))
+		_, broken := tbl.PolicyFor("other")
+		g.Expect(broken).To(BeFalse(), "the broken policy leaked into the served table")
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+}

@@ -133,11 +133,18 @@ func (p *Publisher) Sync(ctx context.Context) (*SyncResult, error) {
 		if p.lastGood == nil {
 			p.adoptLastGood(cm, sec)
 		}
-		want = p.lastGood
-		if want == nil {
+		if p.lastGood == nil {
 			// Nothing good was ever published: there is nothing to keep serving.
 			res.Published = parsePublished(cm, sec)
 			return res, nil
+		}
+		// Keep serving the last good table, but let the on-call override through.
+		last := parsePublished(&corev1.ConfigMap{Data: map[string]string{TableKey: string(p.lastGood.table)}},
+			&corev1.Secret{Data: map[string][]byte{CredentialsKey: p.lastGood.credentials}})
+		if last == nil {
+			want = p.lastGood
+		} else if want, err = render(routing.WithOverrides(last, in.Channels)); err != nil {
+			return nil, err
 		}
 	}
 	// The Secret goes first, so a proxy that reloads on the ConfigMap finds the keys of new channels.

@@ -206,3 +206,34 @@ func TestCompileResidencyAndOverrides(t *testing.T) {
 		t.Error("environment key override not applied")
 	}
 }
+
+func TestWithOverridesReachesTheLastGoodTable(t *testing.T) {
+	in, err := LoadManifests(filepath.Join("..", "..", "config", "samples", "chat-gpt4o.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, problems := Compile(in)
+	if len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	until := metav1.NewTime(metav1.Now().Add(3600e9).UTC().Truncate(1e9))
+	for i := range in.Channels {
+		if in.Channels[i].Name == "azure-eastus" {
+			in.Channels[i].Spec.Disabled, in.Channels[i].Spec.DisabledReason, in.Channels[i].Spec.DisabledUntil = true, "INC-9", &until
+		}
+	}
+	got := WithOverrides(good, in.Channels)
+	ch, _ := got.Channel("azure-eastus")
+	if !ch.Disabled || ch.DisabledReason != "INC-9" || ch.DisabledUntil == nil || !ch.DisabledUntil.Equal(until.Time) {
+		t.Errorf("override not applied: %+v", ch)
+	}
+	if orig, _ := good.Channel("azure-eastus"); orig.Disabled {
+		t.Error("WithOverrides changed the table it was given")
+	}
+	if got.Hash() == good.Hash() {
+		t.Error("the override does not change the table's hash: the proxies would not reload")
+	}
+	if len(got.Credentials) != len(good.Credentials) {
+		t.Error("credentials lost")
+	}
+}
