@@ -24,6 +24,8 @@ type rawLine struct {
 	outcome    health.Outcome
 	hasOutcome bool
 	latency    time.Duration
+	ttft       time.Duration
+	stream     bool
 	probe      bool // the proxy's own health probe, not a client request (an extension of the contract)
 }
 
@@ -138,6 +140,28 @@ func decodeLine(b []byte, r *rawLine) error {
 					}
 					r.latency = time.Duration(f * float64(time.Millisecond))
 				}
+			case "ttftMs":
+				f, ok, err := d.floatOrNull()
+				if err != nil {
+					return err
+				}
+				if ok {
+					if f < 0 || f > 1e12 {
+						return errBadLatency
+					}
+					r.ttft = time.Duration(f * float64(time.Millisecond))
+				}
+			case "stream":
+				switch {
+				case d.literal("true") == nil:
+					r.stream = true
+				case d.literal("false") == nil, d.null():
+				default:
+					if err := d.skip(0); err != nil {
+						return err
+					}
+					return errWrongType
+				}
 			case "probe":
 				switch {
 				case d.literal("true") == nil:
@@ -170,6 +194,11 @@ func decodeLine(b []byte, r *rawLine) error {
 	d.ws()
 	if d.i != len(d.b) {
 		return errTrailing
+	}
+	// The proxy judges a stream by its first token, not by how long the answer was (a long answer
+	// is not a slow channel); replay must see the same latency the proxy's engine saw.
+	if r.stream && r.ttft > 0 {
+		r.latency = r.ttft
 	}
 	switch {
 	case !hasTS:

@@ -88,3 +88,18 @@ func FuzzDecodeLine(f *testing.F) {
 		}
 	})
 }
+
+func TestDecodeStreamLatencyIsTimeToFirstToken(t *testing.T) {
+	var r rawLine
+	line := `{"ts":"2026-11-30T10:00:00Z","channel":"a","model":"m","status":200,"latencyMs":45000,"ttftMs":800,"stream":true}`
+	if err := decodeLine([]byte(line), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.latency != 800*time.Millisecond {
+		t.Errorf("stream latency = %s, want the 800ms time to first token (as the proxy feeds its engine)", r.latency)
+	}
+	line = `{"ts":"2026-11-30T10:00:00Z","channel":"a","model":"m","status":200,"latencyMs":1200,"ttftMs":1200,"stream":false}`
+	if err := decodeLine([]byte(line), &r); err != nil || r.latency != 1200*time.Millisecond {
+		t.Errorf("non-stream latency = %s (%v), want 1.2s", r.latency, err)
+	}
+}
