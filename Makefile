@@ -81,6 +81,12 @@ verify: ## Fail when generated files are stale or code is not gofmt'ed.
 build: ## Build bin/switchyard.
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/switchyard ./cmd/switchyard
 
+IMG ?= switchyard:latest
+
+.PHONY: docker-build
+docker-build: ## Build the container image $(IMG) (needs a Docker engine; none runs on the dev machines).
+	docker build --build-arg VERSION=$(VERSION) -t $(IMG) .
+
 .PHONY: demo
 demo: ## Play an outage and a recovery on a local gateway with two mock providers (about 2 minutes).
 	$(GO) run ./cmd/switchyard demo
