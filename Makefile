@@ -65,7 +65,11 @@ test-e2e: envtest ## Run the end-to-end suite on a local control plane.
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) test ./test/e2e/... -count=1 -tags=e2e -v -timeout 20m
 
 .PHONY: bench
-bench: ## Run the package benchmarks.
+bench: ## Measure the gateway's overhead, failover cost and ejection time against a mock upstream (~2 min; BENCH_FLAGS=--quick for ~40 s).
+	$(GO) run ./hack/bench $(BENCH_FLAGS)
+
+.PHONY: bench-go
+bench-go: ## Run the package micro-benchmarks (health engine, proxy hot path, replay).
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/...
 
 .PHONY: verify

@@ -134,7 +134,7 @@ func (s *Server) do(ctx context.Context, w http.ResponseWriter, a *attempt) (res
 	}
 	firstByte.Stop()
 	res.ttft = time.Since(start)
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxUpstreamBody))
+	body, err := readAllSized(io.LimitReader(resp.Body, maxUpstreamBody), resp.ContentLength)
 	if err != nil {
 		r := transportFailure(ctx, err, "reading the response body")
 		r.status = resp.StatusCode
@@ -295,6 +295,9 @@ func (s *Server) finishAttempt(a *attempt, r *result) {
 			s.metrics.TTFT.WithLabelValues(a.channel.Name, a.model).Observe(r.ttft.Seconds())
 		}
 	}
+	if s.accessLog == nil {
+		return
+	}
 	line := &accessLogLine{TS: now.UTC(), RequestID: a.requestID, Channel: a.channel.Name, Model: a.model, Attempt: a.number,
 		Status: r.status, Outcome: r.outcome.String(), LatencyMs: r.latency.Milliseconds(), TTFTMs: r.ttft.Milliseconds(),
 		Stream: a.stream, Probe: a.probe}
@@ -379,14 +382,18 @@ func redactURL(err error) string {
 	return msg
 }
 
-// sseReader splits an event stream into events.
+// sseReader splits an event stream into events. It reuses its buffers: an event's raw bytes are
+// valid until the next call to next.
 type sseReader struct {
 	r       *bufio.Reader
 	sawDone bool
+	raw     []byte // the current event
+	data    []byte // its data lines joined
+	long    []byte // a line longer than r's buffer
 }
 
 type sseEvent struct {
-	raw           []byte // the event as received, terminated by a blank line
+	raw           []byte // the event as received, terminated by a blank line; valid until the next event is read
 	done          bool   // data: [DONE]
 	finished      bool   // carries a finish_reason (chat/completions) or response.completed
 	malformed     bool
@@ -403,13 +410,31 @@ type usage struct {
 
 func newSSEReader(r io.Reader) *sseReader { return &sseReader{r: bufio.NewReaderSize(r, 16<<10)} }
 
+// readLine is bufio.Reader.ReadBytes('\n') without an allocation per line: the line is valid until
+// the next read.
+func (s *sseReader) readLine() ([]byte, error) {
+	line, err := s.r.ReadSlice('\n')
+	if err != bufio.ErrBufferFull {
+		return line, err
+	}
+	s.long = append(s.long[:0], line...)
+	for err == bufio.ErrBufferFull {
+		line, err = s.r.ReadSlice('\n')
+		s.long = append(s.long, line...)
+	}
+	return s.long, err
+}
+
 // next returns the next event. Comment-only events (keep-alives) are passed on as they are.
 func (s *sseReader) next() (sseEvent, error) {
 	var ev sseEvent
-	var data []byte
+	ev.raw, s.raw = s.raw[:0], nil
+	defer func() { s.raw = ev.raw }() // keep the grown buffer for the next event
+	data := s.data[:0]
+	defer func() { s.data = data }()
 	var typ string
 	for {
-		line, err := s.r.ReadBytes('\n')
+		line, err := s.readLine()
 		if len(line) > 0 && line[len(line)-1] != '\n' {
 			// A partial last line: the stream ended mid-event.
 			return ev, io.ErrUnexpectedEOF
@@ -446,28 +471,14 @@ func (s *sseReader) next() (sseEvent, error) {
 	case bytes.Equal(data, []byte("[DONE]")):
 		ev.done, s.sawDone = true, true
 	default:
-		var body struct {
-			Choices []struct {
-				FinishReason *string `json:"finish_reason"`
-			} `json:"choices"`
-			Usage *usage           `json:"usage"`
-			Type  string           `json:"type"`
-			Error *json.RawMessage `json:"error"`
-			Resp  *struct {
-				Usage *usage `json:"usage"`
-			} `json:"response"`
-		}
-		if json.Unmarshal(data, &body) != nil {
+		body, finished, ok := decodeEvent(data)
+		if !ok {
 			ev.malformed = true
 			return ev, nil
 		}
+		ev.finished = finished
 		if body.Error != nil && string(*body.Error) != "null" || body.Type == "error" || body.Type == "response.failed" || typ == "error" {
 			ev.upstreamError = true
-		}
-		for _, c := range body.Choices {
-			if c.FinishReason != nil && *c.FinishReason != "" {
-				ev.finished = true
-			}
 		}
 		if body.Type == "response.completed" || typ == "response.completed" {
 			ev.finished = true
@@ -484,11 +495,8 @@ func (s *sseReader) next() (sseEvent, error) {
 
 // countTokens adds a non-streamed answer's usage to the token counters.
 func (s *Server) countTokens(a *attempt, body []byte) {
-	var b struct {
-		Usage *usage `json:"usage"`
-	}
-	if json.Unmarshal(body, &b) == nil && b.Usage != nil {
-		s.addTokens(a, b.Usage)
+	if u, ok := answerUsage(body); ok {
+		s.addTokens(a, &u)
 	}
 }
 

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -61,4 +62,75 @@ func fixedAnswer(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.Copy(io.Discard, r.Body)
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = io.WriteString(w, `{"id":"x","object":"chat.completion","model":"gpt-4o","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6}}`)
+}
+
+// BenchmarkRequestBody: parsing a client body and producing the upstream body, the hot path
+// against the full decode into a map and re-encode it replaced.
+func BenchmarkRequestBody(b *testing.B) {
+	body := []byte(`{"model":"gpt-4o","messages":[{"role":"system","content":"You are a helpful assistant."},{"role":"user","content":"Say hello in one short sentence, please, and nothing else."}],"temperature":0.2,"max_tokens":64,"stream":false}`)
+	for _, c := range []struct {
+		name  string
+		parse func([]byte) (*clientRequest, error)
+	}{{"hot-path", parseRequest}, {"full-decode", parseRequestSlow}} {
+		for _, upstream := range []string{"gpt-4o", "gpt-4o-2024-08-06"} {
+			b.Run(c.name+"/upstream="+upstream, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					r, err := c.parse(body)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if _, err := r.bodyFor(upstream); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkStreamEvent: reading one chat.completion.chunk, against json.Unmarshal of the event.
+func BenchmarkStreamEvent(b *testing.B) {
+	data := []byte(`{"id":"chatcmpl-123","object":"chat.completion.chunk","created":1700000000,"model":"gpt-4o","system_fingerprint":"fp_1","choices":[{"index":0,"delta":{"content":" token"},"logprobs":null,"finish_reason":null}]}`)
+	b.Run("hot-path", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, _, ok := decodeEvent(data); !ok {
+				b.Fatal("malformed")
+			}
+		}
+	})
+	b.Run("unmarshal", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var body eventBody
+			if err := json.Unmarshal(data, &body); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkAnswerUsage: finding the usage of a non-streamed answer, against json.Unmarshal.
+func BenchmarkAnswerUsage(b *testing.B) {
+	body := []byte(`{"id":"chatcmpl-123","object":"chat.completion","created":1700000000,"model":"gpt-4o","choices":[{"index":0,"message":{"role":"assistant","content":"Hello! How can I help you today? I can answer questions, write, summarise and more."},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":25,"completion_tokens":19,"total_tokens":44},"system_fingerprint":"fp_1"}`)
+	b.Run("hot-path", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, ok := answerUsage(body); !ok {
+				b.Fatal("no usage")
+			}
+		}
+	})
+	b.Run("unmarshal", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var v struct {
+				Usage *usage `json:"usage"`
+			}
+			if json.Unmarshal(body, &v) != nil || v.Usage == nil {
+				b.Fatal("no usage")
+			}
+		}
+	})
 }

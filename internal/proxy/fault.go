@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"time"
 
@@ -23,10 +24,7 @@ func (s *Server) activeFault(a *attempt) *routing.FaultInjection {
 	if f.OnlyMarked && !a.drill {
 		return nil
 	}
-	r := s.rng()
-	hit := r.IntN(100) < f.Percent
-	s.putRNG(r)
-	if !hit {
+	if rand.IntN(100) >= f.Percent {
 		return nil
 	}
 	return f

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -78,7 +80,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
 		reqID = newRequestID()
 	}
 	w.Header().Set("X-Request-Id", reqID)
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+	body, err := readAllSized(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes), r.ContentLength)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -108,7 +110,6 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
 	rt := &routeState{
 		s: s, c: c, w: w, req: cr, path: path, header: r.Header, requestID: reqID,
 		drill: strings.EqualFold(r.Header.Get("X-Switchyard-Drill"), "true"),
-		tried: map[health.Key]bool{},
 	}
 	outcome := rt.run(r.Context())
 	s.metrics.Requests.WithLabelValues(cr.Model, outcome).Inc()
@@ -127,7 +128,7 @@ type routeState struct {
 
 	attempts    int
 	deadline    time.Time
-	tried       map[health.Key]bool
+	tried       []health.Key     // channel×models that failed this request: a handful at most
 	last        *routing.Channel // the channel whose attempt failed last
 	lastModel   string
 	lastOutcome health.Outcome
@@ -271,7 +272,7 @@ func (rt *routeState) try(ctx context.Context, mr *modelRoute, ch *routing.Chann
 			return rt.try(ctx, mr, ch, maxAttempts)
 		}
 	}
-	rt.tried[key] = true
+	rt.tried = append(rt.tried, key)
 	rt.last, rt.lastModel, rt.lastOutcome, rt.lastDetail = ch, mr.model, res.outcome, res.detail
 	return res, ""
 }
@@ -296,9 +297,7 @@ func (rt *routeState) fail() string {
 // pick returns the next channel to try for a model: the engine's order, skipping channels tried
 // already, preferring one in another failure domain than the channel that just failed.
 func (rt *routeState) pick(mr *modelRoute, panicRouting bool) *routing.Channel {
-	r := rt.s.rng()
-	rnd := r.Float64()
-	rt.s.putRNG(r)
+	rnd := rand.Float64() // math/rand/v2's global source: per-thread state, no lock, no allocation
 	cands := mr.candidates
 	if panicRouting {
 		// The engine names one least-bad channel; leave out those this request already tried.
@@ -310,7 +309,7 @@ func (rt *routeState) pick(mr *modelRoute, panicRouting bool) *routing.Channel {
 		if panicRouting && !route.Panic {
 			return nil // something is routable after all: not a panic
 		}
-		if rt.tried[health.Key{Channel: route.Channel, Model: mr.model}] {
+		if rt.wasTried(health.Key{Channel: route.Channel, Model: mr.model}) {
 			continue
 		}
 		ch := rt.c.channels[route.Channel]
@@ -327,10 +326,12 @@ func (rt *routeState) pick(mr *modelRoute, panicRouting bool) *routing.Channel {
 	return fallback
 }
 
+func (rt *routeState) wasTried(k health.Key) bool { return slices.Contains(rt.tried, k) }
+
 func (rt *routeState) untried(mr *modelRoute) []health.Candidate {
 	out := make([]health.Candidate, 0, len(mr.candidates))
 	for _, c := range mr.candidates {
-		if !rt.tried[health.Key{Channel: c.Channel, Model: mr.model}] {
+		if !rt.wasTried(health.Key{Channel: c.Channel, Model: mr.model}) {
 			out = append(out, c)
 		}
 	}
@@ -350,9 +351,7 @@ func (rt *routeState) backoff(ctx context.Context, r routing.Retry) bool {
 	if d > r.BackoffMax || d <= 0 {
 		d = r.BackoffMax
 	}
-	rng := rt.s.rng()
-	d = d/2 + time.Duration(rng.Int64N(int64(d/2)+1))
-	rt.s.putRNG(rng)
+	d = d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
 	if time.Now().Add(d).After(rt.deadline) {
 		return true // no time to wait: the attempt will be refused by the deadline check
 	}
@@ -406,6 +405,29 @@ func (rt *routeState) key(ch *routing.Channel) string {
 		return k.Reveal()
 	}
 	return ""
+}
+
+// readAllSized is io.ReadAll with the buffer sized from a Content-Length hint (capped at 1 MiB, so
+// a client that announces a large body and sends nothing costs little), instead of growing from
+// 512 bytes through a series of copies.
+func readAllSized(r io.Reader, hint int64) ([]byte, error) {
+	if hint <= 0 {
+		return io.ReadAll(r)
+	}
+	b := make([]byte, 0, min(hint, 1<<20)+1) // +1: io.EOF is seen without growing
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+	}
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {

@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/switchyard-io/switchyard/internal/health"
@@ -24,6 +26,19 @@ type Metrics struct {
 	ConfigLoads      *prometheus.CounterVec
 	ConfigLastLoaded prometheus.Gauge
 	ConfigStale      prometheus.Gauge
+
+	statusMu sync.Mutex
+	status   map[health.Key]*statusSeries // the health gauges of each channel×model, resolved once
+}
+
+// statusSeries holds one channel×model's health gauges and the values last set on them, so that a
+// sweep over thousands of keys neither hashes label values nor writes what did not change.
+type statusSeries struct {
+	score, traffic prometheus.Gauge
+	phases         [len(allPhases)]prometheus.Gauge
+	lastScore      int
+	lastTraffic    int
+	lastPhase      health.Phase
 }
 
 // latencyBuckets span 5 ms to 2 min: LLM calls are slow, and the tail is what matters.
@@ -78,29 +93,65 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "switchyard_config_stale", Help: "1 while the last config load failed and an older config keeps serving.",
 		}),
 	}
+	m.status = map[health.Key]*statusSeries{}
 	reg.MustRegister(m.Requests, m.Attempts, m.Duration, m.TTFT, m.Failovers, m.HealthScore, m.Phase, m.Traffic,
 		m.Ejections, m.BudgetExhausted, m.Tokens, m.Panic, m.ConfigLoads, m.ConfigLastLoaded, m.ConfigStale)
 	return m
 }
 
-var allPhases = []health.Phase{health.PhaseHealthy, health.PhaseDegraded, health.PhaseRateLimited, health.PhaseEjected,
+var allPhases = [...]health.Phase{health.PhaseHealthy, health.PhaseDegraded, health.PhaseRateLimited, health.PhaseEjected,
 	health.PhaseProbing, health.PhaseRampingUp, health.PhaseDisabled}
 
 // observeStatus publishes the engine's view of one channel×model.
 func (m *Metrics) observeStatus(s health.Status) {
-	m.HealthScore.WithLabelValues(s.Channel, s.Model).Set(float64(s.Score))
-	m.Traffic.WithLabelValues(s.Channel, s.Model).Set(float64(s.TrafficPercent))
-	for _, p := range allPhases {
-		v := 0.0
-		if p == s.Phase {
-			v = 1
+	m.statusMu.Lock()
+	defer m.statusMu.Unlock()
+	ss := m.status[s.Key]
+	if ss == nil {
+		ss = &statusSeries{
+			score:   m.HealthScore.WithLabelValues(s.Channel, s.Model),
+			traffic: m.Traffic.WithLabelValues(s.Channel, s.Model),
 		}
-		m.Phase.WithLabelValues(s.Channel, s.Model, p.String()).Set(v)
+		for i, p := range allPhases {
+			ss.phases[i] = m.Phase.WithLabelValues(s.Channel, s.Model, p.String())
+			ss.phases[i].Set(0)
+		}
+		ss.score.Set(float64(s.Score))
+		ss.traffic.Set(float64(s.TrafficPercent))
+		ss.lastScore, ss.lastTraffic, ss.lastPhase = s.Score, s.TrafficPercent, s.Phase
+		ss.phases[phaseIndex(s.Phase)].Set(1)
+		m.status[s.Key] = ss
+		return
 	}
+	if s.Score != ss.lastScore {
+		ss.score.Set(float64(s.Score))
+		ss.lastScore = s.Score
+	}
+	if s.TrafficPercent != ss.lastTraffic {
+		ss.traffic.Set(float64(s.TrafficPercent))
+		ss.lastTraffic = s.TrafficPercent
+	}
+	if s.Phase != ss.lastPhase {
+		ss.phases[phaseIndex(ss.lastPhase)].Set(0)
+		ss.phases[phaseIndex(s.Phase)].Set(1)
+		ss.lastPhase = s.Phase
+	}
+}
+
+func phaseIndex(p health.Phase) int {
+	for i, q := range allPhases {
+		if q == p {
+			return i
+		}
+	}
+	return 0
 }
 
 // forget removes the series of a channel×model that left the configuration.
 func (m *Metrics) forget(k health.Key) {
+	m.statusMu.Lock()
+	delete(m.status, k)
+	m.statusMu.Unlock()
 	m.HealthScore.DeleteLabelValues(k.Channel, k.Model)
 	m.Traffic.DeleteLabelValues(k.Channel, k.Model)
 	for _, p := range allPhases {

@@ -12,7 +12,11 @@ import (
 type clientRequest struct {
 	Model  string
 	Stream bool
-	// fields is the body as a JSON object, kept to rewrite "model" per attempt.
+	// body is the client's body (trimmed) and models the bounds of every top-level "model" value
+	// in it: an attempt rewrites just those bytes, never re-encodes the rest.
+	body   []byte
+	models [][2]int
+	// fields is set instead when the body took the full-decode path (see parseRequestSlow).
 	fields map[string]json.RawMessage
 }
 
@@ -23,11 +27,53 @@ func (e errBadRequest) Error() string { return e.msg }
 
 // parseRequest checks a client body: a JSON object with a non-empty string "model" and, when
 // present, a boolean "stream". Anything else is the caller's error and never reaches a provider.
+// Duplicate members behave as encoding/json decodes them: the last one counts.
 func parseRequest(body []byte) (*clientRequest, error) {
 	body = bytes.TrimSpace(body)
 	if len(body) == 0 {
 		return nil, errBadRequest{"request body is empty; expected a JSON object with a \"model\" field"}
 	}
+	if body[0] != '{' || !json.Valid(body) {
+		return parseRequestSlow(body) // every error message comes from one place
+	}
+	r := &clientRequest{body: body}
+	var modelRaw, streamRaw []byte
+	if !eachMember(body, 0, func(key []byte, start, end int) bool {
+		switch {
+		case keyIs(key, "model"):
+			modelRaw = body[start:end]
+			r.models = append(r.models, [2]int{start, end})
+		case keyIs(key, "stream"):
+			streamRaw = body[start:end]
+		}
+		return true
+	}) {
+		return parseRequestSlow(body)
+	}
+	if modelRaw == nil {
+		return nil, errBadRequest{"you must provide a model parameter"}
+	}
+	if s, ok := plainString(modelRaw); ok {
+		r.Model = s
+	} else if err := json.Unmarshal(modelRaw, &r.Model); err != nil {
+		r.Model = ""
+	}
+	if r.Model == "" {
+		return nil, errBadRequest{"model must be a non-empty string"}
+	}
+	switch string(streamRaw) {
+	case "", "null", "false":
+	case "true":
+		r.Stream = true
+	default:
+		return nil, errBadRequest{"stream must be a boolean"}
+	}
+	return r, nil
+}
+
+// parseRequestSlow decodes the whole body into a map: the reference behaviour, used for bodies
+// that are not a valid JSON object, so that their error messages stay as they were.
+func parseRequestSlow(body []byte) (*clientRequest, error) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(body, &fields); err != nil {
 		var syn *json.SyntaxError
@@ -55,14 +101,30 @@ func parseRequest(body []byte) (*clientRequest, error) {
 	return r, nil
 }
 
-// bodyFor returns the body to send upstream with the model renamed.
+// bodyFor returns the body to send upstream with the model renamed. The client's bytes are kept
+// as they are but for the "model" value; when the upstream name is the one the client sent, the
+// body goes out unchanged. The result must not be modified: it may be the client's body itself.
 func (r *clientRequest) bodyFor(upstreamModel string) ([]byte, error) {
-	m, err := json.Marshal(upstreamModel)
-	if err != nil {
-		return nil, err
+	if r.fields != nil {
+		m, err := json.Marshal(upstreamModel)
+		if err != nil {
+			return nil, err
+		}
+		old := r.fields["model"]
+		r.fields["model"] = m
+		defer func() { r.fields["model"] = old }()
+		return json.Marshal(r.fields)
 	}
-	old := r.fields["model"]
-	r.fields["model"] = m
-	defer func() { r.fields["model"] = old }()
-	return json.Marshal(r.fields)
+	if len(r.models) == 1 && upstreamModel == r.Model {
+		return r.body, nil
+	}
+	name := appendJSONString(nil, upstreamModel)
+	out := make([]byte, 0, len(r.body)+len(r.models)*len(name))
+	prev := 0
+	for _, m := range r.models {
+		out = append(out, r.body[prev:m[0]]...)
+		out = append(out, name...)
+		prev = m[1]
+	}
+	return append(out, r.body[prev:]...), nil
 }

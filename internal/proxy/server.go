@@ -11,11 +11,9 @@ import (
 	"encoding/hex"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -75,7 +73,6 @@ type Server struct {
 	draining   atomic.Bool
 	probeWG    sync.WaitGroup
 	lastSeq    atomic.Uint64 // journal events already turned into metrics
-	rngPool    sync.Pool
 	eventsMu   sync.Mutex
 	knownPanic map[string]bool
 }
@@ -86,6 +83,7 @@ type config struct {
 	table    *routing.Table
 	channels map[string]*routing.Channel
 	models   map[string]*modelRoute
+	keys     []health.Key // every channel×model the engine was configured with
 }
 
 // modelRoute is everything needed to route one public model.
@@ -134,7 +132,6 @@ func New(opts Options) *Server {
 		bootID:     hex.EncodeToString(b),
 		knownPanic: map[string]bool{},
 	}
-	s.rngPool.New = func() any { return rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())) }
 	return s
 }
 
@@ -195,10 +192,17 @@ func (s *Server) Apply(t *routing.Table, source string) {
 			c.models[model] = mr
 		}
 	}
+	keep := make(map[health.Key]bool, len(targets))
+	for _, tg := range targets {
+		if !keep[tg.Key] {
+			keep[tg.Key] = true
+			c.keys = append(c.keys, tg.Key)
+		}
+	}
 	if old := s.cfg.Load(); old != nil {
-		for _, st := range s.engine.Status(now) {
-			if !slices.ContainsFunc(targets, func(tg health.Target) bool { return tg.Key == st.Key }) {
-				s.metrics.forget(st.Key)
+		for _, k := range old.keys {
+			if !keep[k] {
+				s.metrics.forget(k)
 			}
 		}
 	}
@@ -267,8 +271,14 @@ func (s *Server) WaitProbes() { s.probeWG.Wait() }
 
 // publishStatus refreshes the health gauges and turns new journal events into metrics and logs.
 func (s *Server) publishStatus(now time.Time) {
-	for _, st := range s.engine.Status(now) {
-		s.metrics.observeStatus(st)
+	// Key by key rather than engine.Status: with thousands of keys, one slice of every status per
+	// tick was most of this sweep's cost.
+	if c := s.cfg.Load(); c != nil {
+		for _, k := range c.keys {
+			if st, ok := s.engine.StatusOf(now, k); ok {
+				s.metrics.observeStatus(st)
+			}
+		}
 	}
 	s.eventsMu.Lock()
 	defer s.eventsMu.Unlock()
@@ -281,7 +291,3 @@ func (s *Server) publishStatus(now time.Time) {
 			"reason", ev.Reason, "message", ev.Message, "actor", ev.Actor, "at", ev.At)
 	}
 }
-
-func (s *Server) rng() *rand.Rand { return s.rngPool.Get().(*rand.Rand) }
-
-func (s *Server) putRNG(r *rand.Rand) { s.rngPool.Put(r) }

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// The mock upstream is this same program started with upstreamMode as its first argument, so that
+// the load generator, the upstream and the proxy are three processes and the proxy's CPU and memory
+// can be read from /proc on their own. It answers as fast as net/http allows:
+//
+//   - POST .../chat/completions: a fixed small chat.completion JSON (about 300 bytes);
+//     with "stream":true in the body, an event stream of X-Bench-Events chunks (default 32),
+//     each flushed on its own, then data: [DONE].
+//   - paths under /fo-a/ answer 503 when the request carries X-Bench-Fail (failover cost);
+//   - paths under /eject-a/ answer 503 from POST /_bench/eject-fail on (ejection time);
+//     the answer is the Unix time in ns at which the failing began.
+//   - GET /_bench/stats: how many 503s each failing path has served.
+const upstreamMode = "__upstream"
+
+const (
+	failHeader   = "X-Bench-Fail"
+	eventsHeader = "X-Bench-Events"
+)
+
+var fixedBody = []byte(`{"id":"chatcmpl-bench","object":"chat.completion","created":1700000000,"model":"bench-model","choices":[{"index":0,"message":{"role":"assistant","content":"Hello from the bench upstream."},"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":7,"total_tokens":19}}`)
+
+var errorBody = []byte(`{"error":{"message":"bench upstream: injected failure","type":"server_error","param":null,"code":"bench_injected"}}`)
+
+const (
+	chunkEvent = `data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1700000000,"model":"bench-model","choices":[{"index":0,"delta":{"content":"token "},"finish_reason":null}]}` + "\n\n"
+	lastEvent  = `data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1700000000,"model":"bench-model","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":32,"total_tokens":44}}` + "\n\n"
+	doneEvent  = "data: [DONE]\n\n"
+)
+
+type upstream struct {
+	ejectFailing atomic.Bool
+	ejectSince   atomic.Int64
+	fo503        atomic.Int64
+	eject503     atomic.Int64
+	bufs         sync.Pool
+}
+
+func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	path := r.URL.Path
+	if strings.HasPrefix(path, "/_bench/") {
+		u.control(w, r)
+		return
+	}
+	buf, _ := u.bufs.Get().(*bytes.Buffer)
+	if buf == nil {
+		buf = new(bytes.Buffer)
+	}
+	buf.Reset()
+	_, _ = io.Copy(buf, io.LimitReader(r.Body, 1<<20))
+	stream := bytes.Contains(buf.Bytes(), []byte(`"stream":true`))
+	u.bufs.Put(buf)
+
+	h := w.Header()
+	h["Content-Type"] = []string{"application/json"}
+	switch {
+	case strings.HasPrefix(path, "/fo-a/") && r.Header.Get(failHeader) != "":
+		u.fo503.Add(1)
+		u.fail(w)
+		return
+	case strings.HasPrefix(path, "/eject-a/") && u.ejectFailing.Load():
+		u.eject503.Add(1)
+		u.fail(w)
+		return
+	}
+	if !stream {
+		h["Content-Length"] = []string{strconv.Itoa(len(fixedBody))}
+		_, _ = w.Write(fixedBody)
+		return
+	}
+	n := 32
+	if v, err := strconv.Atoi(r.Header.Get(eventsHeader)); err == nil && v >= 1 && v <= 10000 {
+		n = v
+	}
+	h["Content-Type"] = []string{"text/event-stream"}
+	h["Cache-Control"] = []string{"no-cache"}
+	w.WriteHeader(http.StatusOK)
+	f, _ := w.(http.Flusher)
+	for i := 0; i < n-1; i++ {
+		if _, err := io.WriteString(w, chunkEvent); err != nil {
+			return
+		}
+		f.Flush()
+	}
+	_, _ = io.WriteString(w, lastEvent)
+	f.Flush()
+	_, _ = io.WriteString(w, doneEvent)
+	f.Flush()
+}
+
+func (u *upstream) fail(w http.ResponseWriter) {
+	w.Header()["Content-Length"] = []string{strconv.Itoa(len(errorBody))}
+	w.WriteHeader(http.StatusServiceUnavailable)
+	_, _ = w.Write(errorBody)
+}
+
+func (u *upstream) control(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/_bench/eject-fail":
+		now := time.Now().UnixNano()
+		if u.ejectFailing.CompareAndSwap(false, true) {
+			u.ejectSince.Store(now)
+		}
+		fmt.Fprintf(w, "%d\n", u.ejectSince.Load())
+	case "/_bench/eject-ok":
+		u.ejectFailing.Store(false)
+		fmt.Fprintln(w, "ok")
+	case "/_bench/stats":
+		fmt.Fprintf(w, "%d %d\n", u.fo503.Load(), u.eject503.Load())
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// runUpstream serves the mock upstream until SIGTERM/SIGINT or until stdin closes (so it never
+// outlives the bench), printing "LISTEN host:port" on stdout once it accepts connections.
+func runUpstream(args []string) error {
+	fs := flag.NewFlagSet(upstreamMode, flag.ContinueOnError)
+	listen := fs.String("listen", "127.0.0.1:0", "loopback address to serve on")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: &upstream{}, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin) // the parent holds our stdin: EOF means it is gone
+		stop()
+	}()
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	fmt.Printf("LISTEN %s\n", ln.Addr())
+	if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed {
+		return err
+	}
+	return nil
+}

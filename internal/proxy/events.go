@@ -1,0 +1,203 @@
+package proxy
+
+import (
+	"encoding/json"
+	"strconv"
+)
+
+// eventBody is the part of a stream event's data the proxy reads: whether it finishes the answer,
+// whether it is an upstream error, and the usage it carries.
+type eventBody struct {
+	Choices []struct {
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *usage           `json:"usage"`
+	Type  string           `json:"type"`
+	Error *json.RawMessage `json:"error"`
+	Resp  *struct {
+		Usage *usage `json:"usage"`
+	} `json:"response"`
+}
+
+// decodeEvent decodes data as json.Unmarshal(data, &body) would (field names match
+// case-insensitively, the last duplicate counts, a value of the wrong type fails the whole event)
+// without decoding what the proxy never looks at, such as each chunk's delta. Choices is left
+// empty: finished reports a choice with a non-empty finish_reason. ok is false where
+// json.Unmarshal would return an error.
+func decodeEvent(data []byte) (body eventBody, finished, ok bool) {
+	if !json.Valid(data) {
+		return body, false, false
+	}
+	i := skipSpace(data, 0)
+	switch data[i] {
+	case '{':
+	case 'n': // null: nothing
+		return body, false, true
+	default:
+		return body, false, false // not an object: a type error
+	}
+	ok = true
+	choices, again := false, false
+	walked := eachMember(data, i, func(key []byte, start, end int) bool {
+		v := data[start:end]
+		switch {
+		case keyFolds(key, "choices"):
+			if choices {
+				again = true // a repeated "choices" decodes over the first one's elements: leave it to encoding/json
+				return false
+			}
+			choices = true
+			finished, ok = decodeChoices(v)
+		case keyFolds(key, "type"):
+			if s, plain := plainString(v); plain {
+				body.Type = s
+			} else if string(v) != "null" {
+				t := body.Type
+				ok = json.Unmarshal(v, &t) == nil
+				body.Type = t
+			}
+		case keyFolds(key, "usage"):
+			ok = decodeUsage(v, &body.Usage)
+		case keyFolds(key, "error"):
+			e := body.Error
+			ok = json.Unmarshal(v, &e) == nil
+			body.Error = e
+		case keyFolds(key, "response"):
+			r := body.Resp
+			ok = json.Unmarshal(v, &r) == nil
+			body.Resp = r
+		}
+		return ok
+	})
+	if again {
+		var ref eventBody
+		if json.Unmarshal(data, &ref) != nil {
+			return body, false, false
+		}
+		for _, c := range ref.Choices {
+			if c.FinishReason != nil && *c.FinishReason != "" {
+				finished = true
+			}
+		}
+		ref.Choices = nil
+		return ref, finished, true
+	}
+	return body, finished, ok && walked
+}
+
+// decodeChoices reads a "choices" value: null, or an array of objects (or nulls) whose
+// finish_reason is a string or null. finished: one of them is a non-empty string.
+func decodeChoices(v []byte) (finished, ok bool) {
+	if string(v) == "null" {
+		return false, true
+	}
+	ok = true
+	walked := eachElement(v, 0, func(start, end int) bool {
+		el := v[start:end]
+		switch el[0] {
+		case 'n':
+			return true
+		case '{':
+		default:
+			ok = false
+			return false
+		}
+		var reason []byte // the last finish_reason of this choice; nil for none or null
+		if !eachMember(el, 0, func(key []byte, s, e int) bool {
+			if !keyFolds(key, "finish_reason") {
+				return true
+			}
+			switch r := el[s:e]; r[0] {
+			case 'n':
+				reason = nil
+			case '"':
+				reason = r
+			default:
+				ok = false
+				return false
+			}
+			return true
+		}) {
+			ok = false
+		}
+		if len(reason) > 2 { // a string other than ""
+			finished = true
+		}
+		return ok
+	})
+	return finished, ok && walked
+}
+
+// decodeUsage decodes a usage value into *u as json.Unmarshal(v, u) would: null sets it to nil,
+// an object is merged into it (allocated when nil), and a token count must be an integer.
+func decodeUsage(v []byte, u **usage) bool {
+	switch v[0] {
+	case 'n':
+		*u = nil
+		return true
+	case '{':
+	default:
+		return false
+	}
+	if *u == nil {
+		*u = new(usage)
+	}
+	dst := *u
+	ok := true
+	walked := eachMember(v, 0, func(key []byte, start, end int) bool {
+		var field *int
+		switch {
+		case keyFolds(key, "prompt_tokens"):
+			field = &dst.PromptTokens
+		case keyFolds(key, "completion_tokens"):
+			field = &dst.CompletionTokens
+		case keyFolds(key, "input_tokens"):
+			field = &dst.InputTokens
+		case keyFolds(key, "output_tokens"):
+			field = &dst.OutputTokens
+		default:
+			return true
+		}
+		n := v[start:end]
+		switch c := n[0]; {
+		case c == 'n':
+			return true // null leaves the field as it is
+		case c == '-' || c >= '0' && c <= '9':
+			x, err := strconv.ParseInt(string(n), 10, strconv.IntSize)
+			if err != nil {
+				ok = false // a fraction, an exponent or out of range: not an int
+				return false
+			}
+			*field = int(x)
+			return true
+		default:
+			ok = false
+			return false
+		}
+	})
+	return ok && walked
+}
+
+// answerUsage is the usage of a non-streamed answer, as json.Unmarshal of the body into
+// struct{ Usage *usage } finds it; ok is false when there is none or the body would not decode.
+func answerUsage(body []byte) (u usage, ok bool) {
+	if !json.Valid(body) {
+		return u, false
+	}
+	i := skipSpace(body, 0)
+	if body[i] != '{' {
+		return u, false // null has no usage; anything else is a type error
+	}
+	var p *usage
+	valid := true
+	if !eachMember(body, i, func(key []byte, start, end int) bool {
+		if keyFolds(key, "usage") && !decodeUsage(body[start:end], &p) {
+			valid = false
+			return false
+		}
+		return true
+	}) || !valid || p == nil {
+		return u, false
+	}
+	return *p, true
+}
