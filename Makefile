@@ -55,6 +55,8 @@ tools: ## Build (once, cached in ~/.cache/switchyard) the pinned helm and promto
 .PHONY: test
 test: envtest tools ## Run all unit and envtest suites (a real kube-apiserver and etcd).
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) test ./... -count=1
+	@# The request path and the health engine are shared by many goroutines: run them under the race detector too.
+	$(GO) test -race -count=1 ./internal/health/ ./internal/proxy/
 
 .PHONY: test-chart
 test-chart: envtest tools ## Lint, render and dry-run the Helm chart; check metric names, flags and alerts.

@@ -56,7 +56,7 @@ var (
 )
 
 // maxUpstreamBody bounds a non-streamed upstream answer held in memory before it is sent on.
-const maxUpstreamBody = 64 << 20
+var maxUpstreamBody int64 = 64 << 20 // a variable so tests can lower it
 
 // do runs one attempt. On success (and for a stream, from its first event on) it writes to w.
 func (s *Server) do(ctx context.Context, w http.ResponseWriter, a *attempt) (res result) {
@@ -117,6 +117,14 @@ func (s *Server) do(ctx context.Context, w http.ResponseWriter, a *attempt) (res
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 		res.detail = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, summarize(b))
 		return res
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		// The provider refused the gateway's own key (revoked, expired, wrong account): the
+		// channel is broken, not the request. Fail over, and never hand the provider's message
+		// (which quotes part of the key) to the client.
+		res.outcome = health.OutcomeServerError
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		res.detail = fmt.Sprintf("HTTP %d: the provider rejected the channel's credentials", resp.StatusCode)
+		return res
 	case resp.StatusCode >= 400:
 		res.outcome = health.OutcomeClientError
 		res.body, _ = io.ReadAll(io.LimitReader(resp.Body, 1<<20))
@@ -134,11 +142,17 @@ func (s *Server) do(ctx context.Context, w http.ResponseWriter, a *attempt) (res
 	}
 	firstByte.Stop()
 	res.ttft = time.Since(start)
-	body, err := readAllSized(io.LimitReader(resp.Body, maxUpstreamBody), resp.ContentLength)
+	// One byte more than the limit tells a body that fits from one that was cut: an answer
+	// truncated to invalid JSON must never go out as a 200.
+	body, err := readAllSized(io.LimitReader(resp.Body, maxUpstreamBody+1), resp.ContentLength)
 	if err != nil {
 		r := transportFailure(ctx, err, "reading the response body")
 		r.status = resp.StatusCode
 		return r
+	}
+	if int64(len(body)) > maxUpstreamBody {
+		return result{outcome: health.OutcomeServerError, status: resp.StatusCode,
+			detail: fmt.Sprintf("the upstream answer exceeds the proxy's %d MiB limit for non-streamed bodies", maxUpstreamBody>>20)}
 	}
 	res.outcome = health.OutcomeSuccess
 	res.latency = time.Since(start)
@@ -222,6 +236,9 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 			}
 			return result{outcome: health.OutcomeStreamCut, status: res.status, committed: res.committed, ttft: res.ttft, detail: detail}
 		}
+		if !res.committed && ev.noData {
+			continue // a keep-alive before the first event commits nothing: failover stays possible
+		}
 		if !res.committed {
 			firstByte.Stop()
 			whole.Stop() // from the first event on, streamIdle governs: a long answer is not a slow one
@@ -276,12 +293,25 @@ func strPtr(s string) *string { return &s }
 // finishAttempt reports the outcome to the health engine, the metrics and the access log.
 func (s *Server) finishAttempt(a *attempt, r *result) {
 	now := s.clock.Now()
+	key := health.Key{Channel: a.channel.Name, Model: a.model}
+	switch {
+	case a.probe && r.outcome == health.OutcomeClientError && !r.canceled:
+		// A probe the provider refuses (wrong shape, missing model) proves nothing: it fails, so
+		// the channel is journaled as ProbeFailed instead of waiting in Probing forever.
+		r.outcome = health.OutcomeServerError
+		r.detail = "probe refused: " + r.detail
+	case !a.probe && r.outcome == health.OutcomeSuccess:
+		// Probes copy the API real traffic uses for this channel×model.
+		if p, ok := s.apiPaths.Load(key); !ok || p.(string) != a.path {
+			s.apiPaths.Store(key, a.path)
+		}
+	}
 	if !r.canceled {
 		lat := r.latency
 		if a.stream && r.ttft > 0 {
 			lat = r.ttft // a stream's length says nothing about the channel; its first token does
 		}
-		s.engine.Observe(health.Key{Channel: a.channel.Name, Model: a.model},
+		s.engine.Observe(key,
 			health.Observation{At: now, Outcome: r.outcome, Latency: lat, RetryAfter: r.retryAfter, Probe: a.probe})
 	}
 	outcome := r.outcome.String()
@@ -398,6 +428,7 @@ type sseEvent struct {
 	finished      bool   // carries a finish_reason (chat/completions) or response.completed
 	malformed     bool
 	upstreamError bool
+	noData        bool // a comment or keep-alive (": ping"): no proof that an answer has started
 	usage         *usage
 }
 
@@ -468,6 +499,7 @@ func (s *sseReader) next() (sseEvent, error) {
 	}
 	switch {
 	case len(data) == 0:
+		ev.noData = true
 	case bytes.Equal(data, []byte("[DONE]")):
 		ev.done, s.sawDone = true, true
 	default:

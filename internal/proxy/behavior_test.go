@@ -1,6 +1,9 @@
 package proxy
 
 import (
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -129,5 +132,36 @@ func TestUpstreamModelRename(t *testing.T) {
 	}
 	if !strings.Contains(got.body, `"model":"gpt-4o-2024-08-06"`) || got.header.Get("X-Switchyard-Model") != "gpt-4o" {
 		t.Errorf("model naming: header %q body %s", got.header.Get("X-Switchyard-Model"), got.body)
+	}
+}
+
+// TestKeepAliveBeforeFirstEventDoesNotCommit: a provider that sends SSE comments but never an
+// answer is still failed over (its keep-alives are not a first event).
+func TestKeepAliveBeforeFirstEventDoesNotCommit(t *testing.T) {
+	ka := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(200)
+		for i := 0; i < 20; i++ {
+			if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}))
+	defer ka.Close()
+	r := newRig(t, rigConfig{})
+	cfg := strings.Replace(rigConfig{}.render(r.aURL, r.bURL), r.aURL+"/v1", ka.URL+"/v1", 1)
+	writeFile(t, r.dir, cfg)
+	if err := r.src.Load(r.srv); err != nil {
+		t.Fatal(err)
+	}
+	got := r.post("/v1/chat/completions", chat("gpt-4o", true))
+	if got.status != 200 || got.header.Get("X-Switchyard-Channel") != "chan-b" || !strings.Contains(got.body, "[DONE]") || strings.Contains(got.body, "keep-alive") {
+		t.Errorf("status %d from %q:\n%s", got.status, got.header.Get("X-Switchyard-Channel"), got.body)
 	}
 }

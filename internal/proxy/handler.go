@@ -192,7 +192,6 @@ func (rt *routeState) run(ctx context.Context) string {
 			if ch == nil {
 				break
 			}
-			rt.s.metrics.Panic.WithLabelValues(first.model).Set(1)
 			if _, stop := rt.try(ctx, first, ch, maxAttempts); stop != "" {
 				return stop
 			}

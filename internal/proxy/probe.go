@@ -25,7 +25,9 @@ func (s *Server) startProbes(ctx context.Context, now time.Time) {
 		if !ok {
 			continue
 		}
-		path, body := probeRequest(upstream)
+		seen, _ := s.apiPaths.Load(k)
+		path, _ := seen.(string)
+		path, body := probeRequest(path, upstream)
 		a := &attempt{channel: ch, model: k.Model, upstream: upstream, path: path, body: body,
 			timeout: ch.Timeouts.Request, header: http.Header{}, requestID: "probe-" + newRequestID(), number: 1, probe: true}
 		if key, ok := c.table.Credentials[ch.Name]; ok {
@@ -39,13 +41,26 @@ func (s *Server) startProbes(ctx context.Context, now time.Time) {
 	}
 }
 
-// probeRequest is the smallest request that looks like real traffic for the model: an embedding
-// for embedding models, otherwise a one-token chat completion.
-func probeRequest(upstream string) (path string, body []byte) {
-	if strings.Contains(upstream, "embedding") {
-		return "/embeddings", []byte(`{"model":` + quote(upstream) + `,"input":"ping"}`)
+// probeRequest is the smallest request that looks like real traffic for the model, on the API
+// path real traffic used (path is "" before any): a one-token answer, or an embedding.
+func probeRequest(path, upstream string) (string, []byte) {
+	m := `{"model":` + quote(upstream)
+	if path == "" {
+		path = "/chat/completions"
+		if strings.Contains(upstream, "embedding") {
+			path = "/embeddings"
+		}
 	}
-	return "/chat/completions", []byte(`{"model":` + quote(upstream) + `,"messages":[{"role":"user","content":"ping"}],"max_tokens":1}`)
+	switch path {
+	case "/embeddings":
+		return path, []byte(m + `,"input":"ping"}`)
+	case "/completions":
+		return path, []byte(m + `,"prompt":"ping","max_tokens":1}`)
+	case "/responses":
+		return path, []byte(m + `,"input":"ping","max_output_tokens":16}`)
+	default:
+		return "/chat/completions", []byte(m + `,"messages":[{"role":"user","content":"ping"}],"max_tokens":1}`)
+	}
 }
 
 func quote(s string) string {

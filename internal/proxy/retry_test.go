@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchyard-io/switchyard/internal/health"
 	"github.com/switchyard-io/switchyard/internal/mockprovider"
 )
 
@@ -76,5 +77,77 @@ func TestRetryBudget(t *testing.T) {
 	// The window slides: ten seconds later the old requests and retries are forgotten.
 	if !b.allowRetry(at.Add(11*time.Second), 20) {
 		t.Error("budget did not recover once the window moved on")
+	}
+}
+
+func TestRejectedCredentialsFailOverAndNeverReachTheClient(t *testing.T) {
+	r := newRig(t, rigConfig{})
+	r.A.SetBehavior("gpt-4o", mockprovider.Behavior{Mode: mockprovider.ModeStatus, Status: 401, Message: "Incorrect API key provided: sk-proj-****wxyz"})
+	got := r.post("/v1/chat/completions", chat("gpt-4o", false))
+	if got.status != 200 || got.header.Get("X-Switchyard-Channel") != "chan-b" {
+		t.Errorf("401 from A: status %d from %q, want 200 from chan-b", got.status, got.header.Get("X-Switchyard-Channel"))
+	}
+	r.B.SetBehavior("gpt-4o", mockprovider.Behavior{Mode: mockprovider.ModeStatus, Status: 403, Message: "key sk-b-****1234 is disabled"})
+	got = r.post("/v1/chat/completions", chat("gpt-4o", false))
+	if got.status != 503 || strings.Contains(got.body, "****") || !strings.Contains(got.body, "rejected the channel's credentials") {
+		t.Errorf("both keys rejected: %d %s", got.status, got.body)
+	}
+}
+
+func TestOversizedAnswerIsNotTruncatedInto200(t *testing.T) {
+	old := maxUpstreamBody
+	maxUpstreamBody = 64
+	defer func() { maxUpstreamBody = old }()
+	r := newRig(t, rigConfig{policy: "panicRouting: false"})
+	got := r.post("/v1/chat/completions", chat("gpt-4o", false))
+	if got.status == 200 {
+		t.Errorf("an answer over the limit went out as 200: %s", got.body)
+	}
+	if !strings.Contains(got.body, "exceeds the proxy's") {
+		t.Errorf("the 503 does not say why: %s", got.body)
+	}
+}
+
+func TestProbesUseTheAPIRealTrafficUses(t *testing.T) {
+	r := newRig(t, rigConfig{})
+	// Real traffic for gpt-4o on A goes to /v1/embeddings.
+	if got := r.post("/v1/embeddings", `{"model":"gpt-4o","input":"hello"}`); got.status != 200 {
+		t.Fatalf("%d %s", got.status, got.body)
+	}
+	r.A.SetBehavior("gpt-4o", mockprovider.Behavior{Mode: mockprovider.ModeStatus, Status: 500})
+	for i := 0; i < 6; i++ {
+		r.post("/v1/embeddings", `{"model":"gpt-4o","input":"hello"}`)
+	}
+	if p := r.phase("chan-a", "gpt-4o"); p != "Ejected" {
+		t.Fatalf("phase %s", p)
+	}
+	r.A.SetBehavior("gpt-4o", mockprovider.Behavior{})
+	r.step(5*time.Minute + time.Second)
+	if !strings.Contains(r.accessLog.String(), `"probe":true`) {
+		t.Fatal("no probe sent")
+	}
+	// The probe copied the real traffic's API and succeeded.
+	if p := r.phase("chan-a", "gpt-4o"); p != "Probing" {
+		t.Errorf("after one good probe: %s", p)
+	}
+	if path, _ := probeRequest("/embeddings", "gpt-4o"); path != "/embeddings" {
+		t.Errorf("probe path %s", path)
+	}
+	seen, _ := r.srv.apiPaths.Load(health.Key{Channel: "chan-a", Model: "gpt-4o"})
+	if seen != "/embeddings" {
+		t.Errorf("remembered path %v, want /embeddings", seen)
+	}
+
+	// A probe the provider refuses with a 4xx fails (journaled), instead of leaving the channel
+	// in Probing forever.
+	r.A.SetBehavior("gpt-4o", mockprovider.Behavior{Mode: mockprovider.ModeStatus, Status: 404})
+	r.step(10 * time.Second)
+	if p := r.phase("chan-a", "gpt-4o"); p != "Ejected" {
+		t.Errorf("after a refused probe: %s, want Ejected (ProbeFailed)", p)
+	}
+	evs := r.srv.EventsSince(0)
+	last := evs.Events[len(evs.Events)-1]
+	if last.Reason != "ProbeFailed" || !strings.Contains(last.Message, "server_error") {
+		t.Errorf("last event %+v", last)
 	}
 }

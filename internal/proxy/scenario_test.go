@@ -351,10 +351,37 @@ func TestPanicRoutingWhenEveryChannelIsOut(t *testing.T) {
 	if got.status != 200 {
 		t.Errorf("panic routing: %d %s", got.status, got.body)
 	}
-	resp, _ := http.Get(r.admin.URL + "/metrics")
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if !strings.Contains(string(b), `switchyard_model_panic_routing{model="gpt-4o"} 1`) {
-		t.Error("panic routing is not visible in the metrics")
+	panicGauge := func() string {
+		resp, err := http.Get(r.admin.URL + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, `switchyard_model_panic_routing{model="gpt-4o"}`) {
+				return strings.TrimSpace(strings.TrimPrefix(line, `switchyard_model_panic_routing{model="gpt-4o"}`))
+			}
+		}
+		return "absent"
+	}
+	r.step(0)
+	if g := panicGauge(); g != "1" {
+		t.Errorf("panic routing is not visible in the metrics: gauge %s", g)
+	}
+	// B recovers through cooldown, probes and the first ramp step: routable again, no more panic.
+	r.step(5*time.Minute + time.Second)
+	for i := 0; i < 3; i++ {
+		r.step(10 * time.Second)
+	}
+	if p := r.phase("chan-b", "gpt-4o"); p != "RampingUp" {
+		t.Fatalf("B should be ramping up, is %s", p)
+	}
+	for i := 0; i < 30; i++ { // the 5% step: some requests go to B first, all succeed through B
+		r.post("/v1/chat/completions", chat("gpt-4o", false))
+	}
+	r.step(time.Second)
+	if g := panicGauge(); g != "0" {
+		t.Errorf("the panic gauge did not go back to 0 once a channel was routable: %s", g)
 	}
 }

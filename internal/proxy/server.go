@@ -70,11 +70,12 @@ type Server struct {
 	load    adminapi.ConfigState
 	budgets sync.Map // policy key -> *retryBudget, kept across reloads
 
-	draining   atomic.Bool
-	probeWG    sync.WaitGroup
-	lastSeq    atomic.Uint64 // journal events already turned into metrics
-	eventsMu   sync.Mutex
-	knownPanic map[string]bool
+	draining     atomic.Bool
+	probeWG      sync.WaitGroup
+	lastSeq      atomic.Uint64 // journal events already turned into metrics
+	eventsMu     sync.Mutex
+	panicScratch map[string]bool // publishStatus's per-model panic flags, reused (under cfgMu)
+	apiPaths     sync.Map        // health.Key -> the API path of its last successful request, for probes
 }
 
 // config is one compiled table plus the indexes the request path needs. It is immutable once
@@ -121,16 +122,16 @@ func New(opts Options) *Server {
 	b := make([]byte, 8)
 	_, _ = crand.Read(b)
 	s := &Server{
-		opts:       opts,
-		log:        opts.Logger,
-		clock:      opts.Clock,
-		engine:     health.NewEngine(opts.JournalSize),
-		registry:   opts.Registry,
-		metrics:    NewMetrics(opts.Registry),
-		client:     &http.Client{Transport: opts.Transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
-		accessLog:  newAccessLog(opts.AccessLog),
-		bootID:     hex.EncodeToString(b),
-		knownPanic: map[string]bool{},
+		opts:         opts,
+		log:          opts.Logger,
+		clock:        opts.Clock,
+		engine:       health.NewEngine(opts.JournalSize),
+		registry:     opts.Registry,
+		metrics:      NewMetrics(opts.Registry),
+		client:       &http.Client{Transport: opts.Transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
+		accessLog:    newAccessLog(opts.AccessLog),
+		bootID:       hex.EncodeToString(b),
+		panicScratch: map[string]bool{},
 	}
 	return s
 }
@@ -199,15 +200,23 @@ func (s *Server) Apply(t *routing.Table, source string) {
 			c.keys = append(c.keys, tg.Key)
 		}
 	}
-	if old := s.cfg.Load(); old != nil {
+	old := s.cfg.Load()
+	s.engine.Configure(now, targets)
+	s.cfg.Store(c)
+	// Series of keys that left the config go only after the new config is in place; publishStatus
+	// runs under cfgMu too, so it cannot bring them back from the old config.
+	if old != nil {
 		for _, k := range old.keys {
 			if !keep[k] {
 				s.metrics.forget(k)
 			}
 		}
+		for m := range old.models {
+			if c.models[m] == nil {
+				s.metrics.Panic.DeleteLabelValues(m)
+			}
+		}
 	}
-	s.engine.Configure(now, targets)
-	s.cfg.Store(c)
 	s.loadMu.Lock()
 	s.load = adminapi.ConfigState{Source: source, Hash: t.Hash(), LoadedAt: now.UTC()}
 	s.loadMu.Unlock()
@@ -263,28 +272,42 @@ func (s *Server) Step(ctx context.Context) {
 	now := s.clock.Now()
 	s.engine.Tick(now)
 	s.startProbes(ctx, now)
+	s.cfgMu.Lock()
 	s.publishStatus(now)
+	s.cfgMu.Unlock()
 }
 
 // WaitProbes waits for the probes started so far (tests).
 func (s *Server) WaitProbes() { s.probeWG.Wait() }
 
-// publishStatus refreshes the health gauges and turns new journal events into metrics and logs.
+// publishStatus (called with cfgMu held) refreshes the health gauges and turns new journal events into metrics and logs.
 func (s *Server) publishStatus(now time.Time) {
 	// Key by key rather than engine.Status: with thousands of keys, one slice of every status per
 	// tick was most of this sweep's cost.
 	if c := s.cfg.Load(); c != nil {
+		clear(s.panicScratch)
 		for _, k := range c.keys {
 			if st, ok := s.engine.StatusOf(now, k); ok {
 				s.metrics.observeStatus(st)
+				s.panicScratch[k.Model] = s.panicScratch[k.Model] || st.Panic
 			}
+		}
+		// Per model, 1 while its last routing decision was panic routing, back to 0 after.
+		for m := range c.models {
+			v := 0.0
+			if s.panicScratch[m] {
+				v = 1
+			}
+			s.metrics.Panic.WithLabelValues(m).Set(v)
 		}
 	}
 	s.eventsMu.Lock()
 	defer s.eventsMu.Unlock()
 	for _, ev := range s.engine.Events(s.lastSeq.Load()) {
 		s.lastSeq.Store(ev.Seq)
-		if ev.To == health.PhaseEjected {
+		// A failed probe restarts the cooldown of the same ejection; it is not a new one (the
+		// engine's own count agrees).
+		if ev.To == health.PhaseEjected && ev.From != health.PhaseProbing {
 			s.metrics.Ejections.WithLabelValues(ev.Channel, ev.Model, ev.Reason).Inc()
 		}
 		s.log.Info("Channel phase changed", "channel", ev.Channel, "model", ev.Model, "from", ev.From.String(), "to", ev.To.String(),
