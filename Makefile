@@ -89,6 +89,10 @@ build: ## Build bin/switchyard.
 
 IMG ?= switchyard:latest
 
+.PHONY: image
+image: ## Build the image without a Docker engine (static binary on scratch, non-root) into bin/switchyard-image.tar, and verify it.
+	$(GO) run ./hack/image --out bin/switchyard-image.tar --tag $(IMG) --version $(VERSION)
+
 .PHONY: docker-build
 docker-build: ## Build the container image $(IMG) (needs a Docker engine; none runs on the dev machines).
 	docker build --build-arg VERSION=$(VERSION) -t $(IMG) .
