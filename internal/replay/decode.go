@@ -130,48 +130,20 @@ func decodeLine(b []byte, r *rawLine) error {
 				}
 				r.attempt = int(min(max(n, 0), math.MaxInt32))
 			case "latencyMs":
-				f, ok, err := d.floatOrNull()
-				if err != nil {
+				if r.latency, err = d.millis(); err != nil {
 					return err
-				}
-				if ok {
-					if f < 0 || f > 1e12 {
-						return errBadLatency
-					}
-					r.latency = time.Duration(f * float64(time.Millisecond))
 				}
 			case "ttftMs":
-				f, ok, err := d.floatOrNull()
-				if err != nil {
+				if r.ttft, err = d.millis(); err != nil {
 					return err
 				}
-				if ok {
-					if f < 0 || f > 1e12 {
-						return errBadLatency
-					}
-					r.ttft = time.Duration(f * float64(time.Millisecond))
-				}
 			case "stream":
-				switch {
-				case d.literal("true") == nil:
-					r.stream = true
-				case d.literal("false") == nil, d.null():
-				default:
-					if err := d.skip(0); err != nil {
-						return err
-					}
-					return errWrongType
+				if r.stream, err = d.boolOrNull(); err != nil {
+					return err
 				}
 			case "probe":
-				switch {
-				case d.literal("true") == nil:
-					r.probe = true
-				case d.literal("false") == nil, d.null():
-				default:
-					if err := d.skip(0); err != nil {
-						return err
-					}
-					return errWrongType
+				if r.probe, err = d.boolOrNull(); err != nil {
+					return err
 				}
 			default:
 				if err := d.skip(0); err != nil {
@@ -555,4 +527,30 @@ func (d *scanner) literal(s string) error {
 		return nil
 	}
 	return errSyntax
+}
+
+// millis reads a duration in milliseconds (a JSON number, or null for none).
+func (d *scanner) millis() (time.Duration, error) {
+	f, ok, err := d.floatOrNull()
+	if err != nil || !ok {
+		return 0, err
+	}
+	if f < 0 || f > 1e12 {
+		return 0, errBadLatency
+	}
+	return time.Duration(f * float64(time.Millisecond)), nil
+}
+
+// boolOrNull reads true, false or null (false).
+func (d *scanner) boolOrNull() (bool, error) {
+	switch {
+	case d.literal("true") == nil:
+		return true, nil
+	case d.literal("false") == nil, d.null():
+		return false, nil
+	}
+	if err := d.skip(0); err != nil {
+		return false, err
+	}
+	return false, errWrongType
 }
