@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	v1alpha1 "github.com/switchyard-io/switchyard/api/v1alpha1"
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
 
@@ -30,9 +31,16 @@ func KeyEnvName(channel string) string {
 
 // LoadFiles reads and compiles the manifests at path, applying key overrides from the environment.
 func LoadFiles(path string, getenv func(string) string) (*routing.Table, []routing.Problem, error) {
+	t, _, problems, err := loadFiles(path, getenv)
+	return t, problems, err
+}
+
+// loadFiles is LoadFiles that also returns the channel objects it read (nil on a read error), so
+// a rejected config can still pass its on-call overrides on.
+func loadFiles(path string, getenv func(string) string) (*routing.Table, []v1alpha1.ProviderChannel, []routing.Problem, error) {
 	in, err := routing.LoadManifests(path)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	in.KeyOverrides = map[string]string{}
 	for _, c := range in.Channels {
@@ -46,12 +54,12 @@ func LoadFiles(path string, getenv func(string) string) (*routing.Table, []routi
 		for i, p := range problems {
 			msgs[i] = p.String()
 		}
-		return nil, problems, fmt.Errorf("config has %d problem(s): %s", len(problems), strings.Join(msgs, "; "))
+		return nil, in.Channels, problems, fmt.Errorf("config has %d problem(s): %s", len(problems), strings.Join(msgs, "; "))
 	}
 	if len(t.Policies) == 0 {
-		return nil, nil, errors.New("config has no RoutingPolicy: nothing to serve")
+		return nil, in.Channels, nil, errors.New("config has no RoutingPolicy: nothing to serve")
 	}
-	return t, nil, nil
+	return t, in.Channels, nil, nil
 }
 
 // FileSource loads the standalone config from a file or directory and reloads it when its
@@ -73,8 +81,15 @@ func (f *FileSource) Load(s *Server) error {
 		return err
 	}
 	f.last = sum
-	t, problems, err := LoadFiles(f.Path, f.getenv())
+	t, channels, problems, err := loadFiles(f.Path, f.getenv())
 	if err != nil {
+		// The last good table keeps serving, but an on-call `disabled: true` edited in at the
+		// same time as a mistake elsewhere must still take effect.
+		if cur := s.cfg.Load(); cur != nil && channels != nil {
+			if over := routing.WithOverrides(cur.table, channels); over.Hash() != cur.table.Hash() {
+				s.Apply(over, f.Path+" (last good config with the operator overrides)")
+			}
+		}
 		s.RejectConfig(f.Path, err, problems)
 		return err
 	}
