@@ -38,7 +38,9 @@ type selItem struct {
 //     its slice of the cumulative weights, in policy order); the rest follow by Weight, highest
 //     first, ties in policy order.
 //   - HealthScore: routes are ordered by score band (91-100, 81-90, ...: one failure must not move
-//     all traffic), best first, ties in policy order; then the share draw below.
+//     all traffic), best first, ties in policy order; in 10% of calls (canaryShare) the best channel
+//     of a lower band goes first, so a demoted channel keeps producing evidence; then the share
+//     draw below.
 //   - Priority: policy order; then the share draw below.
 //
 // Share draw (HealthScore, Priority): walking that order, a channel with f < 1 keeps its place
@@ -163,6 +165,17 @@ func order(sel []selItem, strategy Strategy, rnd float64) {
 		return
 	case StrategyHealthScore:
 		insertionSort(sel, func(a, b *selItem) bool { return scoreBand(a.s.score) > scoreBand(b.s.score) })
+		// Canary: the best channel of a lower band goes first in canaryShare of the calls. Without
+		// evidence a demoted channel's window empties, its score recovers, traffic returns and
+		// fails again: it would flip Healthy/Degraded instead of being ejected (or cleared).
+		if len(sel) > 1 && scoreBand(sel[1].s.score) < scoreBand(sel[0].s.score) {
+			if rnd < canaryShare {
+				sel[0], sel[1] = sel[1], sel[0]
+				rnd /= canaryShare
+			} else {
+				rnd = (rnd - canaryShare) / (1 - canaryShare)
+			}
+		}
 	}
 	u := rnd
 	for i := range sel {
@@ -182,6 +195,10 @@ func order(sel []selItem, strategy Strategy, rnd float64) {
 // raw score: one failure costs a point or two, and moving every first attempt to the peer for that
 // would flip traffic between channels on noise.
 func scoreBand(score int) int { return (score + 9) / 10 }
+
+// canaryShare of HealthScore calls try the best lower-band channel first, so it keeps producing
+// evidence: a real failure gets it ejected quickly, a blip clears.
+const canaryShare = 0.1
 
 // insertionSort is a stable sort without allocation; candidate lists are short.
 func insertionSort(s []selItem, less func(a, b *selItem) bool) {

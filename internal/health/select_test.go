@@ -2,6 +2,7 @@ package health
 
 import (
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -41,7 +42,8 @@ func TestSelectStrategies(t *testing.T) {
 		rnd      float64
 		want     []string
 	}{
-		{"HealthScore: best score first", StrategyHealthScore, 0.01, []string{kB.Channel, kA.Channel, kC.Channel}},
+		{"HealthScore: best score band first", StrategyHealthScore, 0.5, []string{kB.Channel, kA.Channel, kC.Channel}},
+		{"HealthScore: canary, the best lower band first in 10% of calls", StrategyHealthScore, 0.01, []string{kA.Channel, kB.Channel, kC.Channel}},
 		{"HealthScore: degraded keeps last place either way", StrategyHealthScore, 0.99, []string{kB.Channel, kA.Channel, kC.Channel}},
 		{"Priority: list order", StrategyPriority, 0.01, []string{kA.Channel, kB.Channel, kC.Channel}},
 		{"Weighted: low draw picks the first slice", StrategyWeighted, 0, []string{kA.Channel, kB.Channel, kC.Channel}},
@@ -131,4 +133,39 @@ func TestSelectSkipsUnknownAndNotRoutable(t *testing.T) {
 	if got := channels(routes); !slices.Equal(got, []string{kB.Channel}) {
 		t.Errorf("routes %v, want only %s", got, kB.Channel)
 	}
+}
+
+// TestHealthScoreCanaryEjectsAStarvedChannel: under HealthScore a failing first choice is demoted
+// after a failure or two; the canary share keeps sending it a little traffic, so it is ejected
+// within seconds instead of flipping Healthy/Degraded as its empty window recovers.
+func TestHealthScoreCanaryEjectsAStarvedChannel(t *testing.T) {
+	set := chat()
+	e := newEngine(t, set, kA, kB)
+	cands := []Candidate{{Channel: kA.Channel, Weight: 100}, {Channel: kB.Channel, Weight: 100}}
+	rng := rand.New(rand.NewPCG(1, 2))
+	var routes []Route
+	// 2 requests/s (quiet enough that the score is re-evaluated between failures); from t0
+	// channel A fails every attempt, B answers.
+	for i := range 2 * 120 {
+		at := t0.Add(time.Duration(i) * 500 * time.Millisecond)
+		routes = e.Select(at, kA.Model, cands, StrategyHealthScore, true, rng.Float64(), routes)
+		if len(routes) == 0 {
+			t.Fatal("nothing routable")
+		}
+		switch routes[0].Channel {
+		case kA.Channel:
+			e.Observe(kA, failure(at, OutcomeServerError))
+			e.Observe(kB, success(at, 300*time.Millisecond))
+		default:
+			e.Observe(kB, success(at, 300*time.Millisecond))
+		}
+		if st := status(t, e, at, kA); st.Phase == PhaseEjected {
+			t.Logf("ejected %s after the channel started failing", at.Sub(t0))
+			if d := at.Sub(t0); d > 45*time.Second {
+				t.Errorf("ejected only after %s", d)
+			}
+			return
+		}
+	}
+	t.Fatalf("a channel failing every attempt was never ejected; journal: %v", reasons(eventsOf(e, kA)))
 }
