@@ -32,6 +32,7 @@ func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var (
 		configPath  = fs.String("config", "", "standalone: a YAML file or directory of ProviderChannel, RoutingPolicy and Secret manifests (reloaded on change and on SIGHUP)")
 		configMap   = fs.String("configmap", "", "in cluster: NAMESPACE/NAME of the ConfigMap the controller writes (credentials come from the Secret NAME-credentials)")
+		credSecret  = fs.String("credentials-secret", "", "with --configmap: the Secret holding provider keys (default NAME-credentials, the controller's default)")
 		kubeconfig  = fs.String("kubeconfig", "", "kubeconfig for --configmap outside a cluster (default: in-cluster, then $KUBECONFIG)")
 		listen      = fs.String("listen", ":8080", "address of the OpenAI-compatible API")
 		adminListen = fs.String("admin-listen", ":9090", "address of the admin port: /healthz, /readyz, /metrics, /admin/v1/...")
@@ -110,7 +111,7 @@ func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			return fmt.Errorf("failed to load Kubernetes client config: %w", err)
 		}
-		src := &kubesource.ConfigMapSource{Config: cfg, Namespace: ns, Name: name}
+		src := &kubesource.ConfigMapSource{Config: cfg, Namespace: ns, Name: name, SecretName: *credSecret}
 		if err := src.Run(bg, srv); err != nil {
 			return err
 		}

@@ -13,6 +13,8 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/switchyard-io/switchyard/internal/routing"
 )
 
 // Labels and annotations on the objects the controller writes. The proxy relies on the hash
@@ -20,9 +22,9 @@ import (
 const (
 	ManagedByLabel       = "app.kubernetes.io/managed-by"
 	ManagedByValue       = "switchyard"
-	ConfigHashAnnotation = "switchyard.io/config-hash"
-	TableKey             = "table.json"
-	CredentialsKey       = "credentials.json"
+	ConfigHashAnnotation = routing.HashAnnotation
+	TableKey             = routing.ConfigMapKey
+	CredentialsKey       = routing.CredentialsKey
 
 	// FieldOwner is the server-side-apply field manager of everything the controller writes.
 	FieldOwner = "switchyard-controller"
@@ -97,7 +99,7 @@ func (o *Options) complete() error {
 		o.ConfigMapName = DefaultConfigMapName
 	}
 	if o.CredentialsSecretName == "" {
-		o.CredentialsSecretName = o.ConfigMapName + "-credentials"
+		o.CredentialsSecretName = o.ConfigMapName + routing.CredentialsSuffix
 	}
 	if o.AdminPortName == "" {
 		o.AdminPortName = DefaultAdminPortName

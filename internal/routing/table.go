@@ -176,3 +176,16 @@ func (c *Channel) Upstream(model string) (string, bool) {
 	}
 	return "", false
 }
+
+// How the controller publishes a table for the proxies, and how `switchyard proxy --configmap`
+// reads it: one definition for both sides.
+const (
+	// ConfigMapKey holds the table (JSON, no keys) in the routing ConfigMap.
+	ConfigMapKey = "table.json"
+	// CredentialsKey holds the keys (JSON object, channel name → key) in the credentials Secret.
+	CredentialsKey = "credentials.json"
+	// HashAnnotation carries Table.Hash on both objects; the proxy applies them when they match.
+	HashAnnotation = "switchyard.io/config-hash"
+	// CredentialsSuffix names the default credentials Secret: <ConfigMap name>-credentials.
+	CredentialsSuffix = "-credentials"
+)

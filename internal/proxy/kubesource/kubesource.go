@@ -20,12 +20,12 @@ import (
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
 
-// The controller writes the compiled table and the credentials under these names and keys.
+// The names the controller publishes under (defined once, in package routing).
 const (
-	ConfigMapKey      = "table.json"
-	CredentialsKey    = "credentials.json"
-	HashAnnotation    = "switchyard.io/config-hash"
-	CredentialsSuffix = "-credentials"
+	ConfigMapKey      = routing.ConfigMapKey
+	CredentialsKey    = routing.CredentialsKey
+	HashAnnotation    = routing.HashAnnotation
+	CredentialsSuffix = routing.CredentialsSuffix
 )
 
 // ConfigMapSource watches the controller's ConfigMap and the credentials Secret beside it (only
@@ -35,6 +35,16 @@ type ConfigMapSource struct {
 	Config    *rest.Config
 	Namespace string
 	Name      string
+	// SecretName is the credentials Secret (default Name + "-credentials", as the controller's
+	// --credentials-secret-name defaults).
+	SecretName string
+}
+
+func (k *ConfigMapSource) secretName() string {
+	if k.SecretName != "" {
+		return k.SecretName
+	}
+	return k.Name + CredentialsSuffix
 }
 
 func (k *ConfigMapSource) source() string { return fmt.Sprintf("configmap %s/%s", k.Namespace, k.Name) }
@@ -50,7 +60,7 @@ func (k *ConfigMapSource) Run(ctx context.Context, s *proxy.Server) error {
 		return informers.NewSharedInformerFactoryWithOptions(cs, 10*time.Minute, informers.WithNamespace(k.Namespace),
 			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + name }))
 	}
-	cmFactory, secFactory := factory(k.Name), factory(k.Name+CredentialsSuffix)
+	cmFactory, secFactory := factory(k.Name), factory(k.secretName())
 	cmInf := cmFactory.Core().V1().ConfigMaps()
 	secInf := secFactory.Core().V1().Secrets()
 	changed := make(chan struct{}, 1)
@@ -86,7 +96,7 @@ func (k *ConfigMapSource) Run(ctx context.Context, s *proxy.Server) error {
 			case <-changed:
 			}
 			cm, cmErr := cmInf.Lister().ConfigMaps(k.Namespace).Get(k.Name)
-			sec, secErr := secInf.Lister().Secrets(k.Namespace).Get(k.Name + CredentialsSuffix)
+			sec, secErr := secInf.Lister().Secrets(k.Namespace).Get(k.secretName())
 			if cmErr != nil {
 				s.RejectConfig(k.source(), fmt.Errorf("ConfigMap %s/%s: %w", k.Namespace, k.Name, cmErr), nil)
 				continue
@@ -143,7 +153,7 @@ func decodeTable(cm *corev1.ConfigMap, sec *corev1.Secret) (*routing.Table, erro
 		return t, nil
 	}
 	if sec == nil {
-		return nil, fmt.Errorf("the credentials Secret %s/%s%s is missing", cm.Namespace, cm.Name, CredentialsSuffix)
+		return nil, fmt.Errorf("the credentials Secret for ConfigMap %s/%s is missing", cm.Namespace, cm.Name)
 	}
 	if want, got := cm.Annotations[HashAnnotation], sec.Annotations[HashAnnotation]; want != "" && got != want {
 		return nil, fmt.Errorf("the credentials Secret is for config %q, the ConfigMap is %q: waiting for both to match", got, want)
