@@ -340,7 +340,13 @@ func (s *state) figures() string {
 	if s.baseline > 0 {
 		base = "baseline " + dur(s.baseline).String()
 	}
-	return fmt.Sprintf("error rate %.1f%% (%d/%d), p95 %s vs %s over %s", rate, fail, req, dur(s.p95v()), base, s.set.Window)
+	// The score takes the worse of the window and the recent window: show the recent one too, or
+	// a message like "score 29 (error rate 4.2% over 60s)" makes no sense to whoever reads it.
+	recent := ""
+	if rr, rf := s.win.recent.requests(), s.win.recent.failures(); rr > 0 && rf > 0 {
+		recent = fmt.Sprintf("; recent %.1f%% (%d/%d) over %s", float64(rf)*100/float64(rr), rf, rr, s.set.RecentErrorWindow)
+	}
+	return fmt.Sprintf("error rate %.1f%% (%d/%d) over %s%s; p95 %s vs %s", rate, fail, req, s.set.Window, recent, dur(s.p95v()), base)
 }
 
 func dur(ns float64) time.Duration { return time.Duration(ns).Round(time.Millisecond) }
