@@ -5,28 +5,17 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/switchyard-io/switchyard/internal/mockprovider"
+	"github.com/switchyard-io/switchyard/internal/testutil"
 )
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
 
 func writeConfig(t *testing.T, upstream string) string {
 	t.Helper()
@@ -52,23 +41,6 @@ spec:
 	return dir
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestProxySIGTERMDrains: on SIGTERM (the context the signal cancels) the proxy stops accepting,
 // fails readiness, lets the in-flight request finish, and exits 0.
 func TestProxySIGTERMDrains(t *testing.T) {
@@ -78,10 +50,10 @@ func TestProxySIGTERMDrains(t *testing.T) {
 	defer up.Close()
 	defer mock.Close()
 
-	api, admin := freeAddr(t), freeAddr(t)
+	api, admin := testutil.FreeAddr(t), testutil.FreeAddr(t)
 	ctx, sigterm := context.WithCancel(context.Background())
 	defer sigterm()
-	logs := &lockedBuffer{}
+	logs := &testutil.SyncBuffer{}
 	exit := make(chan int, 1)
 	go func() {
 		exit <- run(ctx, []string{"proxy", "--config", writeConfig(t, up.URL), "--listen", api, "--admin-listen", admin, "--drain-timeout", "10s"}, io.Discard, logs)
@@ -142,7 +114,7 @@ func TestProxyRefusesABadConfigAtStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stderr bytes.Buffer
-	code := run(context.Background(), []string{"proxy", "--config", dir, "--listen", freeAddr(t), "--admin-listen", freeAddr(t)}, io.Discard, &stderr)
+	code := run(context.Background(), []string{"proxy", "--config", dir, "--listen", testutil.FreeAddr(t), "--admin-listen", testutil.FreeAddr(t)}, io.Discard, &stderr)
 	if code != 1 || !strings.Contains(stderr.String(), "ProviderChannel nowhere not found") {
 		t.Errorf("exit %d, stderr:\n%s", code, stderr.String())
 	}

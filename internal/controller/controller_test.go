@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -17,31 +16,10 @@ import (
 
 	v1alpha1 "github.com/switchyard-io/switchyard/api/v1alpha1"
 	"github.com/switchyard-io/switchyard/internal/routing"
+	"github.com/switchyard-io/switchyard/internal/testutil"
 )
 
 func stringsReader(s string) *strings.Reader { return strings.NewReader(s) }
-
-// golden compares got with testdata/name, or rewrites it with -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./internal/controller -run %s -update to create it)", err, t.Name())
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file (run with -update if the change is intended)\n--- got\n%s", path, got)
-	}
-}
 
 // TestConfigMapFromSamples: the sample channels and policies become the routing ConfigMap, the
 // same table the standalone proxy compiles from the same files; the keys go to the Secret only.
@@ -63,7 +41,7 @@ func TestConfigMapFromSamples(t *testing.T) {
 	}).WithTimeout(20 * time.Second).Should(Succeed())
 	// The golden file names the namespace llm, whatever this run's namespace is.
 	normal := strings.ReplaceAll(cm.Data[TableKey], `"namespace": "`+h.ns+`"`, `"namespace": "llm"`)
-	golden(t, "chat-gpt4o.configmap.golden.json", []byte(normal+"\n"))
+	testutil.Golden(t, *update, "chat-gpt4o.configmap.golden.json", []byte(normal+"\n"))
 
 	// The same function as the standalone proxy: compiling the files gives the same table and hash.
 	in, err := routing.LoadManifests(filepath.Join("..", "..", "config", "samples", "chat-gpt4o.yaml"))

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/switchyard-io/switchyard/internal/mockprovider"
+	"github.com/switchyard-io/switchyard/internal/testutil"
 )
 
 // fakeClock is the proxy's health clock in tests: it only moves when told to.
@@ -37,24 +37,6 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// syncBuffer collects log output from many goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // Provider keys of the rig's two channels: tests assert they never leak.
 const (
 	keyA = "sk-test-provider-a-7f3c9e"
@@ -73,8 +55,8 @@ type rig struct {
 	api       *httptest.Server
 	admin     *httptest.Server
 	clock     *fakeClock
-	logs      *syncBuffer
-	accessLog *syncBuffer
+	logs      *testutil.SyncBuffer
+	accessLog *testutil.SyncBuffer
 }
 
 // rigConfig is the manifest template: %[1]s and %[2]s are A's and B's base URLs; channelExtra
@@ -155,7 +137,7 @@ func indent(s string) string {
 
 func newRig(t *testing.T, cfg rigConfig) *rig {
 	t.Helper()
-	r := &rig{t: t, clock: &fakeClock{t: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}, logs: &syncBuffer{}, accessLog: &syncBuffer{}}
+	r := &rig{t: t, clock: &fakeClock{t: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}, logs: &testutil.SyncBuffer{}, accessLog: &testutil.SyncBuffer{}}
 	r.A = mockprovider.New(mockprovider.Options{Name: "a", APIKey: keyA})
 	r.B = mockprovider.New(mockprovider.Options{Name: "b", APIKey: keyB})
 	as, bs := httptest.NewServer(r.A), httptest.NewServer(r.B)

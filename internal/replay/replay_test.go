@@ -15,31 +15,10 @@ import (
 
 	v1alpha1 "github.com/switchyard-io/switchyard/api/v1alpha1"
 	"github.com/switchyard-io/switchyard/internal/routing"
+	"github.com/switchyard-io/switchyard/internal/testutil"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files (and the generated logs) in testdata/")
-
-// golden compares got with testdata/name, or writes it with -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./internal/replay -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file (run with -update if the change is intended)\n--- got\n%s", path, got)
-	}
-}
 
 type scenario struct {
 	name      string
@@ -61,10 +40,10 @@ var scenarios = []scenario{
 // them from those files.
 func runScenario(t *testing.T, sc scenario) *Report {
 	t.Helper()
-	golden(t, filepath.Join(sc.name, "policy.yaml"), []byte(sc.policy))
-	golden(t, filepath.Join(sc.name, "log.jsonl"), sc.log())
+	testutil.Golden(t, *update, filepath.Join(sc.name, "policy.yaml"), []byte(sc.policy))
+	testutil.Golden(t, *update, filepath.Join(sc.name, "log.jsonl"), sc.log())
 	if sc.incidents != "" {
-		golden(t, filepath.Join(sc.name, "incidents.jsonl"), []byte(sc.incidents))
+		testutil.Golden(t, *update, filepath.Join(sc.name, "incidents.jsonl"), []byte(sc.incidents))
 	}
 	setup, err := LoadSetup(filepath.Join("testdata", sc.name, "policy.yaml"), "")
 	if err != nil {
@@ -104,8 +83,8 @@ func TestReplayGolden(t *testing.T) {
 			if err := rep.WriteTable(&tbl); err != nil {
 				t.Fatal(err)
 			}
-			golden(t, filepath.Join(sc.name, "report.json"), js.Bytes())
-			golden(t, filepath.Join(sc.name, "report.txt"), tbl.Bytes())
+			testutil.Golden(t, *update, filepath.Join(sc.name, "report.json"), js.Bytes())
+			testutil.Golden(t, *update, filepath.Join(sc.name, "report.txt"), tbl.Bytes())
 		})
 	}
 }

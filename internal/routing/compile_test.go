@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,28 +13,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1alpha1 "github.com/switchyard-io/switchyard/api/v1alpha1"
+	"github.com/switchyard-io/switchyard/internal/testutil"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
-
-// golden compares got with testdata/name, or rewrites it with -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./internal/routing -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file (run with -update if the change is intended)\n--- got\n%s", path, got)
-	}
-}
 
 func compileFiles(t *testing.T, files ...string) (*Table, []Problem) {
 	t.Helper()
@@ -63,7 +44,7 @@ func TestCompileSamplesGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden(t, strings.TrimSuffix(f, ".yaml")+".golden.json", append(b, '\n'))
+			testutil.Golden(t, *update, strings.TrimSuffix(f, ".yaml")+".golden.json", append(b, '\n'))
 			if bytes.Contains(b, []byte("placeholder")) {
 				t.Error("the serialised table carries a provider key")
 			}
