@@ -70,6 +70,9 @@
 // latency alone can cost at most 30 points. Below DegradedBelow the key is Degraded and its
 // routing weight is scaled by score/100.
 //
+// Status reports the score as 0 while a key is Ejected or Probing: it takes no traffic then, and
+// the score its draining window would compute is no statement about the channel.
+//
 // # Recovery
 //
 // Cooldown: an ejection sets Cooldown doubled once per earlier ejection that has not decayed,

@@ -161,6 +161,12 @@ func (s *state) status() Status {
 	if ok {
 		st.TrafficPercent = int(math.Round(f * 100))
 	}
+	if b := s.base; b == PhaseEjected || b == PhaseProbing {
+		// Out of service the window drains and the computed score climbs back to 100 while the
+		// channel still takes no traffic; "Ejected, score 97" misleads whoever reads it at 3 a.m.
+		// The internal score (panic ordering, rules) is untouched.
+		st.Score = 0
+	}
 	if st.WindowRequests > 0 {
 		st.ErrorRatePercent = float64(st.WindowFailures) * 100 / float64(st.WindowRequests)
 	}

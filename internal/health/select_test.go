@@ -169,3 +169,19 @@ func TestHealthScoreCanaryEjectsAStarvedChannel(t *testing.T) {
 	}
 	t.Fatalf("a channel failing every attempt was never ejected; journal: %v", reasons(eventsOf(e, kA)))
 }
+
+// TestScoreReadsZeroOutOfService: an Ejected or Probing key reports score 0 (it takes no traffic,
+// though its draining window would compute ever better scores); in the ramp the live score is back.
+func TestScoreReadsZeroOutOfService(t *testing.T) {
+	e := newEngine(t, chat(), kA)
+	at := eject(t, e, kA, t0)
+	for _, d := range []time.Duration{0, time.Minute, 4 * time.Minute} {
+		if st := status(t, e, at.Add(d), kA); st.Phase != PhaseEjected || st.Score != 0 {
+			t.Errorf("%s after the ejection: %s score %d, want Ejected score 0", d, st.Phase, st.Score)
+		}
+	}
+	ramp := toRamp(t, e, kA, at)
+	if st := status(t, e, ramp, kA); st.Phase != PhaseRampingUp || st.Score == 0 {
+		t.Errorf("in the ramp: %s score %d, want the live score", st.Phase, st.Score)
+	}
+}
