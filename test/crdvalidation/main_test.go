@@ -4,8 +4,6 @@
 package crdvalidation
 
 import (
-	"fmt"
-	"os"
 	"testing"
 
 	"github.com/switchyard-io/switchyard/internal/testenv"
@@ -13,16 +11,4 @@ import (
 
 var env *testenv.Env
 
-func TestMain(m *testing.M) {
-	var err error
-	env, err = testenv.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "crdvalidation:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "crdvalidation: stopping the control plane:", err)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.Main(m, "crdvalidation", &env) }

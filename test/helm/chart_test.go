@@ -684,38 +684,14 @@ func TestLeastPrivilege(t *testing.T) {
 	ensureNamespaces(t, ns, "llm", "team-a", "team-b")
 	objs := parse(t, render(t, "sy", ns, nil))
 	kubectl(t, objs.yaml("CustomResourceDefinition"), "apply", "-f", "-")
-	proxy := "system:serviceaccount:" + ns + ":sy-switchyard-proxy"
-	controller := "system:serviceaccount:" + ns + ":sy-switchyard-controller"
-	canI(t, []canICase{
-		{proxy, []string{"get", "configmaps/sy-switchyard-routing", "-n", ns}, true},
-		{proxy, []string{"watch", "configmaps/sy-switchyard-routing", "-n", ns}, true},
-		{proxy, []string{"list", "secrets/sy-switchyard-routing-credentials", "-n", ns}, true},
-		{proxy, []string{"get", "configmaps/other", "-n", ns}, false},
-		{proxy, []string{"get", "secrets/other", "-n", ns}, false},
-		{proxy, []string{"list", "secrets", "-n", ns}, false},
-		{proxy, []string{"update", "configmaps/sy-switchyard-routing", "-n", ns}, false},
-		{proxy, []string{"get", "providerchannels.switchyard.io", "-n", "llm"}, false},
-
-		{controller, []string{"list", "providerchannels.switchyard.io", "-n", "llm"}, true},
-		{controller, []string{"patch", "providerchannels.switchyard.io/x", "--subresource=status", "-n", "llm"}, true},
-		{controller, []string{"update", "providerchannels.switchyard.io/x", "-n", "llm"}, false},
-		{controller, []string{"watch", "secrets", "-n", "llm"}, true},
-		{controller, []string{"create", "secrets", "-n", "llm"}, false},
-		{controller, []string{"patch", "secrets/sy-switchyard-routing-credentials", "-n", ns}, true},
-		{controller, []string{"patch", "configmaps/sy-switchyard-routing", "-n", ns}, true},
-		{controller, []string{"create", "configmaps", "-n", "llm"}, false},
-		{controller, []string{"create", "events.events.k8s.io", "-n", "llm"}, true},
-		{controller, []string{"list", "endpointslices.discovery.k8s.io", "-n", ns}, true},
-		{controller, []string{"update", "leases.coordination.k8s.io/x", "-n", ns}, true},
-		{controller, []string{"delete", "pods", "-n", ns}, false},
-	})
+	env.CheckLeastPrivilege(t, ns, "sy-switchyard-proxy", "sy-switchyard-controller", "sy-switchyard-routing")
 
 	// With watchNamespaces: the same access, only in team-a and team-b (and the release namespace).
 	const nsW = "switchyard-rbac-watch"
 	ensureNamespaces(t, nsW)
 	objs = parse(t, render(t, "sy", nsW, nil, "controller.watchNamespaces={team-a,team-b}"))
 	kubectl(t, objs.yaml("CustomResourceDefinition"), "apply", "-f", "-")
-	controller = "system:serviceaccount:" + nsW + ":sy-switchyard-controller"
+	controller := "system:serviceaccount:" + nsW + ":sy-switchyard-controller"
 	canI(t, []canICase{
 		{controller, []string{"list", "providerchannels.switchyard.io", "-n", "team-a"}, true},
 		{controller, []string{"watch", "secrets", "-n", "team-b"}, true},

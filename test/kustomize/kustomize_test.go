@@ -8,7 +8,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,19 +24,7 @@ import (
 
 var env *testenv.Env
 
-func TestMain(m *testing.M) {
-	var err error
-	env, err = testenv.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "kustomize:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "kustomize: stopping the control plane:", err)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.Main(m, "kustomize", &env) }
 
 const ns = "switchyard-system"
 
@@ -170,43 +157,7 @@ func TestProxyManifests(t *testing.T) {
 func TestLeastPrivilege(t *testing.T) {
 	ensureNamespace(t)
 	kubectl(t, "apply", "-k", configDir("default"))
-	proxy := "system:serviceaccount:" + ns + ":switchyard-proxy"
-	controller := "system:serviceaccount:" + ns + ":switchyard-controller"
-	cases := []struct {
-		as   string
-		args []string
-		want bool
-	}{
-		{proxy, []string{"get", "configmaps/switchyard-routing", "-n", ns}, true},
-		{proxy, []string{"watch", "configmaps/switchyard-routing", "-n", ns}, true},
-		{proxy, []string{"get", "secrets/switchyard-routing-credentials", "-n", ns}, true},
-		{proxy, []string{"get", "configmaps/other", "-n", ns}, false},
-		{proxy, []string{"get", "secrets/other", "-n", ns}, false},
-		{proxy, []string{"list", "secrets", "-n", ns}, false},
-		{proxy, []string{"update", "configmaps/switchyard-routing", "-n", ns}, false},
-		{proxy, []string{"get", "providerchannels.switchyard.io", "-n", "llm"}, false},
-
-		{controller, []string{"list", "providerchannels.switchyard.io", "-n", "llm"}, true},
-		{controller, []string{"patch", "providerchannels.switchyard.io/x", "--subresource=status", "-n", "llm"}, true},
-		{controller, []string{"update", "providerchannels.switchyard.io/x", "-n", "llm"}, false},
-		{controller, []string{"watch", "secrets", "-n", "llm"}, true},
-		{controller, []string{"create", "secrets", "-n", "llm"}, false},
-		{controller, []string{"patch", "secrets/switchyard-routing-credentials", "-n", ns}, true},
-		{controller, []string{"patch", "configmaps/switchyard-routing", "-n", ns}, true},
-		{controller, []string{"create", "configmaps", "-n", "llm"}, false},
-		{controller, []string{"create", "events.events.k8s.io", "-n", "llm"}, true},
-		{controller, []string{"list", "endpointslices.discovery.k8s.io", "-n", ns}, true},
-		{controller, []string{"update", "leases.coordination.k8s.io/x", "-n", ns}, true},
-		{controller, []string{"delete", "pods", "-n", ns}, false},
-	}
-	for _, tc := range cases {
-		args := append([]string{"auth", "can-i", "--as=" + tc.as}, tc.args...)
-		out, _, _ := env.Kubectl(nil, args...) // can-i exits 1 for "no"
-		got := strings.TrimSpace(out) == "yes"
-		if got != tc.want {
-			t.Errorf("%s can %s: %v, want %v", tc.as, strings.Join(tc.args, " "), got, tc.want)
-		}
-	}
+	env.CheckLeastPrivilege(t, ns, "switchyard-proxy", "switchyard-controller", "switchyard-routing")
 }
 
 func bufioReader(s string) *bufio.Reader { return bufio.NewReader(strings.NewReader(s)) }
