@@ -11,7 +11,6 @@ import (
 	"encoding/hex"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"sync"
@@ -136,19 +135,10 @@ func New(opts Options) *Server {
 	return s
 }
 
-func defaultTransport() *http.Transport {
-	return &http.Transport{
-		Proxy:                 nil, // the upstream URL comes from the channel only; no environment proxy rewrites it
-		DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          1024,
-		MaxIdleConnsPerHost:   256,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   5 * time.Second,
-		ExpectContinueTimeout: time.Second,
-		DisableCompression:    true, // pass bytes through; streams must not be buffered by a decompressor
-	}
-}
+// defaultTransport is the upstream client. It never consults proxy environment variables (the
+// upstream URL comes from the channel only) and never asks for compression (bytes pass through;
+// streams must not be buffered by a decompressor).
+func defaultTransport() http.RoundTripper { return newH1Transport() }
 
 // Engine exposes the health engine (admin API, tests).
 func (s *Server) Engine() *health.Engine { return s.engine }
