@@ -195,7 +195,14 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 		}
 	}()
 	var complete bool
+	pending := false // events written to the client but not flushed yet
 	for {
+		// Events that arrived together go out in one write: flush only when no complete event
+		// is waiting behind the ones written, so a burst costs one syscall and nothing waits.
+		if pending && !sr.eventBuffered() {
+			flushIf(flusher)
+			pending = false
+		}
 		ev, err := sr.next()
 		if err != nil {
 			if errors.Is(err, io.EOF) && complete {
@@ -267,7 +274,7 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 		if _, err := w.Write(ev.raw); err != nil {
 			return result{outcome: health.OutcomeClientError, canceled: true, committed: true, status: res.status, ttft: res.ttft, detail: "client went away"}
 		}
-		flushIf(flusher)
+		pending = true
 	}
 }
 
@@ -454,6 +461,13 @@ func (s *sseReader) readLine() ([]byte, error) {
 		s.long = append(s.long, line...)
 	}
 	return s.long, err
+}
+
+// eventBuffered reports whether a whole event has been read from the network already, so that
+// the next call to next returns without waiting.
+func (s *sseReader) eventBuffered() bool {
+	b, _ := s.r.Peek(s.r.Buffered())
+	return bytes.Contains(b, []byte("\n\n")) || bytes.Contains(b, []byte("\n\r\n"))
 }
 
 // next returns the next event. Comment-only events (keep-alives) are passed on as they are.

@@ -1,0 +1,107 @@
+package proxy
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// chunkEvent is one chat.completion.chunk event with the given content.
+func chunkEvent(content string, finish bool) string {
+	fr := "null"
+	if finish {
+		fr = `"stop"`
+	}
+	return fmt.Sprintf("data: {\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":%q},\"finish_reason\":%s}]}\n\n", content, fr)
+}
+
+// streamRig points channel A of a rig at an upstream handler.
+func streamRig(t *testing.T, h http.HandlerFunc) *rig {
+	t.Helper()
+	up := httptest.NewServer(h)
+	t.Cleanup(up.Close)
+	r := newRig(t, rigConfig{})
+	cfg := strings.Replace(rigConfig{}.render(r.aURL, r.bURL), r.aURL+"/v1", up.URL+"/v1", 1)
+	// A stall must not end the stream early: the tests decide when the upstream goes on.
+	cfg = strings.ReplaceAll(cfg, "streamIdle: 300ms", "streamIdle: 10s")
+	writeFile(t, r.dir, cfg)
+	if err := r.src.Load(r.srv); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// An event followed by part of the next one must reach the client at once: events are only held
+// back (to go out in one write) while a complete event is already waiting behind them.
+func TestStreamEventIsNotHeldBehindAPartialOne(t *testing.T) {
+	release := make(chan struct{})
+	r := streamRig(t, func(w http.ResponseWriter, req *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(200)
+		_, _ = io.WriteString(w, chunkEvent("first", false)+`data: {"object":"chat.comp`)
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-time.After(5 * time.Second):
+			return
+		}
+		_, _ = io.WriteString(w, "letion.chunk\",\"choices\":[]}\n\n"+chunkEvent("", true)+"data: [DONE]\n\n")
+	})
+	lines := make(chan string, 16)
+	go func() { // the request itself waits for the headers, which go out with the first event
+		defer close(lines)
+		resp, err := http.Post(r.api.URL+"/v1/chat/completions", "application/json", strings.NewReader(chat("gpt-4o", true)))
+		if err != nil {
+			lines <- "error: " + err.Error()
+			return
+		}
+		defer resp.Body.Close()
+		br := bufio.NewReader(resp.Body)
+		for i := 0; i < 16; i++ {
+			l, err := br.ReadString('\n')
+			if err != nil {
+				return
+			}
+			lines <- l
+		}
+	}()
+	select {
+	case l := <-lines:
+		if !strings.Contains(l, `"first"`) {
+			t.Fatalf("first line %q", l)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("the first event did not reach the client while the next one was incomplete")
+	}
+	close(release)
+	var rest strings.Builder
+	for l := range lines {
+		rest.WriteString(l)
+	}
+	if !strings.HasSuffix(rest.String(), "data: [DONE]\n\n") || !strings.Contains(rest.String(), `"finish_reason":"stop"`) {
+		t.Errorf("rest of the stream:\n%s", rest.String())
+	}
+}
+
+// A burst of events written at once arrives whole and in order.
+func TestStreamBurstArrivesWholeAndInOrder(t *testing.T) {
+	var burst strings.Builder
+	for i := 0; i < 200; i++ {
+		burst.WriteString(chunkEvent(fmt.Sprintf("tok%03d", i), false))
+	}
+	burst.WriteString(chunkEvent("", true) + "data: [DONE]\n\n")
+	r := streamRig(t, func(w http.ResponseWriter, req *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(200)
+		_, _ = io.WriteString(w, burst.String())
+	})
+	got := r.post("/v1/chat/completions", chat("gpt-4o", true))
+	if got.status != 200 || got.body != burst.String() {
+		t.Fatalf("status %d, body differs from the upstream's (%d vs %d bytes)", got.status, len(got.body), burst.Len())
+	}
+}
