@@ -27,7 +27,6 @@ type state struct {
 	key Key
 	set Settings
 	geo geometry
-	win window
 
 	base Phase // never RateLimited: that is the rlOn overlay on Healthy/Degraded
 	now  int64 // the key's clock: the latest time it has been advanced to
@@ -68,6 +67,11 @@ type state struct {
 	panic                   bool
 	lastAt                  int64
 	lastReason, lastMessage string
+
+	// win is most of the state's bytes and holds no pointers. It stays the last field: the
+	// garbage collector scans an object only up to its last pointer, so with thousands of keys
+	// a pointer after win would have every GC cycle read all their windows.
+	win window
 }
 
 func newState(k Key, set Settings, t int64) *state {

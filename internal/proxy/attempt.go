@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -97,7 +98,7 @@ func (s *Server) do(ctx context.Context, w http.ResponseWriter, a *attempt) (res
 		}
 	}
 
-	resp, err := s.client.Do(req)
+	resp, err := s.transport.RoundTrip(req) // no redirects to follow: a 3xx is a failure (below)
 	if err != nil {
 		return transportFailure(ctx, err, "waiting for response headers")
 	}
@@ -407,16 +408,14 @@ func summarize(b []byte) string {
 	return s
 }
 
-// redactURL keeps transport errors free of URLs with user info or query strings.
+// redactURL keeps transport errors free of URLs (with user info or query strings): a *url.Error
+// from a RoundTripper that adds one is reduced to its cause.
 func redactURL(err error) string {
-	var ue interface{ Unwrap() error }
-	msg := err.Error()
-	if errors.As(err, &ue) {
-		if inner := ue.Unwrap(); inner != nil {
-			msg = inner.Error()
-		}
+	var ue *url.Error
+	if errors.As(err, &ue) && ue.Err != nil {
+		return ue.Err.Error()
 	}
-	return msg
+	return err.Error()
 }
 
 // sseReader splits an event stream into events. It reuses its buffers: an event's raw bytes are

@@ -59,7 +59,7 @@ type Server struct {
 	engine    *health.Engine
 	metrics   *Metrics
 	registry  *prometheus.Registry
-	client    *http.Client
+	transport http.RoundTripper
 	accessLog *accessLog
 	bootID    string
 
@@ -127,7 +127,7 @@ func New(opts Options) *Server {
 		engine:       health.NewEngine(opts.JournalSize),
 		registry:     opts.Registry,
 		metrics:      NewMetrics(opts.Registry),
-		client:       &http.Client{Transport: opts.Transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
+		transport:    opts.Transport,
 		accessLog:    newAccessLog(opts.AccessLog),
 		bootID:       hex.EncodeToString(b),
 		panicScratch: map[string]bool{},
