@@ -302,15 +302,18 @@ func (b *bench) markdown() string {
 					fmt.Sprintf("%.3f s", bo.ViaCPUPer1k), fmt.Sprintf("%.3f s", o.ViaCPUPer1k))
 			}
 		}
-		bs := bl.Saturation
-		row3("Saturation throughput (share of direct)", fmt.Sprintf("%s req/s (%.0f%%)", thousands(int(bs.ViaRPS)), bs.Ratio*100),
-			fmt.Sprintf("%s req/s (%.0f%%)", thousands(int(s.ViaRPS)), s.Ratio*100))
-		row3("Proxy CPU per 1,000 requests at saturation", fmt.Sprintf("%.3f s", bs.ViaCPUPer1k), fmt.Sprintf("%.3f s", s.ViaCPUPer1k))
-		bst := bl.Streaming
-		row3("Streaming: added TTFT p50 / p99", fmt.Sprintf("%s / %s", plus(bst.AddedTTFTP50), plus(bst.AddedTTFTP99)),
-			fmt.Sprintf("%s / %s", plus(st.AddedTTFTP50), plus(st.AddedTTFTP99)))
-		row3("Streaming: time per event; proxy CPU per 1,000 streams", fmt.Sprintf("%.1f µs; %.3f s", bst.ViaPerEvent, bst.ViaCPUPer1k),
-			fmt.Sprintf("%.1f µs; %.3f s", st.ViaPerEvent, st.ViaCPUPer1k))
+		// Rows only for the parts that ran (--only).
+		if bs := bl.Saturation; s.DirectRPS > 0 {
+			row3("Saturation throughput (share of direct)", fmt.Sprintf("%s req/s (%.0f%%)", thousands(int(bs.ViaRPS)), bs.Ratio*100),
+				fmt.Sprintf("%s req/s (%.0f%%)", thousands(int(s.ViaRPS)), s.Ratio*100))
+			row3("Proxy CPU per 1,000 requests at saturation", fmt.Sprintf("%.3f s", bs.ViaCPUPer1k), fmt.Sprintf("%.3f s", s.ViaCPUPer1k))
+		}
+		if bst := bl.Streaming; st.DirectTTFT.N > 0 {
+			row3("Streaming: added TTFT p50 / p99", fmt.Sprintf("%s / %s", plus(bst.AddedTTFTP50), plus(bst.AddedTTFTP99)),
+				fmt.Sprintf("%s / %s", plus(st.AddedTTFTP50), plus(st.AddedTTFTP99)))
+			row3("Streaming: time per event; proxy CPU per 1,000 streams", fmt.Sprintf("%.1f µs; %.3f s", bst.ViaPerEvent, bst.ViaCPUPer1k),
+				fmt.Sprintf("%.1f µs; %.3f s", st.ViaPerEvent, st.ViaCPUPer1k))
+		}
 		row3("Proxy peak RSS (VmHWM)", fmt.Sprintf("%.1f MiB", bl.Proxy.PeakRSSMiB), fmt.Sprintf("%.1f MiB", r.Proxy.PeakRSSMiB))
 		if bsc := bl.Scale; bsc != nil {
 			row3("Scale: added latency at 1,000 req/s, p50 / p99 / p99.9", added3(bsc.Overhead), added3(r.Scale.Overhead))

@@ -252,6 +252,9 @@ func (s *Server) Run(ctx context.Context, interval time.Duration) {
 			return
 		case <-t.C:
 			s.Step(ctx)
+			if p, ok := s.transport.(interface{ closeExpired() }); ok {
+				p.closeExpired() // idle upstream connections nobody came back for
+			}
 		}
 	}
 }

@@ -24,9 +24,13 @@ import (
 //
 // What it gives up: HTTP/2 to upstreams (provider APIs speak HTTP/1.1 fine; one connection per
 // request in flight, pooled) and net/http's background reader that notices a server closing an
-// idle connection. Instead an idle connection is checked before reuse (a non-blocking peek: data
-// or EOF means the server is done with it), and a request whose reused connection fails before a
-// single byte of answer arrived is sent once more on a fresh one — the race net/http also retries.
+// idle connection. Instead an idle connection is checked just before reuse (a non-blocking peek:
+// data or EOF means the server is done with it). What the peek cannot see — the server closing in
+// the microseconds between the peek and the request — ends the exchange before a single byte of
+// answer; then the request is sent once more on a newly dialled connection. That can repeat a
+// request the server read before it closed without answering; a server closing an idle
+// connection has not read it, and the alternative is to count our own pool's race as the
+// channel's failure and fail over, which would send it again anyway.
 type h1Transport struct {
 	dialer         *net.Dialer
 	tlsConfig      *tls.Config // nil: the defaults, with the URL's host as server name
@@ -83,14 +87,18 @@ func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			closeBody(req)
 			return nil, fmt.Errorf("upstream request: %w", err)
 		}
-		c, reused := t.get(key)
+		var c *h1Conn
+		reused := false
+		if try == 0 { // a retry dials: the other idle connections may be just as stale
+			c, reused = t.get(key)
+		}
 		if c == nil {
 			if c, err = t.dial(ctx, req.URL.Scheme, key, addr, req.URL.Hostname()); err != nil {
 				closeBody(req)
 				return nil, err
 			}
 		}
-		if try > 0 {
+		if try > 0 && req.GetBody != nil {
 			body, err := req.GetBody()
 			if err != nil {
 				c.conn.Close()
@@ -130,6 +138,11 @@ func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, req *http.Request
 	if err := c.bw.Flush(); err != nil {
 		return fail(sendError{err})
 	}
+	// An answer that never started reads as io.EOF here; ReadResponse would make it
+	// io.ErrUnexpectedEOF, which is also what a cut-off answer gives. Only the first may be retried.
+	if _, err := c.br.Peek(1); err != nil {
+		return fail(err)
+	}
 	var resp *http.Response
 	for {
 		var err error
@@ -142,7 +155,8 @@ func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, req *http.Request
 			break
 		}
 	}
-	reusable := !resp.Close && !req.Close
+	// After 101 Switching Protocols the connection speaks something else.
+	reusable := !resp.Close && !req.Close && resp.StatusCode != http.StatusSwitchingProtocols
 	if resp.Body == http.NoBody || resp.ContentLength == 0 {
 		resp.Body = http.NoBody
 		t.release(c, stop, reusable)
@@ -156,19 +170,24 @@ func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, req *http.Request
 func (t *h1Transport) release(c *h1Conn, stop func() bool, reusable bool) {
 	// stop reports false when the context's end already moved the deadline: the connection is
 	// unusable even though the answer was complete.
-	if !stop() || !reusable || c.br.Buffered() > 0 {
+	if !stop() || !reusable || c.br.Buffered() > 0 || t.maxIdlePerHost <= 0 {
 		c.conn.Close()
 		return
 	}
 	c.idleSince = t.now()
+	var evicted *h1Conn
 	t.mu.Lock()
 	list := t.idle[c.key]
 	if len(list) >= t.maxIdlePerHost {
-		list[0].conn.Close()
-		list = append(list[:0], list[1:]...)
+		evicted = list[0] // the longest idle
+		copy(list, list[1:])
+		list = list[:len(list)-1]
 	}
 	t.idle[c.key] = append(list, c)
 	t.mu.Unlock()
+	if evicted != nil {
+		evicted.conn.Close()
+	}
 }
 
 // get takes the most recently used idle connection for key that is still open, or nil.
@@ -220,7 +239,7 @@ func (t *h1Transport) dial(ctx context.Context, scheme, key, addr, host string) 
 	return &h1Conn{key: key, conn: conn, raw: raw, br: bufio.NewReaderSize(conn, 16<<10), bw: bufio.NewWriterSize(conn, 8<<10)}, nil
 }
 
-// CloseIdleConnections closes idle connections; expired ones only when olderThan > 0.
+// closeIdle closes idle connections: those idle for olderThan or longer, or all when it is 0.
 func (t *h1Transport) closeIdle(olderThan time.Duration) {
 	now := t.now()
 	var doomed []*h1Conn
@@ -246,6 +265,10 @@ func (t *h1Transport) closeIdle(olderThan time.Duration) {
 		c.conn.Close()
 	}
 }
+
+// closeExpired closes the connections idle for idleTimeout, which get would refuse anyway: a
+// host no request goes to any more must not hold its sockets open.
+func (t *h1Transport) closeExpired() { t.closeIdle(t.idleTimeout) }
 
 // CloseIdleConnections closes every idle connection (http.Client calls it).
 func (t *h1Transport) CloseIdleConnections() { t.closeIdle(0) }
