@@ -42,6 +42,9 @@ func main() {
 		case profileMode:
 			exitOn(runProfileProxy(os.Args[2:]))
 			return
+		case goProxyMode:
+			exitOn(runGoProxy(os.Args[2:]))
+			return
 		}
 	}
 	exitOn(run(os.Args[1:]))
@@ -134,7 +137,7 @@ func run(args []string) error {
 		proxyEnv = append(proxyEnv, v)
 		return nil
 	})
-	only := fs.String("only", "", "run only these parts, comma-separated: overhead, saturation, streaming, failover, ejection, scale, nginx (the table is partial)")
+	only := fs.String("only", "", "run only these parts, comma-separated: overhead, saturation, streaming, failover, ejection, scale, goproxy, nginx (the table is partial)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: go run ./hack/bench [flags]\n\nMeasures the gateway's overhead, failover cost and ejection time against a mock upstream on loopback.\n\nFlags:")
 		fs.PrintDefaults()
@@ -147,8 +150,13 @@ func run(args []string) error {
 	}
 	if *only != "" {
 		o.only = map[string]bool{}
+		known := []string{"overhead", "saturation", "streaming", "failover", "ejection", "scale", "goproxy", "nginx"}
 		for _, p := range strings.Split(*only, ",") {
-			o.only[strings.TrimSpace(p)] = true
+			p = strings.TrimSpace(p)
+			if !slices.Contains(known, p) {
+				return fmt.Errorf("--only: unknown part %q (the parts: %s)", p, strings.Join(known, ", "))
+			}
+			o.only[p] = true
 		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -311,6 +319,9 @@ func (b *bench) runAll() error {
 		b.res.Scale.Skipped = "not run"
 	} else if err := b.scale(); err != nil {
 		return fmt.Errorf("scale: %w", err)
+	}
+	if err := b.goProxy(); err != nil {
+		return fmt.Errorf("goproxy: %w", err)
 	}
 	if err := b.nginx(); err != nil {
 		return fmt.Errorf("nginx: %w", err)
@@ -815,16 +826,15 @@ func (b *bench) scale() error {
 // nginx: the same overhead and saturation through a plain nginx reverse proxy, when installed.
 func (b *bench) nginx() error {
 	if b.opts.noNginx || !b.opts.runs("nginx") {
-		b.res.Nginx = &nginxResult{Skipped: "not run"}
+		b.res.Nginx = &floorResult{Skipped: "not run"}
 		return nil
 	}
 	bin, err := exec.LookPath("nginx")
 	if err != nil {
-		b.res.Nginx = &nginxResult{Skipped: "nginx is not installed"}
+		b.res.Nginx = &floorResult{Skipped: "nginx is not installed"}
 		b.logf("nginx baseline: skipped (nginx is not installed)")
 		return nil
 	}
-	p := b.plan
 	addr, err := freePort()
 	if err != nil {
 		return err
@@ -845,25 +855,62 @@ func (b *bench) nginx() error {
 	b.children = append(b.children, c)
 	defer c.stop()
 	if err := waitReady(b.ctx, c, "http://"+addr+"/nginx-ready", 10*time.Second); err != nil {
-		b.res.Nginx = &nginxResult{Skipped: "nginx did not start: " + err.Error() + " " + c.logTail()}
+		b.res.Nginx = &floorResult{Skipped: "nginx did not start: " + err.Error() + " " + c.logTail()}
 		b.logf("nginx baseline: skipped (%s)", b.res.Nginx.Skipped)
 		return nil
 	}
+	b.res.Nginx = b.floor("nginx", c, addr)
+	b.res.Nginx.Version = nginxVersion(bin)
+	return nil
+}
+
+// goProxy: the same through the Go standard library's reverse proxy (this program, as a child).
+func (b *bench) goProxy() error {
+	if !b.opts.runs("goproxy") {
+		b.res.GoProxy = &floorResult{Skipped: "not run"}
+		return nil
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	addr, err := freePort()
+	if err != nil {
+		return err
+	}
+	c, stdout, err := startChild("go-reverse-proxy", b.tmp, self, goProxyMode, "--listen", addr, "--upstream", b.upAddr)
+	if err != nil {
+		return err
+	}
+	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	b.children = append(b.children, c)
+	defer c.stop()
+	if err := waitReady(b.ctx, c, "http://"+addr+"/go-ready", 10*time.Second); err != nil {
+		return fmt.Errorf("the Go reverse proxy did not start: %w\n%s", err, c.logTail())
+	}
+	b.res.GoProxy = b.floor("Go reverse proxy", c, addr)
+	b.res.GoProxy.Version = "net/http/httputil " + runtime.Version()
+	return nil
+}
+
+// floor measures another proxy (nginx, the Go standard library's) at the target rate and at
+// saturation against the direct path, as the floor for "a proxy in the path" on this machine.
+func (b *bench) floor(name string, c *child, addr string) *floorResult {
+	p := b.plan
 	pid := c.pid()
 	g := procGroup{pids: func() []int { return append([]int{pid}, childPIDs(pid)...) }}
-	b.logf("nginx baseline at %d req/s and saturation", p.targetRate)
+	b.logf("%s baseline at %d req/s and saturation", name, p.targetRate)
 	url := "http://" + addr + "/main/v1" + chatPath
 	paths := []*path{{t: b.directTarget("direct", "/main/v1", plainBody, 256)},
-		{t: &target{name: "nginx", url: url, body: plainBody, header: clientHeader(), client: newClient(256)}, g: g}}
+		{t: &target{name: name, url: url, body: plainBody, header: clientHeader(), client: newClient(256)}, g: g}}
 	b.openLoops(paths, p.targetRate, p.rounds, p.slice)
-	n := &nginxResult{Version: nginxVersion(bin), Overhead: rateResult(p.targetRate, paths[0], paths[1])}
+	n := &floorResult{Overhead: rateResult(p.targetRate, paths[0], paths[1])}
 	n.Saturation = b.saturate([]*path{{t: b.directTarget("direct", "/main/v1", plainBody, p.satConns)},
-		{t: &target{name: "nginx", url: url, body: plainBody, header: clientHeader(), client: newClient(p.satConns)}, g: g}})[0]
+		{t: &target{name: name, url: url, body: plainBody, header: clientHeader(), client: newClient(p.satConns)}, g: g}})[0]
 	_, hwm := g.mem()
 	n.PeakRSSMiB = mib(hwm)
-	b.res.Nginx = n
 	b.logf("  added p50 %s p99 %s; saturation ratio %.2f", us(n.Overhead.AddedP50), us(n.Overhead.AddedP99), n.Saturation.Ratio)
-	return nil
+	return n
 }
 
 func nginxConf(listen, upstream, dir string) string {

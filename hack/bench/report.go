@@ -22,7 +22,8 @@ type results struct {
 	Failover     failoverResult   `json:"failover"`
 	Ejection     ejectResult      `json:"ejection"`
 	Scale        scaleResult      `json:"scale"`
-	Nginx        *nginxResult     `json:"nginx,omitempty"`
+	GoProxy      *floorResult     `json:"goReverseProxy,omitempty"`
+	Nginx        *floorResult     `json:"nginx,omitempty"`
 	Baseline     *baselineResult  `json:"baseline,omitempty"`
 	Targets      []targetResult   `json:"targets"`
 	Profile      string           `json:"profile,omitempty"`
@@ -138,7 +139,8 @@ type scaleResult struct {
 	Overhead    overheadResult `json:"overhead"`
 }
 
-type nginxResult struct {
+// floorResult is another proxy measured the same way: nginx, the Go standard library's.
+type floorResult struct {
 	Skipped    string           `json:"skipped,omitempty"`
 	Version    string           `json:"version,omitempty"`
 	Overhead   overheadResult   `json:"overhead"`
@@ -247,8 +249,12 @@ func (b *bench) markdown() string {
 	if len(cpuRow) > 0 {
 		row("Proxy CPU per 1,000 requests (user+system, /proc/PID/stat)", "", strings.Join(cpuRow, "; "), "", "")
 	}
+	rssMet := b.met("proxy peak RSS")
+	if rssMet == "" {
+		rssMet = "not judged (only after the saturation run)"
+	}
 	row("Proxy memory: RSS after the run (anonymous + file-backed) / peak RSS (VmHWM)", "",
-		fmt.Sprintf("%.1f (%.1f + %.1f) / %.1f MiB", r.Proxy.RSSMiB, r.Proxy.AnonMiB, r.Proxy.FileMiB, r.Proxy.PeakRSSMiB), "", "peak ≤ 64 MiB: "+b.met("proxy peak RSS"))
+		fmt.Sprintf("%.1f (%.1f + %.1f) / %.1f MiB", r.Proxy.RSSMiB, r.Proxy.AnonMiB, r.Proxy.FileMiB, r.Proxy.PeakRSSMiB), "", "peak ≤ 64 MiB: "+rssMet)
 	st := r.Streaming
 	if st.ViaTTFT.N > 0 {
 		row(fmt.Sprintf("Streaming time to first token, p50 / p99 (%d events, %d streams/s)", st.Events, st.Rate),
@@ -277,19 +283,8 @@ func (b *bench) markdown() string {
 		row("Scale: RSS idle / peak; CPU per 1,000 requests; config load to ready", "",
 			fmt.Sprintf("%.1f / %.1f MiB; %.3f s; %s", sc.IdleRSSMiB, sc.PeakRSSMiB, o.ViaCPUPer1k, (time.Duration(sc.ReadyMillis)*time.Millisecond).String()), "", "")
 	}
-	switch n := r.Nginx; {
-	case n == nil:
-	case n.Skipped != "":
-		row("nginx reverse proxy baseline", "", "skipped: "+n.Skipped, "", "")
-	default:
-		o := n.Overhead
-		row(fmt.Sprintf("nginx %s: latency at %s req/s, p50 / p99 / p99.9", n.Version, thousands(o.Rate)),
-			lat3(o.Direct), lat3(o.Via), added3(o), "")
-		row("nginx: saturation; CPU per 1,000 requests; peak RSS",
-			fmt.Sprintf("%s req/s", thousands(int(n.Saturation.DirectRPS))),
-			fmt.Sprintf("%s req/s; %.3f s; %.1f MiB", thousands(int(n.Saturation.ViaRPS)), n.Saturation.ViaCPUPer1k, n.PeakRSSMiB),
-			fmt.Sprintf("ratio %.0f%%", n.Saturation.Ratio*100), "")
-	}
+	floorRows(row, "Go standard library reverse proxy (httputil.ReverseProxy)", "Go reverse proxy", r.GoProxy)
+	floorRows(row, "nginx reverse proxy baseline", "nginx "+nginxVersionOf(r.Nginx), r.Nginx)
 	if bl := r.Baseline; bl != nil {
 		fmt.Fprintf(&sb, "\nThe same run, side by side with the baseline build `%s`:\n\n", bl.Binary)
 		sb.WriteString("| Measure | Baseline build | Current build |\n|---|---:|---:|\n")
@@ -395,4 +390,28 @@ func orDash(s string) string {
 		return "—"
 	}
 	return s
+}
+
+// floorRows adds the two rows of a floor measurement (or says why it was skipped).
+func floorRows(row func(...string), title, name string, n *floorResult) {
+	switch {
+	case n == nil:
+	case n.Skipped != "":
+		row(title, "", "skipped: "+n.Skipped, "", "")
+	default:
+		o := n.Overhead
+		row(fmt.Sprintf("%s: latency at %s req/s, p50 / p99 / p99.9", name, thousands(o.Rate)),
+			lat3(o.Direct), lat3(o.Via), added3(o), "")
+		row(name+": saturation; CPU per 1,000 requests; peak RSS",
+			fmt.Sprintf("%s req/s", thousands(int(n.Saturation.DirectRPS))),
+			fmt.Sprintf("%s req/s; %.3f s; %.1f MiB", thousands(int(n.Saturation.ViaRPS)), n.Saturation.ViaCPUPer1k, n.PeakRSSMiB),
+			fmt.Sprintf("ratio %.0f%%", n.Saturation.Ratio*100), "")
+	}
+}
+
+func nginxVersionOf(n *floorResult) string {
+	if n == nil {
+		return ""
+	}
+	return n.Version
 }
