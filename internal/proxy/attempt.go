@@ -162,6 +162,8 @@ func (s *Server) do(ctx context.Context, w http.ResponseWriter, a *attempt) (res
 	}
 	s.countTokens(a, body)
 	writeAnswerHeaders(w, a, resp.Header)
+	// The length is known: without it net/http sends an answer over 2 KiB chunked.
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(resp.StatusCode)
 	_, _ = w.Write(body)
 	res.committed = true

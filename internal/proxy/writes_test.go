@@ -105,3 +105,24 @@ func TestStreamBurstArrivesWholeAndInOrder(t *testing.T) {
 		t.Fatalf("status %d, body differs from the upstream's (%d vs %d bytes)", got.status, len(got.body), burst.Len())
 	}
 }
+
+// A non-streamed answer goes out with its length, not chunked, whatever its size.
+func TestLargeAnswerKeepsItsLength(t *testing.T) {
+	body := fmt.Sprintf(`{"object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":%q},"finish_reason":"stop"}]}`, strings.Repeat("x", 20<<10))
+	r := streamRig(t, func(w http.ResponseWriter, req *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, body) // net/http itself sends this chunked
+	})
+	resp, err := http.Post(r.api.URL+"/v1/chat/completions", "application/json", strings.NewReader(chat("gpt-4o", false)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got, err := io.ReadAll(resp.Body)
+	if err != nil || string(got) != body {
+		t.Fatalf("body differs (%d bytes, %v)", len(got), err)
+	}
+	if resp.ContentLength != int64(len(body)) || len(resp.TransferEncoding) > 0 {
+		t.Errorf("Content-Length %d, Transfer-Encoding %q; want %d and none", resp.ContentLength, resp.TransferEncoding, len(body))
+	}
+}
