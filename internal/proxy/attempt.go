@@ -351,18 +351,31 @@ func (s *Server) finishAttempt(a *attempt, r *result) {
 var dropRequestHeaders = map[string]bool{
 	"Authorization": true, "Api-Key": true, "Cookie": true, "Host": true, "Content-Length": true,
 	"Connection": true, "Keep-Alive": true, "Proxy-Authorization": true, "Proxy-Authenticate": true, "Proxy-Connection": true,
-	"Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true, "Accept-Encoding": true,
+	"Te": true, "Trailer": true, "Expect": true, "Transfer-Encoding": true, "Upgrade": true, "Accept-Encoding": true,
 	"Openai-Organization": true, "Openai-Project": true, "X-Api-Key": true, "X-Forwarded-For": true,
 	"X-Switchyard-Drill": true,
 }
 
 func copyRequestHeaders(dst, src http.Header) {
+	conn := src["Connection"] // it may name more hop-by-hop headers (RFC 9110, 7.6.1)
 	for k, vv := range src {
-		if dropRequestHeaders[k] || strings.HasPrefix(k, "X-Switchyard-") {
+		if dropRequestHeaders[k] || strings.HasPrefix(k, "X-Switchyard-") || (conn != nil && namedIn(conn, k)) {
 			continue
 		}
 		dst[k] = append([]string(nil), vv...)
 	}
+}
+
+// namedIn reports whether a comma-separated header value lists name.
+func namedIn(values []string, name string) bool {
+	for _, v := range values {
+		for tok := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(tok), name) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // writeAnswerHeaders sets the client's response headers: a few from upstream and Switchyard's own.

@@ -126,3 +126,24 @@ func TestLargeAnswerKeepsItsLength(t *testing.T) {
 		t.Errorf("Content-Length %d, Transfer-Encoding %q; want %d and none", resp.ContentLength, resp.TransferEncoding, len(body))
 	}
 }
+
+// Hop-by-hop headers stay between the client and the gateway: Expect (curl sends
+// "Expect: 100-continue" with bodies over 1 KiB; the gateway has read the body already) and the
+// headers the client's Connection header names.
+func TestHopByHopHeadersAreNotForwarded(t *testing.T) {
+	r := newRig(t, rigConfig{})
+	body := fmt.Sprintf(`{"model":"gpt-4o","messages":[{"role":"user","content":%q}]}`, strings.Repeat("y", 4<<10))
+	got := r.post("/v1/chat/completions", body, "Expect", "100-continue", "Connection", "keep-alive, X-Hop", "X-Hop", "1", "X-End-To-End", "2")
+	if got.status != 200 {
+		t.Fatalf("status %d: %s", got.status, got.body)
+	}
+	h := r.A.LastHeaders()
+	for _, name := range []string{"Expect", "X-Hop", "Connection"} {
+		if v := h.Get(name); v != "" {
+			t.Errorf("upstream got %s: %q", name, v)
+		}
+	}
+	if h.Get("X-End-To-End") != "2" {
+		t.Errorf("an end-to-end header was dropped: %v", h)
+	}
+}
