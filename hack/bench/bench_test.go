@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -38,6 +39,80 @@ func TestPairedIsTheMedianOfRoundDifferences(t *testing.T) {
 	// Differences +50, +70, -4900: the burst in round 3 moves one round, not the median.
 	if got := paired(d, v, 0.5); got != 50 {
 		t.Fatalf("paired = %v µs, want 50", got)
+	}
+}
+
+// TestSliceOrderIsBalanced: over a full cycle of rounds every path takes every place equally
+// often and follows every other path equally often (so no path always comes right after the same
+// one), and two paths alternate AB, BA as before.
+func TestSliceOrderIsBalanced(t *testing.T) {
+	for n := 1; n <= 6; n++ {
+		cycle := n
+		if n%2 == 1 {
+			cycle = 2 * n
+		}
+		place := make([][]int, n) // place[path][position]
+		follows := make([][]int, n)
+		for i := range n {
+			place[i], follows[i] = make([]int, n), make([]int, n)
+		}
+		for r := range cycle {
+			order := sliceOrder(n, r)
+			if got := sliceOrder(n, r+cycle); !slices.Equal(got, order) {
+				t.Fatalf("n=%d: round %d is %v, round %d %v: want a cycle of %d", n, r, order, r+cycle, got, cycle)
+			}
+			seen := make([]bool, n)
+			for j, p := range order {
+				if seen[p] {
+					t.Fatalf("n=%d round %d: %v is not a permutation", n, r, order)
+				}
+				seen[p] = true
+				place[p][j]++
+				if j > 0 {
+					follows[p][order[j-1]]++
+				}
+			}
+		}
+		for p := range n {
+			for j := range n {
+				if place[p][j] != cycle/n {
+					t.Errorf("n=%d: path %d in place %d %d times in %d rounds, want %d", n, p, j, place[p][j], cycle, cycle/n)
+				}
+				if want := cycle / n; j != p && follows[p][j] != want {
+					t.Errorf("n=%d: path %d after path %d %d times in %d rounds, want %d", n, p, j, follows[p][j], cycle, want)
+				}
+			}
+		}
+	}
+	var two [][]int
+	for r := range 4 {
+		two = append(two, sliceOrder(2, r))
+	}
+	if want := [][]int{{0, 1}, {1, 0}, {0, 1}, {1, 0}}; !slices.EqualFunc(two, want, slices.Equal) {
+		t.Errorf("two paths: %v, want %v", two, want)
+	}
+}
+
+// TestFloorRowsOnlyForTheRunsTheFloorTookPart: with --only, a floor may have an overhead and no
+// saturation figure (or the reverse); no row shows zeros for the run it was not in.
+func TestFloorRowsOnlyForTheRunsTheFloorTookPart(t *testing.T) {
+	rows := func(n *floorResult) []string {
+		var out []string
+		floorRows(func(c ...string) { out = append(out, strings.Join(c, " | ")) }, "title", "nginx/1.22.1", n)
+		return out
+	}
+	if got := rows(&floorResult{Skipped: "needs overhead or saturation"}); len(got) != 1 || !strings.Contains(got[0], "skipped: needs overhead or saturation") {
+		t.Errorf("skipped: %q", got)
+	}
+	over := overheadResult{Rate: 1000, Via: latency{N: 10}, ViaCPUPer1k: 0.1}
+	got := rows(&floorResult{Overhead: over, PeakRSSMiB: 5})
+	if len(got) != 2 || !strings.Contains(got[0], "in the same slices as Switchyard: latency at 1,000 req/s") ||
+		strings.Contains(got[1], "saturation") || !strings.Contains(got[1], "0.100 s at 1,000 req/s") {
+		t.Errorf("overhead only: %q", got)
+	}
+	got = rows(&floorResult{Saturation: saturationResult{DirectRPS: 100, ViaRPS: 50, Ratio: 0.5, ViaCPUPer1k: 0.2}})
+	if len(got) != 1 || !strings.Contains(got[0], "saturation") || strings.Contains(got[0], "req/s,") || !strings.Contains(got[0], "0.200 s at saturation") {
+		t.Errorf("saturation only: %q", got)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -37,6 +38,8 @@ func runGoProxy(args []string) error {
 		Transport: &http.Transport{Proxy: nil, MaxIdleConns: 1024, MaxIdleConnsPerHost: 256, IdleConnTimeout: 90 * time.Second, DisableCompression: true},
 		// Stream events go out as they arrive, as the gateway does.
 		FlushInterval: -1,
+		// Without a pool ReverseProxy allocates a 32 KiB copy buffer per answer.
+		BufferPool: &bufferPool{},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /go-ready", func(http.ResponseWriter, *http.Request) {})
@@ -63,3 +66,15 @@ func runGoProxy(args []string) error {
 	}
 	return nil
 }
+
+// bufferPool is httputil.BufferPool over a sync.Pool, as production Go proxies set one.
+type bufferPool struct{ p sync.Pool }
+
+func (b *bufferPool) Get() []byte {
+	if v, ok := b.p.Get().(*[]byte); ok {
+		return *v
+	}
+	return make([]byte, 32<<10)
+}
+
+func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }

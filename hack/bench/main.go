@@ -129,7 +129,7 @@ func run(args []string) error {
 	fs.IntVar(&o.pprofAt, "pprof-rate", 0, "with --pprof: an open-loop rate in req/s instead of the closed-loop saturation load")
 	fs.StringVar(&o.pprofSc, "pprof-scale", "", "also run the proxy code in-process with the 1,000-channel config at the target rate and write its CPU profile to this file")
 	fs.BoolVar(&o.noScale, "no-scale", false, "skip the 1,000-channel scale measurement")
-	fs.BoolVar(&o.noNginx, "no-nginx", false, "skip the nginx baseline even when nginx is installed")
+	fs.BoolVar(&o.noNginx, "no-nginx", false, "leave nginx out of the floors even when it is installed")
 	fs.Func("proxy-env", "set KEY=VALUE in the proxy's environment, e.g. GOMAXPROCS=1 or GOGC=200 (repeatable; shown in the table)", func(v string) error {
 		if !strings.Contains(v, "=") {
 			return errors.New("want KEY=VALUE")
@@ -137,7 +137,7 @@ func run(args []string) error {
 		proxyEnv = append(proxyEnv, v)
 		return nil
 	})
-	only := fs.String("only", "", "run only these parts, comma-separated: overhead, saturation, streaming, failover, ejection, scale, goproxy, nginx (the table is partial)")
+	only := fs.String("only", "", "run only these parts, comma-separated: overhead, saturation, streaming, failover, ejection, scale, goproxy, nginx (the table is partial); goproxy and nginx add those floors to the overhead and saturation runs, in the same slices")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: go run ./hack/bench [flags]\n\nMeasures the gateway's overhead, failover cost and ejection time against a mock upstream on loopback.\n\nFlags:")
 		fs.PrintDefaults()
@@ -241,6 +241,7 @@ type bench struct {
 	upAddr   string
 	proxy    *proxyProc
 	base     *proxyProc // --baseline-bin
+	floors   []*floorProc
 	children []*child
 }
 
@@ -280,6 +281,9 @@ func (b *bench) runAll() error {
 		b.res.Baseline = &baselineResult{Binary: b.opts.baseBin}
 		b.logf("baseline build %s on %s", b.opts.baseBin, b.base.api)
 	}
+	if err := b.startFloors(); err != nil {
+		return err
+	}
 
 	steps := []struct {
 		name string
@@ -304,7 +308,13 @@ func (b *bench) runAll() error {
 		if b.proxy.exited() {
 			return fmt.Errorf("the proxy exited during %s: %v\n%s", s.name, b.proxy.errMsg, b.proxy.logTail())
 		}
+		for _, f := range b.floors {
+			if f.c.exited() {
+				return fmt.Errorf("the %s exited during %s: %v\n%s", f.name, s.name, f.c.errMsg, f.c.logTail())
+			}
+		}
 	}
+	b.stopFloors()
 	if m, err := procStatus(b.proxy.pid()); err == nil {
 		b.res.Proxy = procResult{RSSMiB: mib(m["VmRSS"]), PeakRSSMiB: mib(m["VmHWM"]), AnonMiB: mib(m["RssAnon"]), FileMiB: mib(m["RssFile"])}
 	}
@@ -319,12 +329,6 @@ func (b *bench) runAll() error {
 		b.res.Scale.Skipped = "not run"
 	} else if err := b.scale(); err != nil {
 		return fmt.Errorf("scale: %w", err)
-	}
-	if err := b.goProxy(); err != nil {
-		return fmt.Errorf("goproxy: %w", err)
-	}
-	if err := b.nginx(); err != nil {
-		return fmt.Errorf("nginx: %w", err)
 	}
 	if b.opts.pprof != "" {
 		if err := b.profile(b.opts.pprof, false); err != nil {
@@ -378,9 +382,9 @@ type path struct {
 	up     float64     // of the upstream, during this path's slices
 }
 
-// interleave runs the same load on every path in turn, rotating the order each round (for two
-// paths: AB, BA, AB, ...), so that drift on a shared machine hits all of them alike. warm runs
-// once per path first and is not recorded.
+// interleave runs the same load on every path in turn, in the order sliceOrder gives each round
+// (for two paths: AB, BA, AB, ...), so that drift on a shared machine hits all of them alike. warm
+// runs once per path first and is not recorded.
 func (b *bench) interleave(paths []*path, rounds int, warm, run func(*target) runResult) {
 	self, upPID := os.Getpid(), b.up.pid()
 	gen := procGroup{pids: func() []int { return []int{self} }}
@@ -389,8 +393,8 @@ func (b *bench) interleave(paths []*path, rounds int, warm, run func(*target) ru
 		warm(p.t)
 	}
 	for r := 0; r < rounds && b.ctx.Err() == nil; r++ {
-		for k := range paths {
-			p := paths[(r+k)%len(paths)]
+		for _, i := range sliceOrder(len(paths), r) {
+			p := paths[i]
 			c0, g0, u0 := p.g.cpu(), gen.cpu(), up.cpu()
 			rr := run(p.t)
 			p.res.add(rr)
@@ -400,6 +404,34 @@ func (b *bench) interleave(paths []*path, rounds int, warm, run func(*target) ru
 			p.up += up.cpu() - u0
 		}
 	}
+}
+
+// sliceOrder is the order of n paths in round r: a Williams design. Over n rounds (2n for an
+// odd n) every path takes every place in the round equally often, and follows every other path
+// equally often. Rotating one order (ABC, BCA, CAB) would do the first but not the second: B
+// would always follow A, so whatever a slice leaves behind (a backlog, the generator's garbage, a
+// proxy's GC debt) would always land on the same neighbour. For two paths both are AB, BA, ...
+func sliceOrder(n, r int) []int {
+	if n <= 0 {
+		return nil
+	}
+	row := r % n
+	if n%2 == 1 {
+		row = r % (2 * n)
+	}
+	order := make([]int, n)
+	for j := range order {
+		// The first round: 0, 1, n-1, 2, n-2, ...; the others add the round to it.
+		k := (j + 1) / 2
+		if j%2 == 0 && j > 0 {
+			k = n - j/2
+		}
+		order[j] = (k + row) % n
+	}
+	if row >= n { // odd n: the second n rounds are the first n backwards
+		slices.Reverse(order)
+	}
+	return order
 }
 
 func (b *bench) openLoops(paths []*path, rate, rounds int, slice time.Duration) {
@@ -433,11 +465,15 @@ func (b *bench) measurePaths(direct *target, mk func(p *proxyProc) *target) []*p
 
 func (b *bench) overhead() error {
 	for _, rate := range b.plan.rates {
-		b.logf("overhead at %d req/s, open loop: %d × %s per path", rate, b.plan.rounds, b.plan.slice)
 		paths := b.measurePaths(b.directTarget("direct", "/main/v1", plainBody, 256), func(p *proxyProc) *target {
 			return viaTarget("switchyard", p.api, plainBody, 256)
 		})
-		b.openLoops(paths, rate, b.plan.rounds, b.plan.slice)
+		var floors []*path // the floors are measured at the target rate only
+		if rate == b.plan.targetRate {
+			floors = b.floorPaths(256)
+		}
+		b.logf("overhead at %d req/s, open loop: %d × %s per path%s", rate, b.plan.rounds, b.plan.slice, withFloors(floors))
+		b.openLoops(append(paths, floors...), rate, b.plan.rounds, b.plan.slice)
 		rr := rateResult(rate, paths[0], paths[1])
 		b.res.Overhead = append(b.res.Overhead, rr)
 		b.logf("  direct p50 %s p99 %s | switchyard p50 %s p99 %s | added p50 %s p99 %s p99.9 %s",
@@ -446,6 +482,12 @@ func (b *bench) overhead() error {
 			br := rateResult(rate, paths[0], paths[2])
 			b.res.Baseline.Overhead = append(b.res.Baseline.Overhead, br)
 			b.logf("  baseline build: p50 %s p99 %s | added p50 %s p99 %s p99.9 %s", us(br.Via.P50), us(br.Via.P99), us(br.AddedP50), us(br.AddedP99), us(br.AddedP999))
+		}
+		for i, fp := range floors {
+			f := b.floors[i]
+			f.res.Overhead = rateResult(rate, paths[0], fp)
+			o := f.res.Overhead
+			b.logf("  %s: p50 %s p99 %s | added p50 %s p99 %s p99.9 %s", f.name, us(o.Via.P50), us(o.Via.P99), us(o.AddedP50), us(o.AddedP99), us(o.AddedP999))
 		}
 	}
 	return nil
@@ -538,20 +580,27 @@ func (b *bench) saturate(paths []*path) []saturationResult {
 }
 
 func (b *bench) saturation() error {
-	b.logf("saturation: closed loop, %d connections, %d × %s per path", b.plan.satConns, b.plan.satRounds, b.plan.satSlice)
 	conns := b.plan.satConns
 	paths := b.measurePaths(b.directTarget("direct", "/main/v1", plainBody, conns), func(p *proxyProc) *target {
 		return viaTarget("switchyard", p.api, plainBody, conns)
 	})
-	res := b.saturate(paths)
+	nproxies := len(paths) - 1
+	floors := b.floorPaths(conns)
+	b.logf("saturation: closed loop, %d connections, %d × %s per path%s", b.plan.satConns, b.plan.satRounds, b.plan.satSlice, withFloors(floors))
+	res := b.saturate(append(paths, floors...))
 	b.res.Saturation = res[0]
 	s := b.res.Saturation
 	b.logf("  direct %.0f req/s, switchyard %.0f req/s: ratio %.2f", s.DirectRPS, s.ViaRPS, s.Ratio)
 	b.logf("  CPU s per 1,000 requests: direct: load generator %.3f + upstream %.3f (%.2f cores busy); through the proxy: load generator %.3f + upstream %.3f + proxy %.3f (%.2f cores busy)",
 		s.DirectLoadGenCPUPer1k, s.DirectUpstreamCPUPer1k, s.DirectCoresBusy, s.ViaLoadGenCPUPer1k, s.ViaUpstreamCPUPer1k, s.ViaCPUPer1k, s.ViaCoresBusy)
-	if len(res) > 1 {
+	if nproxies > 1 {
 		b.res.Baseline.Saturation = res[1]
 		b.logf("  baseline build %.0f req/s: ratio %.2f, proxy CPU %.3f s per 1,000 requests", res[1].ViaRPS, res[1].Ratio, res[1].ViaCPUPer1k)
+	}
+	for i, f := range b.floors {
+		f.res.Saturation = res[nproxies+i]
+		s := f.res.Saturation
+		b.logf("  %s %.0f req/s: ratio %.2f, CPU %.3f s per 1,000 requests", f.name, s.ViaRPS, s.Ratio, s.ViaCPUPer1k)
 	}
 	return nil
 }
@@ -823,16 +872,77 @@ func (b *bench) scale() error {
 	return nil
 }
 
-// nginx: the same overhead and saturation through a plain nginx reverse proxy, when installed.
-func (b *bench) nginx() error {
-	if b.opts.noNginx || !b.opts.runs("nginx") {
-		b.res.Nginx = &floorResult{Skipped: "not run"}
-		return nil
+// floorProc is another proxy (nginx, the Go standard library's) in front of the same upstream: the
+// floor for "a proxy in the path" on this machine. It runs from before the overhead run to after
+// the saturation run and takes its slices in the same rounds as the proxy: measured later, in
+// rounds of its own, it met another level of noise from elsewhere on the machine (a direct p50 of
+// 287 µs during the proxy's slices and 200 µs during nginx's, in one run), and its overhead could
+// not be set next to the proxy's.
+type floorProc struct {
+	name string // in the log and the table
+	c    *child
+	addr string
+	g    procGroup // nginx: the master and its workers
+	res  *floorResult
+}
+
+// startFloors starts the floors that take part: the Go reverse proxy, and nginx when installed.
+// They take part in the overhead run (at the target rate) and the saturation run only.
+func (b *bench) startFloors() error {
+	measured := b.opts.runs("overhead") || b.opts.runs("saturation")
+	b.res.GoProxy = &floorResult{Skipped: "not run"}
+	if b.opts.runs("goproxy") {
+		if !measured {
+			b.res.GoProxy.Skipped = "needs overhead or saturation"
+			b.logf("Go reverse proxy floor: skipped (needs overhead or saturation)")
+		} else if err := b.startGoProxy(); err != nil {
+			return fmt.Errorf("goproxy: %w", err)
+		}
 	}
+	b.res.Nginx = &floorResult{Skipped: "not run"}
+	if !b.opts.noNginx && b.opts.runs("nginx") {
+		if !measured {
+			b.res.Nginx.Skipped = "needs overhead or saturation"
+			b.logf("nginx floor: skipped (needs overhead or saturation)")
+		} else if err := b.startNginx(); err != nil {
+			return fmt.Errorf("nginx: %w", err)
+		}
+	}
+	return nil
+}
+
+// startGoProxy starts the Go standard library's reverse proxy (this program, as a child).
+func (b *bench) startGoProxy() error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	addr, err := freePort()
+	if err != nil {
+		return err
+	}
+	c, stdout, err := startChild("go-reverse-proxy", b.tmp, self, goProxyMode, "--listen", addr, "--upstream", b.upAddr)
+	if err != nil {
+		return err
+	}
+	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	b.children = append(b.children, c)
+	if err := waitReady(b.ctx, c, "http://"+addr+"/go-ready", 10*time.Second); err != nil {
+		c.stop()
+		return fmt.Errorf("the Go reverse proxy did not start: %w\n%s", err, c.logTail())
+	}
+	b.res.GoProxy = &floorResult{Version: "net/http/httputil " + runtime.Version()}
+	b.addFloor("Go reverse proxy", c, addr, b.res.GoProxy)
+	return nil
+}
+
+// startNginx starts a plain nginx reverse proxy, when installed; it is skipped (not an error) when
+// it is not or does not start.
+func (b *bench) startNginx() error {
 	bin, err := exec.LookPath("nginx")
 	if err != nil {
-		b.res.Nginx = &floorResult{Skipped: "nginx is not installed"}
-		b.logf("nginx baseline: skipped (nginx is not installed)")
+		b.res.Nginx.Skipped = "nginx is not installed"
+		b.logf("nginx floor: skipped (nginx is not installed)")
 		return nil
 	}
 	addr, err := freePort()
@@ -853,64 +963,56 @@ func (b *bench) nginx() error {
 	}
 	go func() { _, _ = io.Copy(io.Discard, stdout) }()
 	b.children = append(b.children, c)
-	defer c.stop()
 	if err := waitReady(b.ctx, c, "http://"+addr+"/nginx-ready", 10*time.Second); err != nil {
-		b.res.Nginx = &floorResult{Skipped: "nginx did not start: " + err.Error() + " " + c.logTail()}
-		b.logf("nginx baseline: skipped (%s)", b.res.Nginx.Skipped)
+		c.stop()
+		b.res.Nginx.Skipped = "nginx did not start: " + err.Error() + " " + c.logTail()
+		b.logf("nginx floor: skipped (%s)", b.res.Nginx.Skipped)
 		return nil
 	}
-	b.res.Nginx = b.floor("nginx", c, addr)
-	b.res.Nginx.Version = nginxVersion(bin)
+	b.res.Nginx = &floorResult{Version: nginxVersion(bin)}
+	b.addFloor("nginx", c, addr, b.res.Nginx)
 	return nil
 }
 
-// goProxy: the same through the Go standard library's reverse proxy (this program, as a child).
-func (b *bench) goProxy() error {
-	if !b.opts.runs("goproxy") {
-		b.res.GoProxy = &floorResult{Skipped: "not run"}
-		return nil
-	}
-	self, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	addr, err := freePort()
-	if err != nil {
-		return err
-	}
-	c, stdout, err := startChild("go-reverse-proxy", b.tmp, self, goProxyMode, "--listen", addr, "--upstream", b.upAddr)
-	if err != nil {
-		return err
-	}
-	go func() { _, _ = io.Copy(io.Discard, stdout) }()
-	b.children = append(b.children, c)
-	defer c.stop()
-	if err := waitReady(b.ctx, c, "http://"+addr+"/go-ready", 10*time.Second); err != nil {
-		return fmt.Errorf("the Go reverse proxy did not start: %w\n%s", err, c.logTail())
-	}
-	b.res.GoProxy = b.floor("Go reverse proxy", c, addr)
-	b.res.GoProxy.Version = "net/http/httputil " + runtime.Version()
-	return nil
-}
-
-// floor measures another proxy (nginx, the Go standard library's) at the target rate and at
-// saturation against the direct path, as the floor for "a proxy in the path" on this machine.
-func (b *bench) floor(name string, c *child, addr string) *floorResult {
-	p := b.plan
+// addFloor puts a started floor into the overhead and saturation runs; its CPU and memory are its
+// process's and, for nginx, its workers'.
+func (b *bench) addFloor(name string, c *child, addr string, res *floorResult) {
 	pid := c.pid()
 	g := procGroup{pids: func() []int { return append([]int{pid}, childPIDs(pid)...) }}
-	b.logf("%s baseline at %d req/s and saturation", name, p.targetRate)
-	url := "http://" + addr + "/main/v1" + chatPath
-	paths := []*path{{t: b.directTarget("direct", "/main/v1", plainBody, 256)},
-		{t: &target{name: name, url: url, body: plainBody, header: clientHeader(), client: newClient(256)}, g: g}}
-	b.openLoops(paths, p.targetRate, p.rounds, p.slice)
-	n := &floorResult{Overhead: rateResult(p.targetRate, paths[0], paths[1])}
-	n.Saturation = b.saturate([]*path{{t: b.directTarget("direct", "/main/v1", plainBody, p.satConns)},
-		{t: &target{name: name, url: url, body: plainBody, header: clientHeader(), client: newClient(p.satConns)}, g: g}})[0]
-	_, hwm := g.mem()
-	n.PeakRSSMiB = mib(hwm)
-	b.logf("  added p50 %s p99 %s; saturation ratio %.2f", us(n.Overhead.AddedP50), us(n.Overhead.AddedP99), n.Saturation.Ratio)
-	return n
+	b.floors = append(b.floors, &floorProc{name: name, c: c, addr: addr, g: g, res: res})
+	b.logf("%s (%s) on %s, measured in the same slices as the proxy", name, res.Version, addr)
+}
+
+// floorPaths is one path per running floor, to go after the proxies' in an openLoops or saturate
+// call.
+func (b *bench) floorPaths(conns int) []*path {
+	var out []*path
+	for _, f := range b.floors {
+		t := &target{name: f.name, url: "http://" + f.addr + "/main/v1" + chatPath, body: plainBody, header: clientHeader(), client: newClient(conns)}
+		out = append(out, &path{t: t, g: f.g})
+	}
+	return out
+}
+
+// withFloors names the floors in a log line.
+func withFloors(floors []*path) string {
+	if len(floors) == 0 {
+		return ""
+	}
+	var names []string
+	for _, p := range floors {
+		names = append(names, p.t.name)
+	}
+	return ", with " + strings.Join(names, " and ") + " in the same rounds"
+}
+
+// stopFloors keeps each floor's peak RSS (over both runs) and stops it.
+func (b *bench) stopFloors() {
+	for _, f := range b.floors {
+		_, hwm := f.g.mem()
+		f.res.PeakRSSMiB = mib(hwm)
+		f.c.stop()
+	}
 }
 
 func nginxConf(listen, upstream, dir string) string {

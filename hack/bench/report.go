@@ -139,7 +139,8 @@ type scaleResult struct {
 	Overhead    overheadResult `json:"overhead"`
 }
 
-// floorResult is another proxy measured the same way: nginx, the Go standard library's.
+// floorResult is another proxy measured the same way, in the same slices as the proxy: nginx, the
+// Go standard library's.
 type floorResult struct {
 	Skipped    string           `json:"skipped,omitempty"`
 	Version    string           `json:"version,omitempty"`
@@ -218,7 +219,7 @@ func (b *bench) markdown() string {
 	m := r.Machine
 	fmt.Fprintf(&sb, "### Switchyard data-plane benchmark, %s\n\n", strings.Replace(r.Date, "T", " ", 1))
 	fmt.Fprintf(&sb, "Machine: **%d cores** (%s), %s, %s, %s. Load average %s at start, %s at end. Run: %s, %.0f s. "+
-		"Upstream, proxy and load generator share the machine; overheads are differences of the two paths measured in alternating slices of the same run.\n\n",
+		"Upstream, proxies and load generator share the machine; overheads are differences from the direct path, measured in alternating slices of the same rounds.\n\n",
 		m.Cores, orDash(m.CPU), orDash(m.Memory), m.OS, m.Go, orDash(m.LoadAvgStart), orDash(m.LoadAvgEnd), r.Mode, r.Seconds)
 	if len(r.ProxyEnv) > 0 {
 		fmt.Fprintf(&sb, "Proxy environment: `%s`.\n\n", strings.Join(r.ProxyEnv, " "))
@@ -284,7 +285,7 @@ func (b *bench) markdown() string {
 			fmt.Sprintf("%.1f / %.1f MiB; %.3f s; %s", sc.IdleRSSMiB, sc.PeakRSSMiB, o.ViaCPUPer1k, (time.Duration(sc.ReadyMillis)*time.Millisecond).String()), "", "")
 	}
 	floorRows(row, "Go standard library reverse proxy (httputil.ReverseProxy)", "Go reverse proxy", r.GoProxy)
-	floorRows(row, "nginx reverse proxy baseline", "nginx "+nginxVersionOf(r.Nginx), r.Nginx)
+	floorRows(row, "nginx reverse proxy baseline", nginxName(r.Nginx), r.Nginx)
 	if bl := r.Baseline; bl != nil {
 		fmt.Fprintf(&sb, "\nThe same run, side by side with the baseline build `%s`:\n\n", bl.Binary)
 		sb.WriteString("| Measure | Baseline build | Current build |\n|---|---:|---:|\n")
@@ -333,6 +334,21 @@ func (b *bench) markdown() string {
 	}
 	if e.FirstError != "" {
 		notes = append(notes, "ejection: first client error: "+e.FirstError)
+	}
+	for _, f := range []struct {
+		name string
+		n    *floorResult
+	}{{"Go reverse proxy", r.GoProxy}, {"nginx", r.Nginx}} {
+		if f.n == nil || f.n.Skipped != "" {
+			continue
+		}
+		// The direct path's errors at the target rate are noted above already.
+		if o := f.n.Overhead; o.Via.Errors > 0 {
+			notes = append(notes, fmt.Sprintf("%s at %d req/s: %d errors (first: %s)", f.name, o.Rate, o.Via.Errors, o.Via.FirstError))
+		}
+		if fs := f.n.Saturation; fs.Errors > 0 {
+			notes = append(notes, fmt.Sprintf("%s saturation: %d errors, direct included (first: %s)", f.name, fs.Errors, fs.FirstError))
+		}
 	}
 	if len(notes) > 0 {
 		sb.WriteString("\nErrors: " + strings.Join(notes, "; ") + "\n")
@@ -392,26 +408,41 @@ func orDash(s string) string {
 	return s
 }
 
-// floorRows adds the two rows of a floor measurement (or says why it was skipped).
+// floorRows adds the rows of a floor measurement, one per run it took part in (--only), or says
+// why it was skipped. Its Reference column is the direct path of the same rounds as Switchyard's:
+// at the target rate, the same figures as in Switchyard's row.
 func floorRows(row func(...string), title, name string, n *floorResult) {
 	switch {
 	case n == nil:
 	case n.Skipped != "":
 		row(title, "", "skipped: "+n.Skipped, "", "")
 	default:
-		o := n.Overhead
-		row(fmt.Sprintf("%s: latency at %s req/s, p50 / p99 / p99.9", name, thousands(o.Rate)),
-			lat3(o.Direct), lat3(o.Via), added3(o), "")
-		row(name+": saturation; CPU per 1,000 requests; peak RSS",
-			fmt.Sprintf("%s req/s", thousands(int(n.Saturation.DirectRPS))),
-			fmt.Sprintf("%s req/s; %.3f s; %.1f MiB", thousands(int(n.Saturation.ViaRPS)), n.Saturation.ViaCPUPer1k, n.PeakRSSMiB),
-			fmt.Sprintf("ratio %.0f%%", n.Saturation.Ratio*100), "")
+		o, s := n.Overhead, n.Saturation
+		if o.Rate > 0 {
+			row(fmt.Sprintf("%s, in the same slices as Switchyard: latency at %s req/s, p50 / p99 / p99.9 (n=%d)", name, thousands(o.Rate), o.Via.N),
+				lat3(o.Direct), lat3(o.Via), added3(o), "")
+		}
+		var cpu []string
+		if o.Rate > 0 {
+			cpu = append(cpu, fmt.Sprintf("%.3f s at %s req/s", o.ViaCPUPer1k, thousands(o.Rate)))
+		}
+		if s.DirectRPS > 0 {
+			cpu = append(cpu, fmt.Sprintf("%.3f s at saturation", s.ViaCPUPer1k))
+			row(name+", in the same slices as Switchyard: saturation; CPU per 1,000 requests; peak RSS",
+				fmt.Sprintf("%s req/s", thousands(int(s.DirectRPS))),
+				fmt.Sprintf("%s req/s; %s; %.1f MiB", thousands(int(s.ViaRPS)), strings.Join(cpu, ", "), n.PeakRSSMiB),
+				fmt.Sprintf("ratio %.0f%%", s.Ratio*100), "")
+		} else {
+			row(name+", in the same slices as Switchyard: CPU per 1,000 requests; peak RSS", "",
+				fmt.Sprintf("%s; %.1f MiB", strings.Join(cpu, ", "), n.PeakRSSMiB), "", "")
+		}
 	}
 }
 
-func nginxVersionOf(n *floorResult) string {
-	if n == nil {
-		return ""
+// nginxName is nginx's name in the table: its version (nginx/1.22.1) when known.
+func nginxName(n *floorResult) string {
+	if n == nil || n.Version == "" {
+		return "nginx"
 	}
 	return n.Version
 }
