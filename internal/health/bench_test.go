@@ -2,6 +2,7 @@ package health
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -72,3 +73,23 @@ func BenchmarkSelect(b *testing.B) { benchSelect(b) }
 
 // BenchmarkRoutable is BenchmarkSelect under the name the issue uses for "which channels may I use".
 func BenchmarkRoutable(b *testing.B) { benchSelect(b) }
+
+// BenchmarkGCWith5000Keys is one full garbage collection with 5,000 channel×models configured
+// (the bench's scale configuration): what every GC cycle costs in marking the engine's state.
+// It is the measure behind keeping state's pointer-free window last (TestStateWindowIsNotScannedByTheGC).
+func BenchmarkGCWith5000Keys(b *testing.B) {
+	e := NewEngine(0)
+	targets := make([]Target, 0, 5000)
+	for c := range 1000 {
+		for m := range 5 {
+			targets = append(targets, Target{Key: Key{Channel: fmt.Sprintf("channel-%04d", c), Model: fmt.Sprintf("model-%04d-%d", c/5, m)}, Settings: DefaultSettings("chat")})
+		}
+	}
+	e.Configure(t0, targets)
+	runtime.GC()
+	b.ResetTimer()
+	for b.Loop() {
+		runtime.GC()
+	}
+	runtime.KeepAlive(e)
+}
