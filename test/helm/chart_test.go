@@ -248,6 +248,11 @@ func TestRenderedWiring(t *testing.T) {
 					t.Errorf("container %s does not get POD_NAMESPACE from the downward API", c.Name)
 				}
 			}
+			// The proxy's Go scheduler is sized by its CPU request, not the node's cores (all-options
+			// sets its own GOMAXPROCS: TestAllOptionsProperties).
+			if tc.values == nil && !hasGOMAXPROCSFromRequest(pc.Env) {
+				t.Errorf("proxy env %+v: no GOMAXPROCS from requests.cpu", pc.Env)
+			}
 
 			// The proxy's Role names exactly those two objects.
 			var role rbacv1.Role
@@ -404,6 +409,16 @@ func TestAllOptionsProperties(t *testing.T) {
 	pc := container(t, &proxy, "proxy")
 	if pc.Image != "registry.example.com/switchyard@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef" {
 		t.Errorf("image %s, want the digest", pc.Image)
+	}
+	// A GOMAXPROCS of the user's replaces the one derived from the CPU request.
+	var gomaxprocs []string
+	for _, e := range pc.Env {
+		if e.Name == "GOMAXPROCS" {
+			gomaxprocs = append(gomaxprocs, e.Value)
+		}
+	}
+	if !slices.Equal(gomaxprocs, []string{"3"}) {
+		t.Errorf("proxy GOMAXPROCS values %q, want only the user's \"3\"", gomaxprocs)
 	}
 	for _, want := range []string{"--drain-timeout=60s", "--access-log=-", "--max-body-bytes=20971520", "--log-level=warn", "--tick=500ms"} {
 		if !slices.Contains(pc.Args, want) {
@@ -907,4 +922,14 @@ func TestVariantsDryRunServer(t *testing.T) {
 			dryRun(t, objs)
 		})
 	}
+}
+
+func hasGOMAXPROCSFromRequest(env []corev1.EnvVar) bool {
+	for _, e := range env {
+		if e.Name == "GOMAXPROCS" && e.ValueFrom != nil && e.ValueFrom.ResourceFieldRef != nil &&
+			e.ValueFrom.ResourceFieldRef.Resource == "requests.cpu" && e.ValueFrom.ResourceFieldRef.Divisor.String() == "1" {
+			return true
+		}
+	}
+	return false
 }

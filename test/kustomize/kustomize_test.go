@@ -121,6 +121,14 @@ func TestProxyManifests(t *testing.T) {
 	if admin != 9090 {
 		t.Errorf("proxy admin port %d, want 9090", admin)
 	}
+	gomaxprocs := false
+	for _, e := range c.Env {
+		gomaxprocs = gomaxprocs || (e.Name == "GOMAXPROCS" && e.ValueFrom != nil && e.ValueFrom.ResourceFieldRef != nil &&
+			e.ValueFrom.ResourceFieldRef.Resource == "requests.cpu")
+	}
+	if !gomaxprocs {
+		t.Errorf("proxy env %+v: no GOMAXPROCS from requests.cpu (the Go scheduler would size itself by the node's cores)", c.Env)
+	}
 	drain := 0
 	for _, a := range c.Args {
 		if v, ok := strings.CutPrefix(a, "--drain-timeout="); ok {
