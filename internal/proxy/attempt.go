@@ -89,6 +89,12 @@ func (s *Server) do(ctx context.Context, w http.ResponseWriter, a *attempt) (res
 	copyRequestHeaders(req.Header, a.header)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Request-Id", a.requestID)
+	if u := req.URL.User; u != nil && a.key == "" {
+		// Credentials in the base URL (a self-hosted upstream behind basic auth), as http.Client
+		// would send them; the request line never carries them.
+		pw, _ := u.Password()
+		req.SetBasicAuth(u.Username(), pw)
+	}
 	if a.key != "" {
 		switch a.channel.Provider {
 		case "azure-openai":
@@ -478,10 +484,25 @@ func (s *sseReader) readLine() ([]byte, error) {
 }
 
 // eventBuffered reports whether a whole event has been read from the network already, so that
-// the next call to next returns without waiting.
+// the next call to next returns without waiting. The reader is at an event boundary: blank lines
+// there are skipped by next, and the first blank line after a non-blank one ends the event. It
+// scans no further than that end.
 func (s *sseReader) eventBuffered() bool {
 	b, _ := s.r.Peek(s.r.Buffered())
-	return bytes.Contains(b, []byte("\n\n")) || bytes.Contains(b, []byte("\n\r\n"))
+	b = bytes.TrimLeft(b, "\r\n")
+	for {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			return false
+		}
+		b = b[i+1:]
+		if len(b) > 0 && b[0] == '\r' {
+			b = b[1:]
+		}
+		if len(b) > 0 && b[0] == '\n' {
+			return true
+		}
+	}
 }
 
 // next returns the next event. Comment-only events (keep-alives) are passed on as they are.

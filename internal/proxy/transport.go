@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -17,21 +19,24 @@ import (
 // h1Transport is the upstream client: HTTP/1.1 with keep-alive, each exchange run start to end on
 // the calling goroutine. net/http's Transport hands every request to a per-connection write
 // goroutine and every response back from a per-connection read goroutine; on a loaded 2-core
-// machine those two hand-offs (scheduler wake-ups, futex calls) were most of what the proxy added
-// to a request (docs/benchmarks.md). Here the handler's goroutine writes the request and parses
-// the answer itself (http.Request.Write and http.ReadResponse do the protocol), so a proxied
-// request costs two socket writes and the reads, and no goroutine switch.
+// machine those two hand-offs (scheduler wake-ups, futex calls) were the largest cost we could
+// remove (docs/benchmarks.md). Here the handler's goroutine writes the request and parses the
+// answer itself (http.Request.Write and http.ReadResponse do the protocol), so a proxied request
+// costs two socket writes and the reads, and no goroutine switch. Only a body over 64 KiB is
+// written from a second goroutine, so that an upstream refusing it early (413) is heard.
 //
-// What it gives up: HTTP/2 to upstreams (provider APIs speak HTTP/1.1 fine; one connection per
-// request in flight, pooled) and net/http's background reader that notices a server closing an
-// idle connection. Instead an idle connection is checked just before reuse (a non-blocking peek:
-// data or EOF means the server is done with it). What the peek cannot see — the server closing in
-// the microseconds between the peek and the request — ends the exchange before a single byte of
-// answer; then the request is sent once more on a newly dialled connection. That can repeat a
-// request the server read before it closed without answering; a server closing an idle
-// connection has not read it, and the alternative is to count our own pool's race as the
-// channel's failure and fail over, which would send it again anyway.
+// What it gives up: HTTP/2 to upstreams — provider APIs speak HTTP/1.1 fine, but it takes one
+// connection per request in flight (pooled, TLS sessions resumed; switchyard_upstream_connections_*
+// count them: on a cloud NAT each holds a port) — and net/http's background reader that notices a
+// server closing an idle connection. Instead an idle connection is checked just before reuse (a non-blocking peek:
+// data or EOF means the server is done with it). A request is sent once more, on a newly dialled
+// connection, only when that cannot bill it twice — net/http's rule: the reused connection failed
+// while the request was being written (the server had closed it), or before any byte of answer
+// when the request is idempotent (GET, HEAD, or an Idempotency-Key header). A POST that was
+// written whole and then met a closed connection is a connection error: failover decides.
 type h1Transport struct {
+	open           atomic.Int64 // connections dialled and not closed yet
+	sessions       tls.ClientSessionCache
 	dialer         *net.Dialer
 	tlsConfig      *tls.Config // nil: the defaults, with the URL's host as server name
 	tlsTimeout     time.Duration
@@ -47,10 +52,53 @@ type h1Transport struct {
 type h1Conn struct {
 	key       string
 	conn      net.Conn // TLS or plain: what requests are written to
-	raw       net.Conn // the TCP connection under it, for the liveness peek
-	br        *bufio.Reader
+	raw       net.Conn // the TCP connection under it, for the liveness peek and for closing
+	lim       limitReader
+	br        *bufio.Reader // reads through lim
 	bw        *bufio.Writer
 	idleSince time.Time
+	closed    atomic.Bool
+	open      *atomic.Int64
+}
+
+// close closes the TCP connection once. Never tls.Conn.Close: it sends a close_notify alert
+// with a 5 s write deadline of its own, which on a connection whose send buffer is full (an
+// upstream that stopped reading a large request) would hold the request 5 s past its timeout.
+func (c *h1Conn) close() {
+	if c.closed.CompareAndSwap(false, true) {
+		c.raw.Close()
+		c.open.Add(-1)
+	}
+}
+
+// limitReader ends a read with errHeadersTooLarge after n bytes; n is lifted after the headers.
+type limitReader struct {
+	r io.Reader
+	n int64
+}
+
+var errHeadersTooLarge = fmt.Errorf("upstream answer headers exceed %d KiB", maxHeaderBytes>>10)
+
+const (
+	maxHeaderBytes   = 1 << 20 // net/http allows 10 MB; no provider sends more than a few KiB
+	maxInformational = 5       // 1xx answers before the real one, as net/http allows
+	// inlineWriteMax: a larger body is written while the answer is read (see exchange).
+	inlineWriteMax = 64 << 10
+	unlimited      = math.MaxInt64
+)
+
+func (l *limitReader) Read(p []byte) (int, error) {
+	if l.n <= 0 {
+		return 0, errHeadersTooLarge
+	}
+	if int64(len(p)) > l.n {
+		p = p[:l.n]
+	}
+	n, err := l.r.Read(p)
+	if l.n != unlimited {
+		l.n -= int64(n)
+	}
+	return n, err
 }
 
 func newH1Transport() *h1Transport {
@@ -63,6 +111,7 @@ func newH1Transport() *h1Transport {
 		idleTimeout: 50 * time.Second,
 		now:         time.Now,
 		idle:        map[string][]*h1Conn{},
+		sessions:    tls.NewLRUClientSessionCache(0), // a reconnect resumes instead of a full handshake
 	}
 }
 
@@ -101,7 +150,7 @@ func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if try > 0 && req.GetBody != nil {
 			body, err := req.GetBody()
 			if err != nil {
-				c.conn.Close()
+				c.close()
 				return nil, err
 			}
 			r2 := *req
@@ -112,9 +161,7 @@ func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if err == nil {
 			return resp, nil
 		}
-		// A reused connection that failed before any answer arrived was most likely closed by
-		// the server while idle: send it once more on a new connection when the body allows.
-		if reused && try == 0 && ctx.Err() == nil && staleConnError(err) && (req.Body == nil || req.Body == http.NoBody || req.GetBody != nil) {
+		if reused && try == 0 && ctx.Err() == nil && retryable(req, err) {
 			continue
 		}
 		return nil, err
@@ -126,44 +173,95 @@ func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, req *http.Request
 	stop := context.AfterFunc(ctx, func() { _ = c.conn.SetDeadline(aLongTimeAgo) })
 	fail := func(err error) (*http.Response, error) {
 		stop()
-		c.conn.Close()
+		c.close()
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("upstream request: %w (%w)", ctx.Err(), err)
 		}
 		return nil, err
 	}
-	if err := req.Write(c.bw); err != nil {
-		return fail(sendError{err})
+	write := func() error {
+		if err := req.Write(c.bw); err != nil {
+			return sendError{err}
+		}
+		if err := c.bw.Flush(); err != nil {
+			return sendError{err}
+		}
+		return nil
 	}
-	if err := c.bw.Flush(); err != nil {
-		return fail(sendError{err})
+	writeDone := true
+	if req.ContentLength >= 0 && req.ContentLength <= inlineWriteMax {
+		if err := write(); err != nil {
+			return fail(err)
+		}
+	} else {
+		// A large body is written by another goroutine while this one waits for the answer: an
+		// upstream may refuse it (413, 400) after the headers and close, and its answer must
+		// reach the client, not the write error that follows. (Small bodies fit in the socket
+		// buffers; writing them inline saves a goroutine hand-off per request.)
+		wrote := make(chan error, 1)
+		go func() { wrote <- write() }()
+		resp, err := t.readAnswer(c, req)
+		if err != nil {
+			select {
+			case werr := <-wrote:
+				if werr != nil {
+					err = werr // the send had failed already: the server never had the whole request
+				}
+			default:
+				c.close() // ends the write still blocked on it
+				<-wrote
+			}
+			return fail(err)
+		}
+		select {
+		case werr := <-wrote:
+			writeDone = werr == nil
+		default:
+			writeDone = false // an early answer: the rest of the body is not wanted
+		}
+		return t.answer(c, req, resp, stop, writeDone), nil
 	}
-	// An answer that never started reads as io.EOF here; ReadResponse would make it
-	// io.ErrUnexpectedEOF, which is also what a cut-off answer gives. Only the first may be retried.
-	if _, err := c.br.Peek(1); err != nil {
+	resp, err := t.readAnswer(c, req)
+	if err != nil {
 		return fail(err)
 	}
-	var resp *http.Response
-	for {
-		var err error
-		resp, err = http.ReadResponse(c.br, req)
+	return t.answer(c, req, resp, stop, writeDone), nil
+}
+
+// readAnswer reads the answer's status line and headers, past any 1xx.
+func (t *h1Transport) readAnswer(c *h1Conn, req *http.Request) (*http.Response, error) {
+	c.lim.n = maxHeaderBytes
+	defer func() { c.lim.n = unlimited }()
+	// An answer that never started reads as io.EOF here; ReadResponse would make it
+	// io.ErrUnexpectedEOF, which is also what a cut-off answer gives.
+	if _, err := c.br.Peek(1); err != nil {
+		return nil, err
+	}
+	for range maxInformational + 1 {
+		resp, err := http.ReadResponse(c.br, req)
 		if err != nil {
-			return fail(err)
+			return nil, err
 		}
 		// 1xx answers (103 Early Hints, a 100 Continue never asked for) precede the real one.
 		if resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
-			break
+			return resp, nil
 		}
 	}
-	// After 101 Switching Protocols the connection speaks something else.
-	reusable := !resp.Close && !req.Close && resp.StatusCode != http.StatusSwitchingProtocols
+	return nil, fmt.Errorf("upstream sent more than %d informational (1xx) answers", maxInformational)
+}
+
+// answer wires the answer's body to the connection's fate.
+func (t *h1Transport) answer(c *h1Conn, req *http.Request, resp *http.Response, stop func() bool, writeDone bool) *http.Response {
+	// After 101 Switching Protocols the connection speaks something else; after an early answer
+	// part of the request may still be unsent.
+	reusable := writeDone && !resp.Close && !req.Close && resp.StatusCode != http.StatusSwitchingProtocols
 	if resp.Body == http.NoBody || resp.ContentLength == 0 {
 		resp.Body = http.NoBody
 		t.release(c, stop, reusable)
-		return resp, nil
+		return resp
 	}
 	resp.Body = &h1Body{rc: resp.Body, t: t, c: c, stop: stop, reusable: reusable}
-	return resp, nil
+	return resp
 }
 
 // release puts c back in the pool when its exchange ended cleanly, and closes it otherwise.
@@ -171,7 +269,7 @@ func (t *h1Transport) release(c *h1Conn, stop func() bool, reusable bool) {
 	// stop reports false when the context's end already moved the deadline: the connection is
 	// unusable even though the answer was complete.
 	if !stop() || !reusable || c.br.Buffered() > 0 || t.maxIdlePerHost <= 0 {
-		c.conn.Close()
+		c.close()
 		return
 	}
 	c.idleSince = t.now()
@@ -186,7 +284,7 @@ func (t *h1Transport) release(c *h1Conn, stop func() bool, reusable bool) {
 	t.idle[c.key] = append(list, c)
 	t.mu.Unlock()
 	if evicted != nil {
-		evicted.conn.Close()
+		evicted.close()
 	}
 }
 
@@ -207,7 +305,7 @@ func (t *h1Transport) get(key string) (*h1Conn, bool) {
 		if now.Sub(c.idleSince) < t.idleTimeout && peekAlive(c.raw) {
 			return c, true
 		}
-		c.conn.Close()
+		c.close()
 	}
 }
 
@@ -218,11 +316,14 @@ func (t *h1Transport) dial(ctx context.Context, scheme, key, addr, host string) 
 	}
 	conn := raw
 	if scheme == "https" {
-		cfg := &tls.Config{ServerName: host, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12}
+		cfg := &tls.Config{ServerName: host, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12, ClientSessionCache: t.sessions}
 		if t.tlsConfig != nil {
 			cfg = t.tlsConfig.Clone()
 			if cfg.ServerName == "" {
 				cfg.ServerName = host
+			}
+			if cfg.ClientSessionCache == nil {
+				cfg.ClientSessionCache = t.sessions
 			}
 			cfg.NextProtos = []string{"http/1.1"}
 		}
@@ -236,7 +337,11 @@ func (t *h1Transport) dial(ctx context.Context, scheme, key, addr, host string) 
 		}
 		conn = tc
 	}
-	return &h1Conn{key: key, conn: conn, raw: raw, br: bufio.NewReaderSize(conn, 16<<10), bw: bufio.NewWriterSize(conn, 8<<10)}, nil
+	t.open.Add(1)
+	c := &h1Conn{key: key, conn: conn, raw: raw, bw: bufio.NewWriterSize(conn, 8<<10), open: &t.open}
+	c.lim = limitReader{r: conn, n: unlimited}
+	c.br = bufio.NewReaderSize(&c.lim, 16<<10)
+	return c, nil
 }
 
 // closeIdle closes idle connections: those idle for olderThan or longer, or all when it is 0.
@@ -262,7 +367,7 @@ func (t *h1Transport) closeIdle(olderThan time.Duration) {
 	}
 	t.mu.Unlock()
 	for _, c := range doomed {
-		c.conn.Close()
+		c.close()
 	}
 }
 
@@ -273,7 +378,10 @@ func (t *h1Transport) closeExpired() { t.closeIdle(t.idleTimeout) }
 // CloseIdleConnections closes every idle connection (http.Client calls it).
 func (t *h1Transport) CloseIdleConnections() { t.closeIdle(0) }
 
-// idleCount is the number of pooled connections (tests).
+// connStats reports the open connections and how many of them are idle in the pool (metrics).
+func (t *h1Transport) connStats() (open, idle int) { return int(t.open.Load()), t.idleCount() }
+
+// idleCount is the number of pooled connections.
 func (t *h1Transport) idleCount() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -285,7 +393,9 @@ func (t *h1Transport) idleCount() int {
 }
 
 // h1Body is an answer's body. Reading it to the end returns the connection to the pool; closing
-// it earlier closes the connection (draining an unknown remainder could take long).
+// it earlier closes the connection (draining an unknown remainder could take long). Unlike
+// net/http's, it is not safe for a Close concurrent with a Read: the proxy reads and closes a
+// body on one goroutine, and a stalled read is ended through the request's context.
 type h1Body struct {
 	rc       io.ReadCloser
 	t        *h1Transport
@@ -306,7 +416,7 @@ func (b *h1Body) Read(p []byte) (int, error) {
 			b.t.release(b.c, b.stop, b.reusable)
 		} else {
 			b.stop()
-			b.c.conn.Close()
+			b.c.close()
 		}
 	}
 	return n, err
@@ -316,7 +426,7 @@ func (b *h1Body) Close() error {
 	if !b.done {
 		b.done = true
 		b.stop()
-		b.c.conn.Close()
+		b.c.close()
 	}
 	return nil
 }
@@ -327,11 +437,30 @@ type sendError struct{ err error }
 func (e sendError) Error() string { return "writing the request: " + e.err.Error() }
 func (e sendError) Unwrap() error { return e.err }
 
-// staleConnError: the failure of a request on a connection the server had already closed.
-func staleConnError(err error) bool {
-	var we sendError
-	return errors.As(err, &we) || errors.Is(err, io.EOF) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+// retryable reports whether a request that failed on a reused connection may be sent again on
+// a new one without the risk of running it twice: the server had closed the connection while
+// the request was being written (it does not act on half a request), or the request is
+// idempotent and the connection ended before any byte of answer.
+func retryable(req *http.Request, err error) bool {
+	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
+		return false // the body cannot be sent again
+	}
+	var se sendError
+	if errors.As(err, &se) {
+		return true
+	}
+	closed := errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+	return closed && idempotent(req)
+}
+
+func idempotent(req *http.Request) bool {
+	switch req.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+		return true
+	}
+	_, key := req.Header["Idempotency-Key"]
+	_, xkey := req.Header["X-Idempotency-Key"]
+	return key || xkey
 }
 
 func connKey(req *http.Request) (key, addr string, err error) {

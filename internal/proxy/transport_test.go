@@ -638,42 +638,58 @@ func staleAfterRequest(t *testing.T, rst bool) *rawUpstream {
 	return up
 }
 
-// 5b. The reused connection fails (RST) after the request went out: one retry on a new
-// connection, with the body rewound by GetBody.
-func TestH1RetryOnReusedConnectionReset(t *testing.T) {
-	up := staleAfterRequest(t, true)
-	tr, dials := newTestH1Transport(t)
+// idempotent marks a POST as safe to send twice (net/http's rule, which the transport follows).
+func idempotentPOST(t *testing.T, url, body string) *http.Request {
+	req := h1Request(t, context.Background(), http.MethodPost, url, body)
+	req.Header.Set("Idempotency-Key", "k-"+body)
+	return req
+}
 
-	h1Do(t, tr, h1Request(t, context.Background(), http.MethodPost, up.url, "one"))
-	resp, body := h1Do(t, tr, h1Request(t, context.Background(), http.MethodPost, up.url, "payload-two"))
-	if resp.StatusCode != 200 || body != "ok" {
-		t.Fatalf("%s %q", resp.Status, body)
-	}
-	if d, a := dials.Load(), up.accepted(); d != 2 || a != 2 {
-		t.Errorf("dials = %d, accepted = %d; want 2 and 2 (one retry)", d, a)
-	}
-	if got, want := up.seen(), []string{"POST one", "POST payload-two", "POST payload-two"}; !slices.Equal(got, want) {
-		t.Errorf("upstream saw %q, want %q", got, want)
-	}
-	if n := tr.idleCount(); n != 1 {
-		t.Errorf("idleCount = %d, want 1", n)
+// 5b. The reused connection fails (RST, or a plain FIN) after the whole request went out. The
+// server may have acted on it: a POST is not sent again (a billed completion would run twice) —
+// the caller gets a connection error and fails over — unless it carries an Idempotency-Key, when
+// it goes once more on a new connection with the body rewound by GetBody.
+func TestH1NoRetryOfAPOSTTheServerMayHaveRead(t *testing.T) {
+	for _, rst := range []bool{true, false} {
+		t.Run(map[bool]string{true: "reset", false: "eof"}[rst], func(t *testing.T) {
+			up := staleAfterRequest(t, rst)
+			tr, dials := newTestH1Transport(t)
+			h1Do(t, tr, h1Request(t, context.Background(), http.MethodPost, up.url, "one"))
+			resp, err := tr.RoundTrip(h1Request(t, context.Background(), http.MethodPost, up.url, "payload-two"))
+			if err == nil {
+				resp.Body.Close()
+				t.Fatalf("got %s; want a connection error", resp.Status)
+			}
+			if d := dials.Load(); d != 1 {
+				t.Errorf("dials = %d, want 1 (no retry)", d)
+			}
+			if got, want := up.seen(), []string{"POST one", "POST payload-two"}; !slices.Equal(got, want) {
+				t.Errorf("upstream saw %q, want %q", got, want)
+			}
+		})
 	}
 }
 
-// 5b (FIN). Same, but the server's close is a plain FIN: the reused connection ends before a byte of
-// answer, exactly the race the retry exists for.
-func TestH1RetryOnReusedConnectionEOF(t *testing.T) {
-	up := staleAfterRequest(t, false)
-	tr, dials := newTestH1Transport(t)
-
-	h1Do(t, tr, h1Request(t, context.Background(), http.MethodPost, up.url, "one"))
-	resp, err := tr.RoundTrip(h1Request(t, context.Background(), http.MethodPost, up.url, "payload-two"))
-	if err != nil {
-		t.Fatalf("RoundTrip on a reused connection closed by the server: %v (dials %d, upstream saw %q)", err, dials.Load(), up.seen())
-	}
-	resp.Body.Close()
-	if got, want := up.seen(), []string{"POST one", "POST payload-two", "POST payload-two"}; !slices.Equal(got, want) {
-		t.Errorf("upstream saw %q, want %q", got, want)
+func TestH1RetryOfAnIdempotentPOST(t *testing.T) {
+	for _, rst := range []bool{true, false} {
+		t.Run(map[bool]string{true: "reset", false: "eof"}[rst], func(t *testing.T) {
+			up := staleAfterRequest(t, rst)
+			tr, dials := newTestH1Transport(t)
+			h1Do(t, tr, idempotentPOST(t, up.url, "one"))
+			resp, body := h1Do(t, tr, idempotentPOST(t, up.url, "payload-two"))
+			if resp.StatusCode != 200 || body != "ok" {
+				t.Fatalf("%s %q", resp.Status, body)
+			}
+			if d, a := dials.Load(), up.accepted(); d != 2 || a != 2 {
+				t.Errorf("dials = %d, accepted = %d; want 2 and 2 (one retry)", d, a)
+			}
+			if got, want := up.seen(), []string{"POST one", "POST payload-two", "POST payload-two"}; !slices.Equal(got, want) {
+				t.Errorf("upstream saw %q, want %q", got, want)
+			}
+			if n := tr.idleCount(); n != 1 {
+				t.Errorf("idleCount = %d, want 1", n)
+			}
+		})
 	}
 }
 
@@ -733,7 +749,7 @@ func TestH1RetryUsesANewConnection(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 2 {
 		wg.Go(func() {
-			resp, err := tr.RoundTrip(h1Request(t, context.Background(), http.MethodPost, up.url, "warm-"+strconv.Itoa(i)))
+			resp, err := tr.RoundTrip(idempotentPOST(t, up.url, "warm-"+strconv.Itoa(i)))
 			if err != nil {
 				t.Error(err)
 				return
@@ -749,7 +765,7 @@ func TestH1RetryUsesANewConnection(t *testing.T) {
 	if n := tr.idleCount(); n != 2 {
 		t.Fatalf("idleCount = %d, want 2", n)
 	}
-	resp, err := tr.RoundTrip(h1Request(t, context.Background(), http.MethodPost, up.url, "payload"))
+	resp, err := tr.RoundTrip(idempotentPOST(t, up.url, "payload"))
 	if err != nil {
 		t.Fatalf("RoundTrip: %v (dials %d, upstream saw %q)", err, dials.Load(), up.seen())
 	}
@@ -1350,4 +1366,162 @@ func TestH1TransportConcurrentUse(t *testing.T) {
 		t.Errorf("idleCount = %d > maxIdlePerHost 3", c)
 	}
 	t.Logf("%d requests over %d connections", workers*each, dials.Load())
+}
+
+// An upstream that refuses a large body after its headers (413) and closes without reading the
+// rest: its answer reaches the caller instead of the write error that follows, and the connection
+// is not reused.
+func TestH1EarlyAnswerToALargeBody(t *testing.T) {
+	up := newRawUpstream(t, func(up *rawUpstream, n int, c net.Conn, br *bufio.Reader) {
+		if _, err := http.ReadRequest(br); err != nil { // the headers only
+			return
+		}
+		io.WriteString(c, "HTTP/1.1 413 Request Entity Too Large\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+		reset(c) // unread data: the kernel would send an RST anyway
+	})
+	tr, _ := newTestH1Transport(t)
+	resp, err := tr.RoundTrip(h1Request(t, context.Background(), http.MethodPost, up.url, strings.Repeat("x", 16<<20)))
+	if err != nil {
+		t.Fatalf("the upstream's 413 was lost: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || string(b) != "{}" {
+		t.Errorf("%s %q", resp.Status, b)
+	}
+	if n := tr.idleCount(); n != 0 {
+		t.Errorf("idleCount = %d: a connection with part of a request unsent was pooled", n)
+	}
+}
+
+// A large body sent whole on the concurrent path: the answer comes after it and the connection is
+// pooled as usual.
+func TestH1LargeBodyRoundTrip(t *testing.T) {
+	up := newRawUpstream(t, func(up *rawUpstream, n int, c net.Conn, br *bufio.Reader) { up.answerAll(c, br) })
+	tr, dials := newTestH1Transport(t)
+	big := strings.Repeat("y", 1<<20)
+	for range 2 {
+		if resp, body := h1Do(t, tr, h1Request(t, context.Background(), http.MethodPost, up.url, big)); resp.StatusCode != 200 || body != "ok" {
+			t.Fatalf("%s %q", resp.Status, body)
+		}
+	}
+	if got := up.seen(); len(got) != 2 || got[0] != "POST "+big || got[1] != "POST "+big {
+		t.Errorf("upstream saw %d bodies", len(got))
+	}
+	if d := dials.Load(); d > 2 {
+		t.Errorf("dials = %d", d)
+	}
+}
+
+// A timeout while a large body is stuck in a TLS connection's full send buffer ends the request
+// at once: closing a tls.Conn would first try to send a close_notify alert, for up to 5 s.
+func TestH1TLSTimeoutWhileWritingIsPrompt(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.NotFoundHandler())
+	srv.StartTLS() // for its certificate
+	defer srv.Close()
+	cfg := srv.TLS.Clone()
+	cfg.NextProtos = []string{"http/1.1"}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				_ = c.(*net.TCPConn).SetReadBuffer(16 << 10)
+				if tls.Server(c, cfg).Handshake() != nil {
+					return
+				}
+				<-done // handshakes, then never reads
+			}()
+		}
+	}()
+	pool := x509.NewCertPool()
+	pool.AddCert(srv.Certificate())
+	tr, _ := newTestH1Transport(t)
+	tr.tlsConfig = &tls.Config{RootCAs: pool}
+	body := strings.Repeat("x", 16<<20)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "https://"+ln.Addr().String()+"/v1/chat/completions", strings.NewReader(body))
+	result := make(chan error, 1)
+	go func() {
+		resp, err := tr.RoundTrip(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		result <- err
+	}()
+	select {
+	case err := <-result:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("err = %v, want the deadline", err)
+		}
+	case <-time.After(3 * time.Second): // a bound, not a measurement: the bug took 5 s
+		t.Fatal("the request outlived its 200ms timeout by seconds")
+	}
+}
+
+// A broken upstream cannot make the gateway buffer headers without end, or loop on 1xx answers.
+func TestH1AnswerHeaderLimits(t *testing.T) {
+	cases := map[string]string{
+		"huge header":   "HTTP/1.1 200 OK\r\nX-Junk: " + strings.Repeat("j", 2<<20) + "\r\nContent-Length: 2\r\n\r\nok",
+		"endless 1xx":   strings.Repeat("HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n", 10) + rawOK,
+		"status only 1": "HTTP/1.1 100 Continue\r\n\r\n" + rawOK, // within the limit: fine
+	}
+	for name, answer := range cases {
+		t.Run(name, func(t *testing.T) {
+			up := newRawUpstream(t, func(up *rawUpstream, n int, c net.Conn, br *bufio.Reader) {
+				if _, ok := up.read(br); ok {
+					io.WriteString(c, answer)
+				}
+			})
+			tr, _ := newTestH1Transport(t)
+			resp, err := tr.RoundTrip(h1Request(t, context.Background(), http.MethodPost, up.url, "b"))
+			if name == "status only 1" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				return
+			}
+			if err == nil {
+				resp.Body.Close()
+				t.Fatalf("got %s, want an error", resp.Status)
+			}
+			if !strings.Contains(err.Error(), "exceed") && !strings.Contains(err.Error(), "informational") {
+				t.Errorf("err = %v", err)
+			}
+		})
+	}
+}
+
+// connStats counts the connections behind the upstream-connection gauges.
+func TestH1ConnStats(t *testing.T) {
+	up := newRawUpstream(t, func(up *rawUpstream, n int, c net.Conn, br *bufio.Reader) { up.answerAll(c, br) })
+	tr, _ := newTestH1Transport(t)
+	resp, err := tr.RoundTrip(h1Request(t, context.Background(), http.MethodPost, up.url, "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if open, idle := tr.connStats(); open != 1 || idle != 0 {
+		t.Errorf("while reading: open %d idle %d, want 1 and 0", open, idle)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if open, idle := tr.connStats(); open != 1 || idle != 1 {
+		t.Errorf("after: open %d idle %d, want 1 and 1", open, idle)
+	}
+	tr.CloseIdleConnections()
+	if open, idle := tr.connStats(); open != 0 || idle != 0 {
+		t.Errorf("closed: open %d idle %d, want 0 and 0", open, idle)
+	}
 }

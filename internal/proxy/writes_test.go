@@ -147,3 +147,112 @@ func TestHopByHopHeadersAreNotForwarded(t *testing.T) {
 		t.Errorf("an end-to-end header was dropped: %v", h)
 	}
 }
+
+// A channel without a key whose base URL carries credentials (a self-hosted upstream behind basic
+// auth) sends them as basic auth, as http.Client did; they never appear in the request line.
+func TestBaseURLCredentialsAreSentAsBasicAuth(t *testing.T) {
+	type seen struct{ user, pass, uri string }
+	got := make(chan seen, 1)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		u, p, _ := req.BasicAuth()
+		select {
+		case got <- seen{u, p, req.RequestURI}:
+		default:
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}`)
+	}))
+	defer up.Close()
+	r := newRig(t, rigConfig{})
+	base := strings.Replace(up.URL, "http://", "http://vllm-user:s3cret@", 1)
+	cfg := strings.Replace(rigConfig{}.render(r.aURL, r.bURL), r.aURL+"/v1", base+"/v1", 1)
+	cfg = strings.Replace(cfg, "  credentialsRef: {name: keys, key: a}\n", "", 1)
+	writeFile(t, r.dir, cfg)
+	if err := r.src.Load(r.srv); err != nil {
+		t.Fatal(err)
+	}
+	if rep := r.post("/v1/chat/completions", chat("gpt-4o", false)); rep.status != 200 || rep.header.Get("X-Switchyard-Channel") != "chan-a" {
+		t.Fatalf("status %d from %q: %s", rep.status, rep.header.Get("X-Switchyard-Channel"), rep.body)
+	}
+	s := <-got
+	if s.user != "vllm-user" || s.pass != "s3cret" || strings.Contains(s.uri, "s3cret") {
+		t.Errorf("upstream saw user %q pass %q request URI %q", s.user, s.pass, s.uri)
+	}
+}
+
+// Blank lines after an event (some servers pad, or send bare-newline heartbeats) are no event:
+// the one before them is flushed at once.
+func TestStreamEventIsNotHeldBehindBlankLines(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	r := streamRig(t, func(w http.ResponseWriter, req *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(200)
+		_, _ = io.WriteString(w, chunkEvent("first", false)+"\n\n\r\n")
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-time.After(5 * time.Second):
+			return
+		}
+		_, _ = io.WriteString(w, chunkEvent("", true)+"data: [DONE]\n\n")
+	})
+	first := make(chan string, 1)
+	go func() {
+		resp, err := http.Post(r.api.URL+"/v1/chat/completions", "application/json", strings.NewReader(chat("gpt-4o", true)))
+		if err != nil {
+			first <- "error: " + err.Error()
+			return
+		}
+		defer resp.Body.Close()
+		l, _ := bufio.NewReader(resp.Body).ReadString('\n')
+		first <- l
+	}()
+	select {
+	case l := <-first:
+		if !strings.Contains(l, `"first"`) {
+			t.Fatalf("first line %q", l)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("the event followed by blank lines was held back")
+	}
+}
+
+func TestEventBuffered(t *testing.T) {
+	for in, want := range map[string]bool{
+		"":                            false,
+		"\n\n\r\n":                    false, // blank lines only
+		"data: x":                     false,
+		"data: x\n":                   false,
+		"data: x\n\r":                 false,
+		"data: x\n\n":                 true,
+		"data: x\r\n\r\n":             true,
+		"\n\ndata: x\ndata: y\n\n":    true,
+		": ping\n\n":                  true, // a comment is an event for the reader
+		"event: a\ndata: {\"b\":1}\n": false,
+	} {
+		sr := newSSEReader(strings.NewReader(in))
+		_, _ = sr.r.Peek(len(in)) // fill the buffer as a network read would
+		if got := sr.eventBuffered(); got != want {
+			t.Errorf("eventBuffered(%q) = %v, want %v", in, got, want)
+		}
+	}
+}
+
+func TestUpstreamConnectionGauges(t *testing.T) {
+	r := newRig(t, rigConfig{})
+	if got := r.post("/v1/chat/completions", chat("gpt-4o", false)); got.status != 200 {
+		t.Fatalf("status %d", got.status)
+	}
+	resp, err := http.Get(r.admin.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{"switchyard_upstream_connections_open 1\n", "switchyard_upstream_connections_idle 1\n"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+}
