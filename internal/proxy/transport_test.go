@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -1523,5 +1524,33 @@ func TestH1ConnStats(t *testing.T) {
 	tr.CloseIdleConnections()
 	if open, idle := tr.connStats(); open != 0 || idle != 0 {
 		t.Errorf("closed: open %d idle %d, want 0 and 0", open, idle)
+	}
+}
+
+// Certificates are verified against the name in the URL: the test server's certificate is for
+// 127.0.0.1 and example.com, so "localhost" on the same address is refused, while the same
+// request by IP succeeds (with the test CA trusted, server name from the URL).
+func TestH1TLSVerifiesTheURLsHost(t *testing.T) {
+	up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	up.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshake is expected
+	up.StartTLS()
+	defer up.Close()
+	pool := x509.NewCertPool()
+	pool.AddCert(up.Certificate())
+	tr, _ := newTestH1Transport(t)
+	tr.tlsConfig = &tls.Config{RootCAs: pool} // no ServerName: it comes from each URL
+
+	if resp, body := h1Do(t, tr, h1Request(t, context.Background(), http.MethodGet, up.URL, "")); resp.StatusCode != 200 || body != "ok" {
+		t.Fatalf("by IP: %s %q", resp.Status, body)
+	}
+	_, port, _ := net.SplitHostPort(up.Listener.Addr().String())
+	resp, err := tr.RoundTrip(h1Request(t, context.Background(), http.MethodGet, "https://localhost:"+port+"/", ""))
+	if err == nil {
+		resp.Body.Close()
+		t.Fatal("a certificate not valid for localhost was accepted")
+	}
+	var hostErr x509.HostnameError
+	if !errors.As(err, &hostErr) {
+		t.Errorf("err = %v, want a hostname mismatch", err)
 	}
 }
