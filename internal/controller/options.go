@@ -141,8 +141,8 @@ func (o *Options) complete() error {
 }
 
 // CacheOptions limits the manager's cache to what the controller reads: the watched namespaces
-// for channels, policies and Secrets, and only the one ConfigMap and the proxy's EndpointSlices in
-// the proxy namespace. Build the manager with it.
+// for channels, policies and Secrets (their metadata only: see secretReader), and only the one
+// ConfigMap and the proxy's EndpointSlices in the proxy namespace. Build the manager with it.
 func CacheOptions(o Options) cache.Options {
 	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&corev1.ConfigMap{}: {

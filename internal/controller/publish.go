@@ -24,8 +24,9 @@ import (
 // the routing ConfigMap. Compiling the whole set on each reconcile is cheap and keeps the step
 // level-based: whichever object changed, the output is a function of all of them.
 type Publisher struct {
-	client client.Client
-	opts   Options
+	client  client.Client
+	secrets *secretReader
+	opts    Options
 
 	// mu serialises Sync across the two controllers' workers so they never race on the writes.
 	mu sync.Mutex
@@ -36,8 +37,8 @@ type Publisher struct {
 }
 
 // NewPublisher returns a Publisher for the given options (completed by Setup).
-func NewPublisher(c client.Client, opts Options) *Publisher {
-	return &Publisher{client: c, opts: opts}
+func NewPublisher(c client.Client, api client.Reader, opts Options) *Publisher {
+	return &Publisher{client: c, secrets: newSecretReader(c, api), opts: opts}
 }
 
 // SyncResult is what one compile produced and what the proxies are being served.
@@ -213,16 +214,17 @@ func (p *Publisher) gather(ctx context.Context) (routing.Inputs, error) {
 			continue
 		}
 		seen[key] = true
-		var s corev1.Secret
-		switch err := p.client.Get(ctx, key, &s); {
+		switch s, err := p.secrets.get(ctx, key); {
 		case apierrors.IsNotFound(err):
 			// Compile reports the missing Secret on the channel.
 		case err != nil:
 			return in, fmt.Errorf("failed to get Secret %s: %w", key, err)
 		default:
-			in.Secrets = append(in.Secrets, s)
+			in.Secrets = append(in.Secrets, *s)
 		}
 	}
+	seen[p.credentialsKey()] = true
+	p.secrets.retain(seen)
 	return in, nil
 }
 
@@ -235,14 +237,18 @@ func (p *Publisher) current(ctx context.Context) (*corev1.ConfigMap, *corev1.Sec
 		}
 		cm = nil
 	}
-	sec := &corev1.Secret{}
-	if err := p.client.Get(ctx, client.ObjectKey{Namespace: p.opts.ProxyNamespace, Name: p.opts.CredentialsSecretName}, sec); err != nil {
+	sec, err := p.secrets.get(ctx, p.credentialsKey())
+	if err != nil {
 		if !apierrors.IsNotFound(err) {
 			return nil, nil, fmt.Errorf("failed to get credentials Secret: %w", err)
 		}
 		sec = nil
 	}
 	return cm, sec, nil
+}
+
+func (p *Publisher) credentialsKey() client.ObjectKey {
+	return client.ObjectKey{Namespace: p.opts.ProxyNamespace, Name: p.opts.CredentialsSecretName}
 }
 
 func (p *Publisher) labels() map[string]string {

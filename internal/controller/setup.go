@@ -37,7 +37,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}
 	c := mgr.GetClient()
 	journal := &Journal{client: c, instance: opts.ReportingInstance}
-	publisher := NewPublisher(c, opts)
+	publisher := NewPublisher(c, mgr.GetAPIReader(), opts)
 	poller := newPoller(c, opts, journal)
 	if err := mgr.Add(poller); err != nil {
 		return err
@@ -56,7 +56,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err := ctrl.NewControllerManagedBy(mgr).
 		Named("providerchannel").
 		For(&v1alpha1.ProviderChannel{}).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(cr.channelsForSecret)).
+		// Secrets are watched (and cached) as metadata only: see secretReader.
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(cr.channelsForSecret)).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(cr.allChannels), builder.WithPredicates(owned)).
 		WatchesRawSource(source.Channel(poller.changes, &handler.EnqueueRequestForObject{})).
 		Complete(cr); err != nil {
@@ -68,7 +69,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		For(&v1alpha1.RoutingPolicy{}).
 		Watches(&v1alpha1.ProviderChannel{}, handler.EnqueueRequestsFromMapFunc(pr.policiesInNamespace)).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(pr.allPolicies), builder.WithPredicates(owned)).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(pr.allPolicies), builder.WithPredicates(owned)).
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(pr.allPolicies), builder.WithPredicates(owned)).
 		Complete(pr); err != nil {
 		return fmt.Errorf("failed to set up the RoutingPolicy controller: %w", err)
 	}

@@ -1,0 +1,113 @@
+package controller
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// fakeSecrets is a store of Secrets read two ways: as metadata (the cache, which refuses whole
+// Secrets as a metadata-only cache would) and whole (the API server, counting reads).
+type fakeSecrets struct {
+	objs     map[client.ObjectKey]*corev1.Secret
+	apiReads int
+}
+
+type fakeMeta struct{ f *fakeSecrets }
+type fakeAPI struct{ f *fakeSecrets }
+
+func (f *fakeSecrets) find(key client.ObjectKey) (*corev1.Secret, error) {
+	s, ok := f.objs[key]
+	if !ok {
+		return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "secrets"}, key.Name)
+	}
+	return s, nil
+}
+
+func (m fakeMeta) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	pm, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		panic("the secret reader read a whole Secret through the cache")
+	}
+	s, err := m.f.find(key)
+	if err != nil {
+		return err
+	}
+	pm.ObjectMeta = *s.ObjectMeta.DeepCopy()
+	return nil
+}
+
+func (m fakeMeta) List(context.Context, client.ObjectList, ...client.ListOption) error { return nil }
+
+func (a fakeAPI) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	a.f.apiReads++
+	s, err := a.f.find(key)
+	if err != nil {
+		return err
+	}
+	s.DeepCopyInto(obj.(*corev1.Secret))
+	return nil
+}
+
+func (a fakeAPI) List(context.Context, client.ObjectList, ...client.ListOption) error { return nil }
+
+func TestSecretReaderReadsDataOnlyWhenItChanges(t *testing.T) {
+	ctx := context.Background()
+	key := client.ObjectKey{Namespace: "llm", Name: "openai"}
+	f := &fakeSecrets{objs: map[client.ObjectKey]*corev1.Secret{
+		key: {ObjectMeta: metav1.ObjectMeta{Namespace: "llm", Name: "openai", ResourceVersion: "1"}, Data: map[string][]byte{"apiKey": []byte("sk-1")}},
+	}}
+	r := newSecretReader(fakeMeta{f}, fakeAPI{f})
+
+	for range 3 {
+		s, err := r.get(ctx, key)
+		if err != nil || string(s.Data["apiKey"]) != "sk-1" {
+			t.Fatalf("get: %v %v", s, err)
+		}
+		s.Data["apiKey"] = []byte("scribbled") // a copy: the reader's own is untouched
+	}
+	if f.apiReads != 1 {
+		t.Errorf("3 reads of an unchanged Secret went %d times to the API server, want 1", f.apiReads)
+	}
+
+	// Rotated: a new resourceVersion, read again.
+	f.objs[key] = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "llm", Name: "openai", ResourceVersion: "2"}, Data: map[string][]byte{"apiKey": []byte("sk-2")}}
+	if s, err := r.get(ctx, key); err != nil || string(s.Data["apiKey"]) != "sk-2" || f.apiReads != 2 {
+		t.Errorf("after rotation: %v %v, %d API reads", s, err, f.apiReads)
+	}
+
+	// Deleted: NotFound, and its data is no longer held.
+	delete(f.objs, key)
+	if _, err := r.get(ctx, key); !apierrors.IsNotFound(err) {
+		t.Errorf("deleted: %v, want NotFound", err)
+	}
+	if n := r.held(); n != 0 {
+		t.Errorf("%d Secrets held after deletion", n)
+	}
+}
+
+func TestSecretReaderRetainsOnlyWhatIsReferenced(t *testing.T) {
+	ctx := context.Background()
+	f := &fakeSecrets{objs: map[client.ObjectKey]*corev1.Secret{}}
+	var keys []client.ObjectKey
+	for _, name := range []string{"a", "b", "c"} {
+		k := client.ObjectKey{Namespace: "llm", Name: name}
+		keys = append(keys, k)
+		f.objs[k] = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "llm", Name: name, ResourceVersion: "1"}}
+	}
+	r := newSecretReader(fakeMeta{f}, fakeAPI{f})
+	for _, k := range keys {
+		if _, err := r.get(ctx, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.retain(map[client.ObjectKey]bool{keys[1]: true})
+	if n := r.held(); n != 1 {
+		t.Errorf("held %d Secrets, want 1", n)
+	}
+}
