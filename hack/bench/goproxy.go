@@ -1,17 +1,12 @@
 package main
 
 import (
-	"context"
 	"flag"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"os"
-	"os/signal"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -48,23 +43,7 @@ func runGoProxy(args []string) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	go func() {
-		_, _ = io.Copy(io.Discard, os.Stdin) // the parent holds our stdin: EOF means it is gone
-		stop()
-	}()
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	}()
-	if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed {
-		return err
-	}
-	return nil
+	return serveChild(ln, mux)
 }
 
 // bufferPool is httputil.BufferPool over a sync.Pool, as production Go proxies set one.

@@ -142,7 +142,14 @@ func runUpstream(args []string) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: &upstream{}, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	fmt.Printf("LISTEN %s\n", ln.Addr())
+	return serveChild(ln, &upstream{})
+}
+
+// serveChild serves h on ln until SIGTERM/SIGINT or until stdin closes: a child of the bench
+// never outlives it.
+func serveChild(ln net.Listener, h http.Handler) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	go func() {
@@ -155,7 +162,6 @@ func runUpstream(args []string) error {
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
-	fmt.Printf("LISTEN %s\n", ln.Addr())
 	if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed {
 		return err
 	}

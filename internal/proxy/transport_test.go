@@ -483,43 +483,30 @@ func TestH1ConnectionCloseIsNotPooled(t *testing.T) {
 			t.Errorf("dials = %d, want 2", d)
 		}
 	})
-	t.Run("HTTP/1.0 answer", func(t *testing.T) {
-		up := newRawUpstream(t, func(up *rawUpstream, n int, c net.Conn, br *bufio.Reader) {
-			for range 10 {
-				if _, ok := up.read(br); !ok {
-					return
+	// Answers that end the connection: HTTP/1.0 without keep-alive, and a body delimited by the
+	// close. Each request needs a new connection.
+	for name, tc := range map[string]struct{ answer, body string }{
+		"HTTP/1.0 answer":         {"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok", "ok"},
+		"body delimited by close": {"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nuntil-close", "until-close"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			up := newRawUpstream(t, func(up *rawUpstream, n int, c net.Conn, br *bufio.Reader) {
+				if _, ok := up.read(br); ok {
+					io.WriteString(c, tc.answer)
 				}
-				io.WriteString(c, "HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok")
+			})
+			tr, dials := newTestH1Transport(t)
+			for range 2 {
+				resp, body := h1Do(t, tr, h1Request(t, context.Background(), http.MethodPost, up.url, "{}"))
+				if !resp.Close || body != tc.body || tr.idleCount() != 0 {
+					t.Errorf("Close = %v, body %q, idleCount %d", resp.Close, body, tr.idleCount())
+				}
+			}
+			if d := dials.Load(); d != 2 {
+				t.Errorf("dials = %d, want 2", d)
 			}
 		})
-		tr, dials := newTestH1Transport(t)
-		for range 2 {
-			resp, body := h1Do(t, tr, h1Request(t, context.Background(), http.MethodPost, up.url, "{}"))
-			if !resp.Close || body != "ok" || tr.idleCount() != 0 {
-				t.Errorf("Close = %v, body %q, idleCount %d", resp.Close, body, tr.idleCount())
-			}
-		}
-		if d := dials.Load(); d != 2 {
-			t.Errorf("dials = %d, want 2", d)
-		}
-	})
-	t.Run("body delimited by close", func(t *testing.T) {
-		up := newRawUpstream(t, func(up *rawUpstream, n int, c net.Conn, br *bufio.Reader) {
-			if _, ok := up.read(br); ok {
-				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nuntil-close")
-			}
-		})
-		tr, dials := newTestH1Transport(t)
-		for range 2 {
-			resp, body := h1Do(t, tr, h1Request(t, context.Background(), http.MethodPost, up.url, "{}"))
-			if !resp.Close || body != "until-close" || tr.idleCount() != 0 {
-				t.Errorf("Close = %v, body %q, idleCount %d", resp.Close, body, tr.idleCount())
-			}
-		}
-		if d := dials.Load(); d != 2 {
-			t.Errorf("dials = %d, want 2", d)
-		}
-	})
+	}
 	t.Run("bytes after the body", func(t *testing.T) {
 		up := newRawUpstream(t, func(up *rawUpstream, n int, c net.Conn, br *bufio.Reader) {
 			for range 10 {
@@ -1187,23 +1174,6 @@ func TestH1MaxIdlePerHost(t *testing.T) {
 	}
 }
 
-type h1Clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *h1Clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *h1Clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
 // 11. closeIdle(olderThan) closes only connections idle at least that long; CloseIdleConnections
 // closes the rest.
 func TestH1CloseIdleByAge(t *testing.T) {
@@ -1212,7 +1182,7 @@ func TestH1CloseIdleByAge(t *testing.T) {
 	var up *h1Upstream
 	up = newH1Upstream(t, holdUntilAll(arrived, release, &up), false, nil)
 	tr, _ := newTestH1Transport(t)
-	clock := &h1Clock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clock := &fakeClock{t: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
 	tr.now = clock.Now
 
 	resps := inFlight(t, tr, up.URL, n, arrived, release)
@@ -1256,7 +1226,7 @@ func TestH1CloseIdleByAge(t *testing.T) {
 func TestH1IdleTimeoutOnReuse(t *testing.T) {
 	up := newH1Upstream(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }, false, nil)
 	tr, dials := newTestH1Transport(t)
-	clock := &h1Clock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clock := &fakeClock{t: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
 	tr.now = clock.Now
 
 	h1Do(t, tr, h1Request(t, context.Background(), http.MethodPost, up.URL, "{}"))
