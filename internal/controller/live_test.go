@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 	"net"
 	"net/http"
 	"strconv"
@@ -235,6 +236,9 @@ func TestLiveStatus(t *testing.T) {
 		g.Expect(reporting.Message).To(ContainSubstring("1 of 3 proxy replicas unreachable: " + r2.srv.URL))
 		g.Expect(openai.Status.Models[0].Replicas).To(Equal(map[string]int32{"Healthy": 1, "Degraded": 1}))
 		g.Expect(openai.Status.Models[0].Phase).To(Equal(v1alpha1.PhaseDegraded)) // a tie goes to the worse phase
+		// The same on the controller's metrics, for the alert.
+		g.Expect(promtestutil.ToFloat64(proxyReplicas.WithLabelValues(h.ns, "unreachable"))).To(Equal(1.0))
+		g.Expect(promtestutil.ToFloat64(proxyReplicas.WithLabelValues(h.ns, "reporting"))).To(Equal(2.0))
 	}).WithTimeout(10 * time.Second).Should(Succeed())
 
 	// None reachable: the last data stays, marked as not live.

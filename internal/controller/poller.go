@@ -175,6 +175,7 @@ func (p *Poller) poll(ctx context.Context) {
 			delete(p.replicas, url)
 		}
 	}
+	recordReplicas(p.opts.ProxyNamespace, infos)
 	view := liveView{Polled: true, Replicas: infos, Models: aggregate(reports)}
 
 	p.mu.Lock()

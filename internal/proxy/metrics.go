@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -26,6 +27,10 @@ type Metrics struct {
 	ConfigLoads      *prometheus.CounterVec
 	ConfigLastLoaded prometheus.Gauge
 	ConfigStale      prometheus.Gauge
+	// UpstreamOpen and UpstreamIdle read the upstream transport's connection counts (connStats).
+	UpstreamOpen, UpstreamIdle prometheus.GaugeFunc
+
+	connStats atomic.Pointer[func() (open, idle int)]
 
 	statusMu sync.Mutex
 	status   map[health.Key]*statusSeries // the health gauges of each channel×model, resolved once
@@ -94,9 +99,26 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 	}
 	m.status = map[health.Key]*statusSeries{}
+	// HTTP/1.1 upstream: one connection per request in flight. On a cloud's outbound NAT each
+	// holds a port, so their number is worth watching.
+	m.UpstreamOpen = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "switchyard_upstream_connections_open", Help: "Connections to upstream providers, in use or idle.",
+	}, func() float64 { o, _ := m.conns(); return float64(o) })
+	m.UpstreamIdle = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "switchyard_upstream_connections_idle", Help: "Idle connections to upstream providers, kept for reuse.",
+	}, func() float64 { _, i := m.conns(); return float64(i) })
 	reg.MustRegister(m.Requests, m.Attempts, m.Duration, m.TTFT, m.Failovers, m.HealthScore, m.Phase, m.Traffic,
-		m.Ejections, m.BudgetExhausted, m.Tokens, m.Panic, m.ConfigLoads, m.ConfigLastLoaded, m.ConfigStale)
+		m.Ejections, m.BudgetExhausted, m.Tokens, m.Panic, m.ConfigLoads, m.ConfigLastLoaded, m.ConfigStale,
+		m.UpstreamOpen, m.UpstreamIdle)
 	return m
+}
+
+// conns reads the upstream connection counts; 0 until a transport that counts them is set.
+func (m *Metrics) conns() (open, idle int) {
+	if f := m.connStats.Load(); f != nil {
+		return (*f)()
+	}
+	return 0, 0
 }
 
 var allPhases = [...]health.Phase{health.PhaseHealthy, health.PhaseDegraded, health.PhaseRateLimited, health.PhaseEjected,

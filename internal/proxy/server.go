@@ -120,18 +120,6 @@ func New(opts Options) *Server {
 	}
 	b := make([]byte, 8)
 	_, _ = crand.Read(b)
-	if cs, ok := opts.Transport.(interface{ connStats() (open, idle int) }); ok {
-		// HTTP/1.1 upstream: one connection per request in flight. On a cloud's outbound NAT each
-		// one holds a port, so their number is worth watching.
-		opts.Registry.MustRegister(
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "switchyard_upstream_connections_open",
-				Help: "Connections to upstream providers, in use or idle."},
-				func() float64 { o, _ := cs.connStats(); return float64(o) }),
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "switchyard_upstream_connections_idle",
-				Help: "Idle connections to upstream providers, kept for reuse."},
-				func() float64 { _, i := cs.connStats(); return float64(i) }),
-		)
-	}
 	s := &Server{
 		opts:         opts,
 		log:          opts.Logger,
@@ -143,6 +131,10 @@ func New(opts Options) *Server {
 		accessLog:    newAccessLog(opts.AccessLog),
 		bootID:       hex.EncodeToString(b),
 		panicScratch: map[string]bool{},
+	}
+	if cs, ok := opts.Transport.(interface{ connStats() (open, idle int) }); ok {
+		f := cs.connStats
+		s.metrics.connStats.Store(&f)
 	}
 	return s
 }

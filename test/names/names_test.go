@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/yaml"
 
+	"github.com/switchyard-io/switchyard/internal/controller"
 	"github.com/switchyard-io/switchyard/internal/proxy"
 	"github.com/switchyard-io/switchyard/internal/testenv"
 )
@@ -52,12 +53,13 @@ func (r *recorder) MustRegister(cs ...prometheus.Collector) {
 
 func (r *recorder) Unregister(c prometheus.Collector) bool { return r.reg.Unregister(c) }
 
-// registered returns the metrics proxy.NewMetrics registers, read from the descriptors of the
+// registered returns the metrics proxy.NewMetrics registers and the controller's own, read from the descriptors of the
 // collectors it registers (so a vector that was never touched still counts).
 func registered(t *testing.T) map[string]metric {
 	t.Helper()
 	rec := &recorder{reg: prometheus.NewRegistry()}
 	proxy.NewMetrics(rec)
+	rec.MustRegister(controller.Collectors()...)
 	out := map[string]metric{}
 	for _, c := range rec.collectors {
 		_, isHist := c.(*prometheus.HistogramVec)
@@ -266,7 +268,7 @@ func problemsIn(reg map[string]metric, queries []query) (used map[string]bool, p
 		for _, name := range metricRE.FindAllString(q.expr, -1) {
 			b, ok := base(name, reg)
 			if !ok {
-				problems = append(problems, fmt.Sprintf("%s: metric %s is not registered by internal/proxy (NewMetrics)", q.where, name))
+				problems = append(problems, fmt.Sprintf("%s: metric %s is not registered by internal/proxy (NewMetrics) or internal/controller (Collectors)", q.where, name))
 				continue
 			}
 			used[b] = true
