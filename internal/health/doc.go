@@ -25,7 +25,7 @@
 //
 // # Window and resolution
 //
-// Each key keeps a fixed-size ring (under 16 KiB in all) of count buckets and latency slices.
+// Each key keeps a fixed-size ring (about 9 KiB in all) of count buckets and latency slices.
 // Count buckets are 1 s wide for windows up to 5 min (ceil(Window/300) whole seconds beyond). The
 // window at time t is the bucket of t plus the Window/1s buckets before it, [floor(t)-Window, t]:
 // a superset of (t-Window, t], never shorter than Window and at most one bucket longer, so an
@@ -35,8 +35,9 @@
 // Latency is recorded for successful attempts only: timeouts have their own rule, and a fast 5xx
 // must not make a channel look fast. It goes into 60 log-spaced bins, three per doubling, kept per
 // slice of Window/32 rounded up to whole buckets (2 s for chat, 10 s for batch): per-second
-// histograms would not fit the memory budget. p95 is interpolated inside its bin; the bin edge at
-// LatencyP95 is exact, so "p95 > LatencyP95" is decided exactly.
+// histograms would not fit the memory budget. Bucket and slice tallies are 16-bit and saturate
+// (65535 per outcome per bucket, per bin per slice) instead of wrapping. p95 is interpolated
+// inside its bin; the bin edge at LatencyP95 is exact, so "p95 > LatencyP95" is decided exactly.
 //
 // # Trip rules
 //

@@ -2,6 +2,7 @@ package health
 
 import (
 	"encoding/json"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -153,8 +154,37 @@ func TestStateSize(t *testing.T) {
 	size := unsafe.Sizeof(state{})
 	t.Logf("one channel×model: %d bytes (window %d, of which count ring %d and latency ring %d)",
 		size, unsafe.Sizeof(window{}), unsafe.Sizeof(window{}.slots), unsafe.Sizeof(window{}.slices))
-	if size > 16<<10 {
-		t.Errorf("state is %d bytes, want <= 16 KiB", size)
+	if size > 10<<10 {
+		t.Errorf("state is %d bytes, want <= 10 KiB (5,000 keys are a proxy's memory)", size)
+	}
+}
+
+// A latency slice's bin saturates instead of wrapping: 70,000 successes in one bin within one
+// 2 s slice (35,000 in each of its 1 s count buckets, which do not saturate) leave the window's
+// histogram at 65535 in that bin, not at 70000-65536, while all 70,000 are counted.
+func TestLatencySliceSaturates(t *testing.T) {
+	var w window
+	start := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC).UnixNano() // an even second: a slice starts here
+	w.init(geometry{window: time.Minute, recent: 30 * time.Second, limit: 20 * time.Second}, start)
+	if w.lw != 2*int64(time.Second) {
+		t.Fatalf("slice width %v, want 2s", time.Duration(w.lw))
+	}
+	for sec := range 2 {
+		if sec == 1 {
+			if w.roll() {
+				t.Fatal("the slice closed after one second")
+			}
+		}
+		for range 35000 {
+			w.add(OutcomeSuccess, 300*time.Millisecond)
+		}
+	}
+	b := w.bin(int64(300 * time.Millisecond))
+	if w.lat[b] != math.MaxUint16 || w.latN != math.MaxUint16 {
+		t.Errorf("bin %d holds %d (sum %d), want %d", b, w.lat[b], w.latN, math.MaxUint16)
+	}
+	if got := w.total[OutcomeSuccess]; got != 70000 {
+		t.Errorf("successes counted %d, want 70000", got)
 	}
 }
 

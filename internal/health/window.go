@@ -10,8 +10,9 @@ const (
 	// profiles); a longer window gets ceil(Window/300) whole seconds per bucket.
 	maxSlots = 300
 	// maxSlices latency slices cover one window. A 240-byte histogram per second would cost 72 KiB
-	// for a 5 min window, so latency is kept at Window/32 (2 s for chat, 10 s for batch) to stay
-	// within 16 KiB per key.
+	// for a 5 min window, so latency is kept at Window/32 (2 s for chat, 10 s for batch): with
+	// 16-bit bins, about 4 KiB per key. With thousands of keys this ring is most of the proxy's
+	// memory.
 	maxSlices = 32
 	// nBins log-spaced latency bins, three per doubling (each bin ~26% wide). Bins are
 	// upper-inclusive, and the edge at index limitBin is exactly LatencyP95, so
@@ -43,6 +44,11 @@ func (t *tally) failures() int {
 
 type hist [nBins]uint32
 
+// sliceHist is one latency slice's histogram. uint16, like the count buckets, halves the ring (a
+// slice of 2 s saturates at 65535 successes per bin, 32,000/s in one bin for one channel×model,
+// instead of wrapping); the window's sums stay uint32.
+type sliceHist [nBins]uint16
+
 // window is a fixed-memory, time-bucketed sliding window. Buckets are aligned to absolute
 // multiples of their width. At time t the window holds the bucket of t plus the nSlots before
 // it, i.e. [floor(t)-Window, t] for 1 s buckets: a superset of (t-Window, t], so an observation
@@ -59,7 +65,7 @@ type window struct {
 	edges         [nBins - 1]int64
 
 	slots  [maxSlots + 1]counts
-	slices [maxSlices + 1]hist
+	slices [maxSlices + 1]sliceHist
 }
 
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
@@ -126,7 +132,11 @@ func (w *window) add(o Outcome, latency time.Duration) bool {
 		return false
 	}
 	b := w.bin(int64(latency))
-	w.slices[w.lhead%(w.nSlice+1)][b]++
+	sl := &w.slices[w.lhead%(w.nSlice+1)]
+	if sl[b] == math.MaxUint16 {
+		return false // saturated: the sample is dropped from the histogram, the count above holds
+	}
+	sl[b]++
 	w.lat[b]++
 	w.latN++
 	return true
@@ -150,10 +160,10 @@ func (w *window) roll() bool {
 		w.lhead = b / w.lw
 		sl := &w.slices[w.lhead%(w.nSlice+1)]
 		for i, c := range sl {
-			w.lat[i] -= c
-			w.latN -= c
+			w.lat[i] -= uint32(c)
+			w.latN -= uint32(c)
 		}
-		*sl = hist{}
+		*sl = sliceHist{}
 		return true
 	}
 	return false
