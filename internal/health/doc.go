@@ -25,7 +25,8 @@
 //
 // # Window and resolution
 //
-// Each key keeps a fixed-size ring (about 9 KiB in all) of count buckets and latency slices.
+// Each key keeps rings of count buckets and latency slices sized to its window (about 6 KiB in
+// all for chat, 9 KiB for batch).
 // Count buckets are 1 s wide for windows up to 5 min (ceil(Window/300) whole seconds beyond). The
 // window at time t is the bucket of t plus the Window/1s buckets before it, [floor(t)-Window, t]:
 // a superset of (t-Window, t], never shorter than Window and at most one bucket longer, so an

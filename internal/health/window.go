@@ -49,12 +49,17 @@ type hist [nBins]uint32
 // instead of wrapping); the window's sums stay uint32.
 type sliceHist [nBins]uint16
 
-// window is a fixed-memory, time-bucketed sliding window. Buckets are aligned to absolute
+// window is a bounded-memory, time-bucketed sliding window. Buckets are aligned to absolute
 // multiples of their width. At time t the window holds the bucket of t plus the nSlots before
 // it, i.e. [floor(t)-Window, t] for 1 s buckets: a superset of (t-Window, t], so an observation
 // leaves the window between Window and Window+1s after it happened. Running totals are kept
 // so that every rule is O(1) on the hot path.
 type window struct {
+	// slots are the count buckets, nSlots+1 of them: sized to the window (61 for chat's 60 s,
+	// 301 for batch's 5 min). The only pointer in window, and its first field, so the garbage
+	// collector's scan of a key's state ends here (see state).
+	slots []counts
+
 	w, lw                   int64 // count bucket and latency slice widths (ns); lw is a multiple of w
 	nSlots, nRecent, nSlice int64 // buckets behind the current one: window, recent window, latency
 	head, lhead             int64 // absolute index of the current count bucket and latency slice
@@ -64,7 +69,6 @@ type window struct {
 	latN          uint32 // sum of lat
 	edges         [nBins - 1]int64
 
-	slots  [maxSlots + 1]counts
 	slices [maxSlices + 1]sliceHist
 }
 
@@ -86,6 +90,7 @@ func (w *window) init(g geometry, t int64) {
 	w.nRecent = min(w.nSlots, ceilDiv(int64(g.recent), w.w))
 	w.lw = max(w.w, ceilDiv(ceilDiv(win, maxSlices), w.w)*w.w)
 	w.nSlice = ceilDiv(win, w.lw)
+	w.slots = make([]counts, w.nSlots+1)
 	ref := float64(g.limit)
 	if ref <= 0 {
 		ref = float64(10 * time.Second) // no p95 rule: any scale will do for the score
