@@ -116,6 +116,93 @@ func TestFloorRowsOnlyForTheRunsTheFloorTookPart(t *testing.T) {
 	}
 }
 
+// TestStreamEventsAreComparedIndexByIndex: the added time per event is the median over the
+// indices after the first of (via's median arrival of event i - direct's), each median taken
+// over the streams; its p99 is that of the pooled lateness (arrival less i × gap).
+func TestStreamEventsAreComparedIndexByIndex(t *testing.T) {
+	us, gap := time.Microsecond, 2*time.Millisecond
+	// Five streams of four events per path; stream k is k × 10 µs late throughout. Through the
+	// proxy every event is 280 µs later, and event 3 another millisecond.
+	streams := func(base time.Duration, extra func(i int) time.Duration) []sample {
+		var out []sample
+		for k := range 5 {
+			var s sample
+			for i := range 4 {
+				at := base + time.Duration(i)*gap + time.Duration(k)*10*us + extra(i)
+				s.events = append(s.events, eventTime{at: at, transit: time.Duration(10+k) * us})
+			}
+			s.ttft = s.events[0].at
+			out = append(out, s)
+		}
+		return out
+	}
+	direct := streams(100*us, func(int) time.Duration { return 0 })
+	via := streams(380*us, func(i int) time.Duration {
+		if i == 3 {
+			return time.Millisecond
+		}
+		return 0
+	})
+	for i, m := range eventMedians(direct) {
+		if want := 120*us + time.Duration(i)*gap; m != want {
+			t.Errorf("direct median of event %d = %v, want %v", i, m, want)
+		}
+	}
+	d := &path{res: runResult{samples: direct, sent: 5}}
+	v := &path{res: runResult{samples: via, sent: 5}}
+	s := streamOf(plan{streamEvents: 4, streamRate: 100, streamGap: gap}, d, v)
+	if want := []float64{280, 280, 280, 1280}; !slices.Equal(s.AddedByIndex, want) {
+		t.Errorf("added by index = %v, want %v", s.AddedByIndex, want)
+	}
+	// Indices 1..3: 280, 280, 1280; the late index moves the p99, not the median.
+	if s.AddedPerEvent != 280 {
+		t.Errorf("added per event = %v µs, want 280", s.AddedPerEvent)
+	}
+	// Pooled lateness of events 1..3 (15 per path): direct 100..140 µs, so p99 140; via 380..420
+	// for events 1 and 2 and 1380..1420 for event 3, so p99 1420.
+	if s.DirectEvent.N != 15 || s.DirectEvent.P50 != 120 || s.DirectEvent.P99 != 140 || s.ViaEvent.P99 != 1420 || s.AddedPerEventP99 != 1280 {
+		t.Errorf("lateness: direct %+v, via %+v, added p99 %v", s.DirectEvent, s.ViaEvent, s.AddedPerEventP99)
+	}
+	// The same transits on both paths: all of the 280 µs is the stream starting later (the first
+	// event's arrival less its transit: direct 90 + 9k µs, so a median of 108).
+	if s.AddedTTFTP50 != 280 || s.DirectTransit.N != 15 || s.AddedTransitP50 != 0 || s.DirectStart.P50 != 108 || s.AddedStartP50 != 280 {
+		t.Errorf("TTFT added %v, transit %+v added %v, start %+v added %v", s.AddedTTFTP50, s.DirectTransit, s.AddedTransitP50, s.DirectStart, s.AddedStartP50)
+	}
+
+	// Streams of different lengths count for the indices they have; events without a stamp have
+	// no transit; the first event is the TTFT's, not a later event's.
+	short := []sample{
+		{events: []eventTime{{at: 10, transit: 7}, {at: 20, transit: -1}, {at: 30, transit: 5}}},
+		{events: []eventTime{{at: 50, transit: -1}}},
+	}
+	if got := eventMedians(short); !slices.Equal(got, []time.Duration{10, 20, 30}) {
+		t.Errorf("medians of uneven streams = %v", got)
+	}
+	if got := transits(short); !slices.Equal(got, dist{5}) {
+		t.Errorf("transits = %v", got)
+	}
+	if got := streamStarts(short); !slices.Equal(got, dist{3}) {
+		t.Errorf("stream starts = %v", got)
+	}
+	if got := lateness(short, 1); !slices.Equal(got, dist{19, 28}) {
+		t.Errorf("lateness = %v", got)
+	}
+	if medianF([]float64{4, 1, 3, 2}) != 2.5 || medianF([]float64{3, 1, 2}) != 2 || medianF(nil) != 0 {
+		t.Error("medianF")
+	}
+}
+
+func TestEventStamp(t *testing.T) {
+	line := appendChunk(nil, time.Now(), false)
+	stamp, ok := eventStamp(line)
+	if now := time.Now().UnixNano(); !ok || stamp > now || now-stamp > int64(time.Minute) {
+		t.Fatalf("stamp %d (ok %v) in %s", stamp, ok, line)
+	}
+	if _, ok := eventStamp([]byte(`data: {"id":"chatcmpl-other"}`)); ok {
+		t.Error("a stamp in an event without one")
+	}
+}
+
 func TestThousands(t *testing.T) {
 	for n, want := range map[int]string{0: "0", 999: "999", 1000: "1,000", 1234567: "1,234,567", -4200: "-4,200"} {
 		if got := thousands(n); got != want {
@@ -159,6 +246,34 @@ func TestUpstream(t *testing.T) {
 	resp.Body.Close()
 	if len(data) != 6 || data[5] != "data: [DONE]" || !strings.Contains(data[4], `"finish_reason":"stop"`) {
 		t.Fatalf("stream: %d data lines: %q", len(data), data)
+	}
+
+	// Paced: chunk i is written i × gap after the first.
+	const gap = 20 * time.Millisecond
+	resp = post("/main/v1/chat/completions", string(streamBody), map[string]string{eventsHeader: "4", gapHeader: gap.String()})
+	var stamps []int64
+	sc = bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if st, ok := eventStamp(sc.Bytes()); ok {
+			stamps = append(stamps, st)
+		}
+	}
+	resp.Body.Close()
+	if len(stamps) != 4 {
+		t.Fatalf("paced stream: %d stamped chunks, want 4", len(stamps))
+	}
+	for i := 1; i < len(stamps); i++ {
+		if d := time.Duration(stamps[i] - stamps[0]); d < time.Duration(i)*gap {
+			t.Errorf("chunk %d written %v after the first, want at least %v", i, d, time.Duration(i)*gap)
+		}
+	}
+	for _, bad := range []string{"2", "-1ms", "101ms", "soon"} {
+		resp := post("/main/v1/chat/completions", string(streamBody), map[string]string{gapHeader: bad})
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), gapHeader) {
+			t.Errorf("%s: %q: %d %s", gapHeader, bad, resp.StatusCode, b)
+		}
 	}
 
 	if resp := post("/fo-a/v1/chat/completions", "{}", map[string]string{failHeader: "1"}); resp.StatusCode != 503 {

@@ -28,14 +28,22 @@ type target struct {
 	header http.Header
 	client *http.Client
 	stream bool // read the answer as an event stream: TTFT and time to [DONE]
+	events int  // stream: record the arrival of each of the first events data: events (0: none)
 	expect int  // the status that counts as the expected answer (0: 200)
 }
 
 // sample is one request's outcome.
 type sample struct {
-	lat  time.Duration // to the last byte (stream: to data: [DONE])
-	ttft time.Duration // stream: to the first data: event
-	err  error
+	lat    time.Duration // to the last byte (stream: to data: [DONE])
+	ttft   time.Duration // stream: to the first data: event
+	events []eventTime   // stream, with target.events: each data: event before [DONE], in order
+	err    error
+}
+
+// eventTime is when one stream event reached the client.
+type eventTime struct {
+	at      time.Duration // since the request started (events[0].at is the TTFT)
+	transit time.Duration // from the upstream's write (the stamp in its id) to this read; -1: no stamp
 }
 
 const requestTimeout = 10 * time.Second
@@ -97,8 +105,9 @@ func (t *target) do(ctx context.Context, extra http.Header) sample {
 		if !bytes.HasPrefix(line, []byte("data:")) {
 			continue
 		}
+		now := time.Now()
 		if events == 0 {
-			s.ttft = time.Since(start)
+			s.ttft = now.Sub(start)
 		}
 		events++
 		if bytes.HasPrefix(line, []byte("data: [DONE]")) {
@@ -106,7 +115,36 @@ func (t *target) do(ctx context.Context, extra http.Header) sample {
 			_, _ = io.Copy(io.Discard, resp.Body)
 			return s
 		}
+		if len(s.events) < t.events {
+			if s.events == nil {
+				s.events = make([]eventTime, 0, t.events) // bounded: t.events per stream
+			}
+			e := eventTime{at: now.Sub(start), transit: -1}
+			if stamp, ok := eventStamp(line); ok && now.UnixNano() >= stamp {
+				e.transit = time.Duration(now.UnixNano() - stamp)
+			}
+			s.events = append(s.events, e)
+		}
 	}
+}
+
+// eventStamp is the Unix time in ns the mock upstream put in an event's id when it wrote it
+// (wall clocks: the upstream is another process on the same machine).
+func eventStamp(line []byte) (int64, bool) {
+	i := bytes.Index(line, []byte(stampID))
+	if i < 0 {
+		return 0, false
+	}
+	var n int64
+	digits := 0
+	for _, c := range line[i+len(stampID):] {
+		if c < '0' || c > '9' || digits == 19 {
+			break
+		}
+		n = n*10 + int64(c-'0')
+		digits++
+	}
+	return n, digits > 0
 }
 
 // runResult is what one open- or closed-loop run produced.
@@ -271,3 +309,93 @@ func (d dist) q(p float64) time.Duration {
 }
 
 func (d dist) median() time.Duration { return d.q(0.5) }
+
+// ---- stream events ----
+
+// eventMedians is, for each event index i, the median (nearest rank) over the streams of the
+// time event i reached the client since its request started. A stream with fewer events counts
+// for the indices it has; the result is as long as the longest stream's record.
+func eventMedians(samples []sample) []time.Duration {
+	n := 0
+	for _, s := range samples {
+		n = max(n, len(s.events))
+	}
+	out := make([]time.Duration, n)
+	col := make(dist, 0, len(samples))
+	for i := range n {
+		col = col[:0]
+		for _, s := range samples {
+			if i < len(s.events) {
+				col = append(col, s.events[i].at)
+			}
+		}
+		slices.Sort(col)
+		out[i] = col.median()
+	}
+	return out
+}
+
+// eventAdded is, per event index, via's median arrival minus direct's, in µs, for the indices both
+// have: how much later event i reaches the client through the proxy.
+func eventAdded(direct, via []time.Duration) []float64 {
+	out := make([]float64, min(len(direct), len(via)))
+	for i := range out {
+		out[i] = usf(via[i] - direct[i])
+	}
+	return out
+}
+
+// lateness pools, over the streams, the events after the first: each one's arrival since the
+// request started less its place in the upstream's schedule (i × gap). Spread in it is the
+// event's own delay, not the schedule's.
+func lateness(samples []sample, gap time.Duration) dist {
+	var d dist
+	for _, s := range samples {
+		for i := 1; i < len(s.events); i++ {
+			d = append(d, s.events[i].at-time.Duration(i)*gap)
+		}
+	}
+	slices.Sort(d)
+	return d
+}
+
+// transits pools the transit times (upstream write to client read) of the events after the
+// first that carried a stamp.
+func transits(samples []sample) dist {
+	var d dist
+	for _, s := range samples {
+		for i := 1; i < len(s.events); i++ {
+			if t := s.events[i].transit; t >= 0 {
+				d = append(d, t)
+			}
+		}
+	}
+	slices.Sort(d)
+	return d
+}
+
+// streamStarts pools, over the streams whose first event carried a stamp, the time from the
+// request's start to the upstream's write of that event: arrival less transit.
+func streamStarts(samples []sample) dist {
+	var d dist
+	for _, s := range samples {
+		if len(s.events) > 0 && s.events[0].transit >= 0 {
+			d = append(d, s.events[0].at-s.events[0].transit)
+		}
+	}
+	slices.Sort(d)
+	return d
+}
+
+// medianF is the median of xs (the mean of the middle two for an even count); 0 for none. It
+// sorts xs.
+func medianF(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	slices.Sort(xs)
+	if n := len(xs); n%2 == 0 {
+		return round1((xs[n/2-1] + xs[n/2]) / 2)
+	}
+	return xs[len(xs)/2]
+}

@@ -68,6 +68,7 @@ type plan struct {
 	satRounds      int
 	streamRate     int
 	streamEvents   int
+	streamGap      time.Duration // between a stream's events, as a model emitting tokens
 	streamRounds   int
 	streamSlice    time.Duration
 	failoverPairs  int
@@ -85,7 +86,7 @@ func defaultPlan(quick bool) plan {
 	p := plan{
 		rates: []int{500, 1000, 2000}, targetRate: 1000, rounds: 10, slice: 800 * time.Millisecond,
 		satConns: 64, satSlice: 2 * time.Second, satRounds: 4,
-		streamRate: 100, streamEvents: 32, streamRounds: 6, streamSlice: time.Second,
+		streamRate: 100, streamEvents: 32, streamGap: 2 * time.Millisecond, streamRounds: 6, streamSlice: time.Second,
 		failoverPairs: 400, ejectRate: 100, ejectWarm: 3 * time.Second,
 		scaleRounds: 4, scaleSlice: time.Second, warm: 500 * time.Millisecond,
 		profileSeconds: 10 * time.Second,
@@ -518,14 +519,7 @@ func paired(d, v *path, q float64) float64 {
 		}
 		diffs = append(diffs, usf(vd.q(q))-usf(dd.q(q)))
 	}
-	if len(diffs) == 0 {
-		return 0
-	}
-	slices.Sort(diffs)
-	if n := len(diffs); n%2 == 0 {
-		return round1((diffs[n/2-1] + diffs[n/2]) / 2)
-	}
-	return diffs[len(diffs)/2]
+	return medianF(diffs)
 }
 
 func latOf(d dist, r runResult) latency {
@@ -605,47 +599,64 @@ func (b *bench) saturation() error {
 	return nil
 }
 
+// streaming sends streams whose events the upstream writes p.streamGap apart, as a model emits
+// tokens, and times every event. Back to back, the events of a stream arrive at the proxy
+// together and go out in one write, and how long the client takes to read them says nothing of
+// what the proxy adds to each.
 func (b *bench) streaming() error {
 	p := b.plan
-	b.logf("streaming: %d streams/s of %d events, open loop, %d × %s per path", p.streamRate, p.streamEvents, p.streamRounds, p.streamSlice)
+	if _, err := parseEventGap(p.streamGap.String()); err != nil {
+		return err
+	}
+	b.logf("streaming: %d streams/s of %d events %s apart, open loop, %d × %s per path", p.streamRate, p.streamEvents, p.streamGap, p.streamRounds, p.streamSlice)
 	hdr := clientHeader()
 	hdr.Set(eventsHeader, strconv.Itoa(p.streamEvents))
-	direct := b.directTarget("direct", "/main/v1", streamBody, 256)
-	direct.header, direct.stream = hdr, true
-	paths := b.measurePaths(direct, func(px *proxyProc) *target {
-		t := viaTarget("switchyard", px.api, streamBody, 256)
-		t.header, t.stream = hdr, true
+	hdr.Set(gapHeader, p.streamGap.String())
+	stream := func(t *target) *target {
+		t.header, t.stream, t.events = hdr, true, p.streamEvents
 		return t
+	}
+	paths := b.measurePaths(stream(b.directTarget("direct", "/main/v1", streamBody, 256)), func(px *proxyProc) *target {
+		return stream(viaTarget("switchyard", px.api, streamBody, 256))
 	})
 	b.openLoops(paths, p.streamRate, p.streamRounds, p.streamSlice)
 	b.res.Streaming = streamOf(p, paths[0], paths[1])
 	s := b.res.Streaming
-	b.logf("  TTFT added p50 %s p99 %s; per event: direct %.1f µs, switchyard %.1f µs", us(s.AddedTTFTP50), us(s.AddedTTFTP99), s.DirectPerEvent, s.ViaPerEvent)
+	b.logf("  TTFT added p50 %s p99 %s; each later event: direct %s, switchyard %s, added %s (p99 %s): the stream starts %s later, each event crosses in %s more",
+		us(s.AddedTTFTP50), us(s.AddedTTFTP99), us(s.DirectEvent.P50), us(s.ViaEvent.P50), plus(s.AddedPerEvent), plus(s.AddedPerEventP99), plus(s.AddedStartP50), plus(s.AddedTransitP50))
 	if len(paths) > 2 {
 		b.res.Baseline.Streaming = streamOf(p, paths[0], paths[2])
 		s := b.res.Baseline.Streaming
-		b.logf("  baseline build: TTFT added p50 %s p99 %s; per event %.1f µs", us(s.AddedTTFTP50), us(s.AddedTTFTP99), s.ViaPerEvent)
+		b.logf("  baseline build: TTFT added p50 %s p99 %s; each later event added %s (p99 %s): the stream starts %s later, each event crosses in %s more",
+			us(s.AddedTTFTP50), us(s.AddedTTFTP99), plus(s.AddedPerEvent), plus(s.AddedPerEventP99), plus(s.AddedStartP50), plus(s.AddedTransitP50))
 	}
 	return nil
 }
 
 func streamOf(p plan, d, v *path) streamResult {
 	dt, vt := newDist(d.res.samples, true), newDist(v.res.samples, true)
-	s := streamResult{Events: p.streamEvents, Rate: p.streamRate, DirectTTFT: latOf(dt, d.res), ViaTTFT: latOf(vt, v.res)}
-	s.AddedTTFTP50 = s.ViaTTFT.P50 - s.DirectTTFT.P50
-	s.AddedTTFTP99 = s.ViaTTFT.P99 - s.DirectTTFT.P99
-	// Time per event: (time to [DONE] - TTFT) / (events after the first), medians.
-	perEvent := func(r runResult) float64 {
-		body := make(dist, 0, len(r.samples))
-		for _, x := range r.samples {
-			body = append(body, x.lat-x.ttft)
-		}
-		slices.Sort(body)
-		// After the first event come streamEvents-1 chunks and data: [DONE].
-		return usf(body.median()) / float64(p.streamEvents)
+	s := streamResult{Events: p.streamEvents, Rate: p.streamRate, EventGapMs: round3(float64(p.streamGap) / float64(time.Millisecond)),
+		DirectTTFT: latOf(dt, d.res), ViaTTFT: latOf(vt, v.res)}
+	s.AddedTTFTP50 = round1(s.ViaTTFT.P50 - s.DirectTTFT.P50)
+	s.AddedTTFTP99 = round1(s.ViaTTFT.P99 - s.DirectTTFT.P99)
+	// The events after the first (the first is the TTFT): per index, the median arrival over the
+	// streams of each path; the added time per event is the median over the indices of via's
+	// minus direct's. Its p99 is that of the pooled lateness (arrival less i × gap).
+	s.AddedByIndex = eventAdded(eventMedians(d.res.samples), eventMedians(v.res.samples))
+	if len(s.AddedByIndex) > 1 {
+		s.AddedPerEvent = medianF(slices.Clone(s.AddedByIndex[1:]))
 	}
-	s.DirectPerEvent, s.ViaPerEvent = round2(perEvent(d.res)), round2(perEvent(v.res))
-	s.AddedPerEvent = round2(s.ViaPerEvent - s.DirectPerEvent)
+	dl, vl := lateness(d.res.samples, p.streamGap), lateness(v.res.samples, p.streamGap)
+	s.DirectEvent, s.ViaEvent = latOf(dl, d.res), latOf(vl, v.res)
+	s.AddedPerEventP99 = round1(s.ViaEvent.P99 - s.DirectEvent.P99)
+	ds, vs := streamStarts(d.res.samples), streamStarts(v.res.samples)
+	s.DirectStart, s.ViaStart = latOf(ds, d.res), latOf(vs, v.res)
+	s.AddedStartP50 = round1(s.ViaStart.P50 - s.DirectStart.P50)
+	s.AddedStartP99 = round1(s.ViaStart.P99 - s.DirectStart.P99)
+	dx, vx := transits(d.res.samples), transits(v.res.samples)
+	s.DirectTransit, s.ViaTransit = latOf(dx, d.res), latOf(vx, v.res)
+	s.AddedTransitP50 = round1(s.ViaTransit.P50 - s.DirectTransit.P50)
+	s.AddedTransitP99 = round1(s.ViaTransit.P99 - s.DirectTransit.P99)
 	if v.res.sent > 0 {
 		s.ViaCPUPer1k = round3(v.cpu * 1000 / float64(v.res.sent))
 	}

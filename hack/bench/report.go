@@ -92,17 +92,37 @@ type procResult struct {
 	FileMiB float64 `json:"fileMiB"`
 }
 
+// streamResult: streams of Events events, EventGapMs apart (see docs/benchmarks.md, Streaming).
 type streamResult struct {
-	Events         int     `json:"events"`
-	Rate           int     `json:"rate"`
-	DirectTTFT     latency `json:"directTTFT"`
-	ViaTTFT        latency `json:"viaTTFT"`
-	AddedTTFTP50   float64 `json:"addedTTFTP50_us"`
-	AddedTTFTP99   float64 `json:"addedTTFTP99_us"`
-	DirectPerEvent float64 `json:"directPerEvent_us"`
-	ViaPerEvent    float64 `json:"viaPerEvent_us"`
-	AddedPerEvent  float64 `json:"addedPerEvent_us"`
-	ViaCPUPer1k    float64 `json:"cpuSecondsPer1000"`
+	Events       int     `json:"events"`
+	Rate         int     `json:"rate"`
+	EventGapMs   float64 `json:"eventGapMs"`
+	DirectTTFT   latency `json:"directTTFT"`
+	ViaTTFT      latency `json:"viaTTFT"`
+	AddedTTFTP50 float64 `json:"addedTTFTP50_us"`
+	AddedTTFTP99 float64 `json:"addedTTFTP99_us"`
+	// The events after the first. Lateness: arrival since the request started, less i × gap,
+	// pooled over the streams and the indices (n = events).
+	DirectEvent latency `json:"directEventLateness"`
+	ViaEvent    latency `json:"viaEventLateness"`
+	// AddedPerEvent: the median over the indices i ≥ 1 of (via's median arrival of event i -
+	// direct's); AddedByIndex: that difference for every index (0 is the first event).
+	AddedPerEvent    float64   `json:"addedPerEvent_us"`
+	AddedPerEventP99 float64   `json:"addedPerEventP99_us"`
+	AddedByIndex     []float64 `json:"addedPerEventByIndex_us"`
+	// What the added time per event is made of. Start: from the request's start to the
+	// upstream's write of the first event (the stream starts that much later through the proxy).
+	// Transit: from the upstream's write of an event after the first (the stamp in its id) to
+	// the client's read (each event takes that much longer to cross).
+	DirectStart     latency `json:"directStreamStart"`
+	ViaStart        latency `json:"viaStreamStart"`
+	AddedStartP50   float64 `json:"addedStreamStartP50_us"`
+	AddedStartP99   float64 `json:"addedStreamStartP99_us"`
+	DirectTransit   latency `json:"directEventTransit"`
+	ViaTransit      latency `json:"viaEventTransit"`
+	AddedTransitP50 float64 `json:"addedEventTransitP50_us"`
+	AddedTransitP99 float64 `json:"addedEventTransitP99_us"`
+	ViaCPUPer1k     float64 `json:"cpuSecondsPer1000"`
 }
 
 type failoverResult struct {
@@ -258,9 +278,14 @@ func (b *bench) markdown() string {
 		fmt.Sprintf("%.1f (%.1f + %.1f) / %.1f MiB", r.Proxy.RSSMiB, r.Proxy.AnonMiB, r.Proxy.FileMiB, r.Proxy.PeakRSSMiB), "", "peak ≤ 64 MiB: "+rssMet)
 	st := r.Streaming
 	if st.ViaTTFT.N > 0 {
-		row(fmt.Sprintf("Streaming time to first token, p50 / p99 (%d events, %d streams/s)", st.Events, st.Rate),
+		row(fmt.Sprintf("Streaming time to first token, p50 / p99 (%d events %s apart, %d streams/s)", st.Events, gapOf(st), st.Rate),
 			lat2(st.DirectTTFT), lat2(st.ViaTTFT), fmt.Sprintf("%s / %s", plus(st.AddedTTFTP50), plus(st.AddedTTFTP99)), "p99 ≤ +1 ms: "+b.met("streaming"))
-		row("Streaming time per event after the first (median)", fmt.Sprintf("%.1f µs", st.DirectPerEvent), fmt.Sprintf("%.1f µs", st.ViaPerEvent), plus(st.AddedPerEvent), "")
+		row(fmt.Sprintf("Streaming: each event after the first, arrival less i × %s, p50 / p99 (n=%s); overhead: median over i of the added arrival / p99", gapOf(st), thousands(st.ViaEvent.N)),
+			lat2(st.DirectEvent), lat2(st.ViaEvent), fmt.Sprintf("%s / %s", plus(st.AddedPerEvent), plus(st.AddedPerEventP99)), "")
+		row("Streaming, what that is made of: the stream's start (request start to the upstream's first write), p50 / p99",
+			lat2(st.DirectStart), lat2(st.ViaStart), fmt.Sprintf("%s / %s", plus(st.AddedStartP50), plus(st.AddedStartP99)), "")
+		row("Streaming, what that is made of: each event's transit (the upstream's write to the client's read), p50 / p99",
+			lat2(st.DirectTransit), lat2(st.ViaTransit), fmt.Sprintf("%s / %s", plus(st.AddedTransitP50), plus(st.AddedTransitP99)), "")
 	}
 	f := r.Failover
 	if f.Failover.N > 0 {
@@ -307,8 +332,11 @@ func (b *bench) markdown() string {
 		if bst := bl.Streaming; st.DirectTTFT.N > 0 {
 			row3("Streaming: added TTFT p50 / p99", fmt.Sprintf("%s / %s", plus(bst.AddedTTFTP50), plus(bst.AddedTTFTP99)),
 				fmt.Sprintf("%s / %s", plus(st.AddedTTFTP50), plus(st.AddedTTFTP99)))
-			row3("Streaming: time per event; proxy CPU per 1,000 streams", fmt.Sprintf("%.1f µs; %.3f s", bst.ViaPerEvent, bst.ViaCPUPer1k),
-				fmt.Sprintf("%.1f µs; %.3f s", st.ViaPerEvent, st.ViaCPUPer1k))
+			row3("Streaming: added time per event after the first, median over i / p99", fmt.Sprintf("%s / %s", plus(bst.AddedPerEvent), plus(bst.AddedPerEventP99)),
+				fmt.Sprintf("%s / %s", plus(st.AddedPerEvent), plus(st.AddedPerEventP99)))
+			row3("Streaming: of that, added stream start p50; added event transit p50 / p99", fmt.Sprintf("%s; %s / %s", plus(bst.AddedStartP50), plus(bst.AddedTransitP50), plus(bst.AddedTransitP99)),
+				fmt.Sprintf("%s; %s / %s", plus(st.AddedStartP50), plus(st.AddedTransitP50), plus(st.AddedTransitP99)))
+			row3("Streaming: proxy CPU per 1,000 streams", fmt.Sprintf("%.3f s", bst.ViaCPUPer1k), fmt.Sprintf("%.3f s", st.ViaCPUPer1k))
 		}
 		row3("Proxy peak RSS (VmHWM)", fmt.Sprintf("%.1f MiB", bl.Proxy.PeakRSSMiB), fmt.Sprintf("%.1f MiB", r.Proxy.PeakRSSMiB))
 		if bsc := bl.Scale; bsc != nil {
@@ -357,6 +385,11 @@ func (b *bench) markdown() string {
 }
 
 // ---- formatting ----
+
+// gapOf is the gap between a stream's events.
+func gapOf(st streamResult) time.Duration {
+	return time.Duration(math.Round(st.EventGapMs * float64(time.Millisecond)))
+}
 
 func usf(d time.Duration) float64 { return round1(float64(d) / float64(time.Microsecond)) }
 
