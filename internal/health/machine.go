@@ -71,7 +71,7 @@ type state struct {
 	// win is most of the state's bytes; its only pointer is its first field. It stays the last
 	// field: the garbage collector scans an object only up to its last pointer, so a pointer
 	// after win's arrays would have every GC cycle walk every key's window too
-	// (BenchmarkGCWith5000Keys: a full collection took 3.1 ms that way, 2.7 ms this way).
+	// (BenchmarkGCWith5000Keys measures a collection with 5,000 keys).
 	win window
 }
 
