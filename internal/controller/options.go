@@ -3,12 +3,14 @@ package controller
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -152,6 +154,10 @@ func CacheOptions(o Options) cache.Options {
 		&discoveryv1.EndpointSlice{}: {
 			Namespaces: map[string]cache.Config{o.ProxyNamespace: {}},
 		},
+		// Secrets are cached as metadata only (see secretReader), and even metadata can carry a
+		// Secret's values: a client-side `kubectl apply` copies the whole manifest, stringData
+		// included, into the last-applied-configuration annotation.
+		&corev1.Secret{}: {Transform: stripSecretMetadata},
 	}}
 	if len(o.WatchNamespaces) > 0 {
 		opts.DefaultNamespaces = map[string]cache.Config{}
@@ -169,4 +175,21 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// stripSecretMetadata drops what in a Secret's metadata may repeat its data: the client-side
+// apply annotation and the managed fields. Nothing the controller reads from the cache needs them
+// (it matches Secrets by name and compares resourceVersions).
+func stripSecretMetadata(obj any) (any, error) {
+	if o, ok := obj.(metav1.Object); ok {
+		o.SetManagedFields(nil)
+		if a := o.GetAnnotations(); a != nil {
+			if _, has := a[corev1.LastAppliedConfigAnnotation]; has {
+				a = maps.Clone(a)
+				delete(a, corev1.LastAppliedConfigAnnotation)
+				o.SetAnnotations(a)
+			}
+		}
+	}
+	return obj, nil
 }

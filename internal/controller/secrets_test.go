@@ -111,3 +111,36 @@ func TestSecretReaderRetainsOnlyWhatIsReferenced(t *testing.T) {
 		t.Errorf("held %d Secrets, want 1", n)
 	}
 }
+
+// The cache keeps no copy of a Secret's values in its metadata: client-side apply puts the whole
+// manifest into an annotation, and managed fields list the data keys.
+func TestSecretMetadataIsStrippedInTheCache(t *testing.T) {
+	var transform func(any) (any, error)
+	for obj, c := range CacheOptions(Options{ProxyNamespace: "llm"}).ByObject {
+		if _, isSecret := obj.(*corev1.Secret); isSecret {
+			transform = c.Transform
+		}
+	}
+	if transform == nil {
+		t.Fatal("no cache transform for Secrets")
+	}
+	meta := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+		Name: "openai", Namespace: "llm", ResourceVersion: "7",
+		Annotations: map[string]string{
+			corev1.LastAppliedConfigAnnotation: `{"kind":"Secret","stringData":{"apiKey":"sk-live-123"}}`,
+			"team":                             "payments",
+		},
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{"f:apiKey":{}}}`)}}},
+	}}
+	out, err := transform(meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := out.(*metav1.PartialObjectMetadata)
+	if _, has := m.Annotations[corev1.LastAppliedConfigAnnotation]; has || len(m.ManagedFields) != 0 {
+		t.Errorf("left in the cache: annotations %v, managed fields %v", m.Annotations, m.ManagedFields)
+	}
+	if m.Annotations["team"] != "payments" || m.ResourceVersion != "7" || m.Name != "openai" {
+		t.Errorf("stripped too much: %+v", m.ObjectMeta)
+	}
+}
