@@ -341,3 +341,69 @@ func TestConcurrentUse(t *testing.T) {
 		<-done
 	}
 }
+
+// Found in review: with a long window a slice is long too (60 s for a 1 h window), and a busy
+// bin saturated while the rare slow bins kept counting, which pushed the p95 up until a healthy
+// channel was ejected for latency. Once a bin is full the whole slice stops recording.
+func TestSaturationKeepsTheLatencyShape(t *testing.T) {
+	set := DefaultSettings("batch")
+	set.Window, set.RecentErrorWindow, set.LatencyP95 = time.Hour, time.Minute, 20*time.Second
+	if err := set.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	e := NewEngine(0)
+	k := Key{Channel: "c", Model: "m"}
+	e.Configure(t0, []Target{{Key: k, Settings: set}})
+	// 1,000 successes a second for 200 s: 96% take 1 s, 4% take 30 s. The true p95 is 1 s.
+	for i := range 200 * 1000 {
+		lat := time.Second
+		if i%25 == 0 {
+			lat = 30 * time.Second
+		}
+		e.Observe(k, Observation{At: t0.Add(time.Duration(i) * time.Millisecond), Outcome: OutcomeSuccess, Latency: lat})
+	}
+	e.Tick(t0.Add(200 * time.Second))
+	for _, ev := range e.Events(0) {
+		t.Errorf("transition on healthy traffic: %s -> %s %s: %s", ev.From, ev.To, ev.Reason, ev.Message)
+	}
+	st, _ := e.StatusOf(t0.Add(200*time.Second), k)
+	if st.P95 > 2*time.Second {
+		t.Errorf("p95 %v, want about 1s", st.P95)
+	}
+}
+
+// The same for the count buckets: once one outcome fills a bucket, the bucket stops counting, so
+// the error rate keeps its proportion (here 1%) instead of rising as successes stop counting.
+func TestSaturationKeepsTheErrorRate(t *testing.T) {
+	var w window
+	start := t0.UnixNano()
+	w.init(geometry{window: time.Hour, recent: time.Minute, limit: 20 * time.Second}, start)
+	if w.w != 12*int64(time.Second) {
+		t.Fatalf("bucket width %v, want 12s", time.Duration(w.w))
+	}
+	for i := range 100000 {
+		o := OutcomeSuccess
+		if i%100 == 0 {
+			o = OutcomeServerError
+		}
+		w.add(o, time.Second)
+	}
+	req, fail := w.total.requests(), w.total.failures()
+	if rate := float64(fail) / float64(req); rate < 0.009 || rate > 0.011 {
+		t.Errorf("error rate %.4f (%d/%d), want 1%%", rate, fail, req)
+	}
+}
+
+// Replayed logs may carry timestamps near the Unix epoch: the recent window's index must not go
+// negative.
+func TestWindowNearTheEpoch(t *testing.T) {
+	var w window
+	w.init(geometry{window: time.Minute, recent: 30 * time.Second, limit: 20 * time.Second}, 0)
+	for range 5 {
+		w.add(OutcomeServerError, 0)
+		w.roll()
+	}
+	if got := w.total.failures(); got != 5 {
+		t.Errorf("failures %d, want 5", got)
+	}
+}

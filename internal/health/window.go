@@ -44,9 +44,9 @@ func (t *tally) failures() int {
 
 type hist [nBins]uint32
 
-// sliceHist is one latency slice's histogram. uint16, like the count buckets, halves the ring (a
-// slice of 2 s saturates at 65535 successes per bin, 32,000/s in one bin for one channel×model,
-// instead of wrapping); the window's sums stay uint32.
+// sliceHist is one latency slice's histogram. uint16, like the count buckets, halves the ring; a
+// slice whose bin reaches 65535 stops recording (sliceFull) instead of wrapping or skewing. The
+// window's sums stay uint32.
 type sliceHist [nBins]uint16
 
 // window is a bounded-memory, time-bucketed sliding window. Buckets are aligned to absolute
@@ -67,7 +67,12 @@ type window struct {
 	total, recent tally
 	lat           hist   // latency of successes over the window's slices
 	latN          uint32 // sum of lat
-	edges         [nBins - 1]int64
+	// bucketFull and sliceFull: an outcome of the current bucket, or a bin of the current latency
+	// slice, reached 65535. From then on nothing more is recorded in it, whatever the outcome or
+	// bin: what was recorded keeps the proportions of the traffic (an error rate must not rise
+	// because successes stopped counting first, nor a p95 because the busiest bin did).
+	bucketFull, sliceFull bool
+	edges                 [nBins - 1]int64
 
 	slices [maxSlices + 1]sliceHist
 }
@@ -105,6 +110,7 @@ func (w *window) init(g geometry, t int64) {
 // jump moves an empty window to t without walking the buckets in between.
 func (w *window) jump(t int64) {
 	w.head, w.lhead = t/w.w, t/w.lw
+	w.bucketFull, w.sliceFull = false, false
 }
 
 func (w *window) empty() bool { return w.total.requests() == 0 && w.latN == 0 }
@@ -126,8 +132,12 @@ func (w *window) bin(d int64) int {
 // add records an outcome in the current bucket and, for a success with a known latency, in the
 // current latency slice. It reports whether the latency histogram changed.
 func (w *window) add(o Outcome, latency time.Duration) bool {
+	if w.bucketFull {
+		return false
+	}
 	c := &w.slots[w.head%(w.nSlots+1)]
 	if c[o] == math.MaxUint16 {
+		w.bucketFull = true
 		return false
 	}
 	c[o]++
@@ -136,10 +146,14 @@ func (w *window) add(o Outcome, latency time.Duration) bool {
 	if o != OutcomeSuccess || latency <= 0 {
 		return false
 	}
+	if w.sliceFull {
+		return false
+	}
 	b := w.bin(int64(latency))
 	sl := &w.slices[w.lhead%(w.nSlice+1)]
 	if sl[b] == math.MaxUint16 {
-		return false // saturated: the sample is dropped from the histogram, the count above holds
+		w.sliceFull = true
+		return false
 	}
 	sl[b]++
 	w.lat[b]++
@@ -152,7 +166,9 @@ func (w *window) add(o Outcome, latency time.Duration) bool {
 func (w *window) roll() bool {
 	idx := w.head + 1
 	n := w.nSlots + 1
-	for o, c := range w.slots[(idx-w.nRecent-1)%n] {
+	// The bucket leaving the recent window; idx can be smaller than nRecent+1 for timestamps
+	// near the Unix epoch (replayed logs), hence the non-negative modulo.
+	for o, c := range w.slots[((idx-w.nRecent-1)%n+n)%n] {
 		w.recent[o] -= uint32(c)
 	}
 	reuse := &w.slots[idx%n]
@@ -161,6 +177,7 @@ func (w *window) roll() bool {
 	}
 	*reuse = counts{}
 	w.head = idx
+	w.bucketFull = false
 	if b := idx * w.w; b%w.lw == 0 {
 		w.lhead = b / w.lw
 		sl := &w.slices[w.lhead%(w.nSlice+1)]
@@ -169,6 +186,7 @@ func (w *window) roll() bool {
 			w.latN -= uint32(c)
 		}
 		*sl = sliceHist{}
+		w.sliceFull = false
 		return true
 	}
 	return false
