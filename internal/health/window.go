@@ -2,6 +2,7 @@ package health
 
 import (
 	"math"
+	"sync"
 	"time"
 )
 
@@ -56,9 +57,11 @@ type sliceHist [nBins]uint16
 // so that every rule is O(1) on the hot path.
 type window struct {
 	// slots are the count buckets, nSlots+1 of them: sized to the window (61 for chat's 60 s,
-	// 301 for batch's 5 min). The only pointer in window, and its first field, so the garbage
-	// collector's scan of a key's state ends here (see state).
+	// 301 for batch's 5 min). slots and edges are window's only pointers and its first fields,
+	// so the garbage collector's scan of a key's state ends here (see state).
 	slots []counts
+	// edges are the latency bins' upper edges, shared by every key with the same LatencyP95.
+	edges *[nBins - 1]int64
 
 	w, lw                   int64 // count bucket and latency slice widths (ns); lw is a multiple of w
 	nSlots, nRecent, nSlice int64 // buckets behind the current one: window, recent window, latency
@@ -72,7 +75,6 @@ type window struct {
 	// bin: what was recorded keeps the proportions of the traffic (an error rate must not rise
 	// because successes stopped counting first, nor a p95 because the busiest bin did).
 	bucketFull, sliceFull bool
-	edges                 [nBins - 1]int64
 
 	slices [maxSlices + 1]sliceHist
 }
@@ -100,11 +102,26 @@ func (w *window) init(g geometry, t int64) {
 	if ref <= 0 {
 		ref = float64(10 * time.Second) // no p95 rule: any scale will do for the score
 	}
-	for i := range w.edges {
-		w.edges[i] = int64(math.Round(ref * math.Exp2(float64(i-limitBin)/3)))
-	}
-	w.edges[limitBin] = int64(ref)
+	w.edges = edgesFor(ref)
 	w.jump(t)
+}
+
+// edgeTables holds one table of bin edges per latency limit, shared by the keys that use it (472
+// bytes a key otherwise). Tables are immutable once stored; there is one per distinct LatencyP95
+// a process has seen.
+var edgeTables sync.Map // int64 (ns) -> *[nBins - 1]int64
+
+func edgesFor(ref float64) *[nBins - 1]int64 {
+	if e, ok := edgeTables.Load(int64(ref)); ok {
+		return e.(*[nBins - 1]int64)
+	}
+	e := new([nBins - 1]int64)
+	for i := range e {
+		e[i] = int64(math.Round(ref * math.Exp2(float64(i-limitBin)/3)))
+	}
+	e[limitBin] = int64(ref)
+	actual, _ := edgeTables.LoadOrStore(int64(ref), e)
+	return actual.(*[nBins - 1]int64)
 }
 
 // jump moves an empty window to t without walking the buckets in between.
