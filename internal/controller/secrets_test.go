@@ -2,7 +2,14 @@ package controller
 
 import (
 	"context"
+	"net/http"
+	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/client-go/rest"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -142,5 +149,56 @@ func TestSecretMetadataIsStrippedInTheCache(t *testing.T) {
 	}
 	if m.Annotations["team"] != "payments" || m.ResourceVersion != "7" || m.Name != "openai" {
 		t.Errorf("stripped too much: %+v", m.ObjectMeta)
+	}
+}
+
+// roundTripperFunc adapts a function to http.RoundTripper.
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestSecretsAreWatchedAsMetadataOnly: the manager never lists or watches whole Secrets (which
+// would put every Secret's data in the cluster into its cache); only the referenced ones are read,
+// one by one. A client.Get(&corev1.Secret{}) through the cached client anywhere would break it.
+func TestSecretsAreWatchedAsMetadataOnly(t *testing.T) {
+	var mu sync.Mutex
+	var lists, gets []string
+	h := startControllerWith(t, "metaonly", nil, func(c *rest.Config) {
+		c.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+			return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+				if r.Method == http.MethodGet {
+					mu.Lock()
+					switch p := r.URL.Path; {
+					case strings.HasSuffix(p, "/secrets"):
+						lists = append(lists, p+"?"+r.URL.RawQuery+" Accept: "+r.Header.Get("Accept"))
+					case strings.Contains(p, "/secrets/"):
+						gets = append(gets, p)
+					}
+					mu.Unlock()
+				}
+				return rt.RoundTrip(r)
+			})
+		})
+	})
+	h.apply(baseManifests)
+	g := NewWithT(t)
+	g.Eventually(func(g Gomega) {
+		g.Expect(h.credentials(g)).To(HaveKeyWithValue("a", "sk-test-a"))
+	}).WithTimeout(10 * time.Second).Should(Succeed())
+
+	mu.Lock()
+	defer mu.Unlock()
+	if len(lists) == 0 {
+		t.Fatal("no list or watch of Secrets recorded: the recorder is not in the path")
+	}
+	for _, l := range lists {
+		if !strings.Contains(l, "as=PartialObjectMetadata") {
+			t.Errorf("a list or watch of whole Secrets: %s", l)
+		}
+	}
+	for _, p := range gets {
+		if !strings.HasSuffix(p, "/secrets/key-a") && !strings.HasSuffix(p, "/secrets/key-b") && !strings.HasSuffix(p, "/secrets/"+DefaultConfigMapName+"-credentials") {
+			t.Errorf("read a Secret nothing references: %s", p)
+		}
 	}
 }

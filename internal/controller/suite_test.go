@@ -21,6 +21,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -83,6 +84,12 @@ var namespaces atomic.Int32
 // startController starts a manager for a new namespace named after base.
 func startController(t *testing.T, base string, configure func(*Options)) *harness {
 	t.Helper()
+	return startControllerWith(t, base, configure, nil)
+}
+
+// startControllerWith is startController with the manager's REST config adjusted by wrap.
+func startControllerWith(t *testing.T, base string, configure func(*Options), wrap func(*rest.Config)) *harness {
+	t.Helper()
 	e := requireEnv(t)
 	ctx := context.Background()
 	ns := fmt.Sprintf("%s-%d", base, namespaces.Add(1))
@@ -99,7 +106,11 @@ func startController(t *testing.T, base string, configure func(*Options)) *harne
 	if configure != nil {
 		configure(&opts)
 	}
-	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
+	cfg := rest.CopyConfig(e.Config)
+	if wrap != nil {
+		wrap(cfg)
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 e.Scheme,
 		Cache:                  CacheOptions(opts),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
