@@ -27,12 +27,19 @@ type ProviderChannelSpec struct {
 	// +required
 	Provider Provider `json:"provider"`
 
+	// The baseURL rules answer FieldValueForbidden: an Invalid error quotes the value, and a
+	// rejected baseURL may carry a password, which must not reach kubectl output or a GitOps log.
+
 	// baseURL is the provider's API root; requests go to baseURL + the path after /v1
-	// (for example https://api.openai.com/v1 + /chat/completions).
+	// (for example https://api.openai.com/v1 + /chat/completions). It names a host and carries no
+	// credentials, query or fragment: the key goes in the Secret of credentialsRef.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
-	// +kubebuilder:validation:XValidation:rule="isURL(self) && (self.startsWith('http://') || self.startsWith('https://'))",message="baseURL must be an http:// or https:// URL"
+	// +kubebuilder:validation:XValidation:rule="isURL(self) && (self.startsWith('http://') || self.startsWith('https://'))",message="baseURL must be an http:// or https:// URL",reason=FieldValueForbidden
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[^/?#]*//[^/?#]*@')",message="baseURL must not carry credentials (user:password@): put the key in a Secret and reference it with credentialsRef",reason=FieldValueForbidden
+	// +kubebuilder:validation:XValidation:rule="!self.contains('?') && !self.contains('#')",message="baseURL must not carry a query string or fragment: requests go to baseURL + the API path",reason=FieldValueForbidden
+	// +kubebuilder:validation:XValidation:rule="!isURL(self) || url(self).getHostname() != ''",message="baseURL must name a host",reason=FieldValueForbidden
 	BaseURL string `json:"baseURL"`
 
 	// credentialsRef names the Secret key (same namespace) holding the provider API key.

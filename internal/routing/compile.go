@@ -162,9 +162,8 @@ func (c *compiler) channel(pc *v1alpha1.ProviderChannel) (ch Channel, key string
 	default:
 		return bad(ReasonInvalidSpec, "spec.provider: unsupported value %q: supported values: \"openai\", \"azure-openai\", \"anthropic\"", spec.Provider)
 	}
-	u, err := url.Parse(spec.BaseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return bad(ReasonInvalidSpec, "spec.baseURL: %q is not an http:// or https:// URL", spec.BaseURL)
+	if msg := checkBaseURL(spec.Provider, spec.BaseURL); msg != "" {
+		return bad(ReasonInvalidSpec, "%s", msg)
 	}
 	if len(spec.Models) == 0 {
 		return bad(ReasonInvalidSpec, "spec.models: at least one model is required")
@@ -191,6 +190,7 @@ func (c *compiler) channel(pc *v1alpha1.ProviderChannel) (ch Channel, key string
 	if ch.Weight < 1 || ch.Weight > 1000 {
 		return bad(ReasonInvalidSpec, "spec.weight: %d is outside 1-1000", spec.Weight)
 	}
+	var err error
 	if ch.Timeouts, err = ResolveTimeouts(spec.Timeouts); err != nil {
 		return bad(ReasonInvalidSpec, "%v", err)
 	}
@@ -224,6 +224,58 @@ func (c *compiler) channel(pc *v1alpha1.ProviderChannel) (ch Channel, key string
 	ch.DisabledReason = spec.DisabledReason
 	ch.DisabledUntil = timePtr(spec.DisabledUntil)
 	return ch, key, true
+}
+
+// checkBaseURL returns why a channel's baseURL cannot be used, or "". Requests go to baseURL + the
+// API path, and the table that carries baseURL is published (routing ConfigMap, admin API), so it
+// must be a plain http(s)://host/path: credentials belong in the Secret of credentialsRef, and a
+// query or fragment would end up in the middle of every upstream URL. The message never quotes the
+// value as written, only redactURL's scheme://host/path of it.
+func checkBaseURL(provider v1alpha1.Provider, raw string) string {
+	shown := redactURL(raw)
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil && strings.Contains(raw, "@"), err == nil && u.User != nil:
+		// An unparsable value with an "@" is userinfo with characters a URL does not allow there.
+		return fmt.Sprintf("spec.baseURL must not carry credentials (%q): put the key in a Secret and reference it with spec.credentialsRef", shown)
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Opaque != "":
+		return fmt.Sprintf("spec.baseURL: %q is not an http:// or https:// URL", shown)
+	case u.Hostname() == "":
+		return fmt.Sprintf("spec.baseURL: %q has no host", shown)
+	case u.RawQuery != "" || u.ForceQuery || strings.Contains(raw, "#"):
+		msg := fmt.Sprintf("spec.baseURL must not carry a query string or fragment (%q): requests go to baseURL + the API path, so a query or fragment would land in the middle of every upstream URL", shown)
+		if provider == v1alpha1.ProviderAzureOpenAI || strings.Contains(strings.ToLower(u.RawQuery), "api-version") {
+			msg += "; the azure-openai provider speaks Azure's v1 API (https://<resource>.openai.azure.com/openai/v1), which takes no api-version"
+		}
+		return msg
+	}
+	return ""
+}
+
+// redactURL shows a baseURL as scheme://host/path, for messages: everything up to the last "@"
+// (userinfo, even when the value does not parse), the query and the fragment are dropped.
+func redactURL(raw string) string {
+	prefix, rest := "", raw
+	if i := strings.Index(raw, "://"); i > 0 && isScheme(raw[:i]) {
+		prefix, rest = raw[:i+3], raw[i+3:]
+	}
+	if i := strings.LastIndex(rest, "@"); i >= 0 {
+		rest = rest[i+1:]
+	}
+	if i := strings.IndexAny(rest, "?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	return prefix + rest
+}
+
+func isScheme(s string) bool {
+	for i, r := range s {
+		letter := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'
+		if !letter && (i == 0 || !(r >= '0' && r <= '9' || r == '+' || r == '-' || r == '.')) {
+			return false
+		}
+	}
+	return s != ""
 }
 
 func compileFault(f *v1alpha1.FaultInjection) (*FaultInjection, error) {
