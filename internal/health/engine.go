@@ -171,7 +171,7 @@ func (e *Engine) each(fn func(s *state)) {
 // Observe records the result of one attempt. It is the proxy's hot path: no allocation unless the
 // observation causes a transition. Unknown keys and client errors change nothing.
 func (e *Engine) Observe(k Key, o Observation) {
-	if o.Outcome >= OutcomeClientError {
+	if o.Outcome == OutcomeClientError || o.Outcome >= numOutcomes {
 		return // the caller's problem: not even the request count moves
 	}
 	e.mu.Lock()

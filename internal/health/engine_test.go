@@ -292,7 +292,7 @@ func TestEnums(t *testing.T) {
 	if _, err := ParseOutcome("teapot"); err == nil {
 		t.Error("ParseOutcome accepted nonsense")
 	}
-	failures := map[Outcome]bool{OutcomeServerError: true, OutcomeTimeout: true, OutcomeConnectionError: true, OutcomeStreamCut: true}
+	failures := map[Outcome]bool{OutcomeServerError: true, OutcomeTimeout: true, OutcomeConnectionError: true, OutcomeStreamCut: true, OutcomeMisconfigured: true}
 	for o := range numOutcomes {
 		if o.IsFailure() != failures[o] {
 			t.Errorf("%s.IsFailure() = %v", o, o.IsFailure())

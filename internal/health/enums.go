@@ -17,11 +17,16 @@ const (
 	OutcomeStreamCut                      // a stream that ended before completion
 	OutcomeRateLimited                    // 429: a request to slow down, not a failure
 	OutcomeClientError                    // any other 4xx: the caller's problem, never the channel's
+	// OutcomeMisconfigured: the provider answered 404 or 405 on its own API path for a model the
+	// channel declares (a baseURL or upstreamModel typo, an API the provider does not serve). It
+	// is the channel's fault, tallied with the server errors; its own name tells the operator
+	// where to look.
+	OutcomeMisconfigured
 	numOutcomes
 )
 
 var outcomeNames = [numOutcomes]string{
-	"success", "server_error", "timeout", "connection_error", "stream_cut", "rate_limited", "client_error",
+	"success", "server_error", "timeout", "connection_error", "stream_cut", "rate_limited", "client_error", "misconfigured",
 }
 
 func (o Outcome) String() string {
@@ -32,8 +37,19 @@ func (o Outcome) String() string {
 }
 
 // IsFailure reports whether o counts against the channel: server errors, timeouts, connection
-// errors and cut streams. 429 and other 4xx never do.
-func (o Outcome) IsFailure() bool { return o >= OutcomeServerError && o <= OutcomeStreamCut }
+// errors, cut streams and misconfiguration. 429 and other 4xx never do.
+func (o Outcome) IsFailure() bool {
+	return o >= OutcomeServerError && o <= OutcomeStreamCut || o == OutcomeMisconfigured
+}
+
+// tallied is the outcome's column in the window's counts, which have none for client errors or
+// misconfiguration: a misconfigured answer is counted as a server error.
+func (o Outcome) tallied() Outcome {
+	if o == OutcomeMisconfigured {
+		return OutcomeServerError
+	}
+	return o
+}
 
 // ParseOutcome parses the access-log spelling ("success", "server_error", ...).
 func ParseOutcome(s string) (Outcome, error) {

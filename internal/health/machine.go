@@ -398,7 +398,7 @@ func (e *Engine) checkTrips(s *state, at int64, withLatency bool) bool {
 func (e *Engine) observe(s *state, o Observation) {
 	e.advance(s, nanos(o.At))
 	t := s.now // an observation older than the key's clock counts as happening now
-	if s.win.add(o.Outcome, o.Latency) {
+	if s.win.add(o.Outcome.tallied(), o.Latency) {
 		s.p95Dirty = true
 	}
 	s.idle = false

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchyard-io/switchyard/internal/health"
@@ -33,6 +34,9 @@ type attempt struct {
 	number    int
 	probe     bool
 	drill     bool // the request is marked as drill traffic
+	// answeredBefore is how many answers the channel×model had completed when the attempt began
+	// (see Server.answered): a timeout is the channel's fault only if none completed since.
+	answeredBefore uint64
 }
 
 // result is what happened. When committed, bytes went to the client and nothing more may be sent.
@@ -48,7 +52,12 @@ type result struct {
 	committed  bool
 	canceled   bool // the client went away: says nothing about the channel
 	detail     string
+	// outputTokens is a non-streamed answer's completion tokens, from its usage (0 if none).
+	outputTokens int
 }
+
+// stoppedTimer stands in for a timer that is never armed; Stop on it is a no-op.
+var stoppedTimer = func() *time.Timer { t := time.NewTimer(time.Hour); t.Stop(); return t }()
 
 var (
 	errFirstByte  = errors.New("no response headers or first event within the firstByte timeout")
@@ -62,6 +71,7 @@ var maxUpstreamBody int64 = 64 << 20 // a variable so tests can lower it
 // do runs one attempt. On success (and for a stream, from its first event on) it writes to w.
 func (s *Server) do(ctx context.Context, w http.ResponseWriter, a *attempt) (res result) {
 	start := time.Now()
+	a.answeredBefore = s.answeredCounter(health.Key{Channel: a.channel.Name, Model: a.model}).Load()
 	defer func() {
 		if res.latency == 0 {
 			res.latency = time.Since(start)
@@ -73,8 +83,15 @@ func (s *Server) do(ctx context.Context, w http.ResponseWriter, a *attempt) (res
 	defer cancel(nil)
 	whole := time.AfterFunc(a.timeout, func() { cancel(errAttempt) })
 	defer whole.Stop()
-	firstByte := time.AfterFunc(a.channel.Timeouts.FirstByte, func() { cancel(errFirstByte) })
-	defer firstByte.Stop()
+	// firstByte bounds a stream until its first event, and a probe (a one-token answer). A
+	// non-streamed answer's headers come only once the whole answer is generated, so a first-byte
+	// timer would fail every long answer and count it against a healthy channel: the request
+	// timeout alone bounds it.
+	firstByte := stoppedTimer
+	if a.stream || a.probe {
+		firstByte = time.AfterFunc(a.channel.Timeouts.FirstByte, func() { cancel(errFirstByte) })
+		defer firstByte.Stop()
+	}
 
 	if f := s.activeFault(a); f != nil {
 		if r, done := s.injectFault(ctx, f); done {
@@ -89,12 +106,6 @@ func (s *Server) do(ctx context.Context, w http.ResponseWriter, a *attempt) (res
 	copyRequestHeaders(req.Header, a.header)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Request-Id", a.requestID)
-	if u := req.URL.User; u != nil && a.key == "" {
-		// Credentials in the base URL (a self-hosted upstream behind basic auth), as http.Client
-		// would send them; the request line never carries them.
-		pw, _ := u.Password()
-		req.SetBasicAuth(u.Username(), pw)
-	}
 	if a.key != "" {
 		switch a.channel.Provider {
 		case "azure-openai":
@@ -132,6 +143,14 @@ func (s *Server) do(ctx context.Context, w http.ResponseWriter, a *attempt) (res
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		res.detail = fmt.Sprintf("HTTP %d: the provider rejected the channel's credentials", resp.StatusCode)
 		return res
+	case resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed:
+		// The path is the provider's own API path and the model one the channel declares: a 404
+		// or 405 here is a wrong baseURL or upstreamModel, or an API this provider does not
+		// serve. The channel's fault, not the client's: fail over, and let the channel show it.
+		res.outcome = health.OutcomeMisconfigured
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		res.detail = fmt.Sprintf("HTTP %d on %s (check the channel's baseURL and upstreamModel): %s", resp.StatusCode, a.path, summarize(b))
+		return res
 	case resp.StatusCode >= 400:
 		res.outcome = health.OutcomeClientError
 		res.body, _ = io.ReadAll(io.LimitReader(resp.Body, 1<<20))
@@ -166,7 +185,10 @@ func (s *Server) do(ctx context.Context, w http.ResponseWriter, a *attempt) (res
 	if a.probe {
 		return res
 	}
-	s.countTokens(a, body)
+	if u, ok := answerUsage(body); ok {
+		s.addTokens(a, &u)
+		res.outputTokens = u.CompletionTokens + u.OutputTokens
+	}
 	writeAnswerHeaders(w, a, resp.Header)
 	// The length is known: without it net/http sends an answer over 2 KiB chunked.
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
@@ -322,13 +344,22 @@ func (s *Server) finishAttempt(a *attempt, r *result) {
 			s.apiPaths.Store(key, a.path)
 		}
 	}
-	if !r.canceled {
-		lat := r.latency
-		if a.stream && r.ttft > 0 {
-			lat = r.ttft // a stream's length says nothing about the channel; its first token does
+	counted := !r.canceled
+	if r.outcome == health.OutcomeSuccess {
+		s.answeredCounter(key).Add(1)
+	} else if r.outcome == health.OutcomeTimeout && !a.stream && !a.probe {
+		// A non-streamed answer arrives whole, so one that outlives the request timeout may be
+		// a hung channel or just a long answer. A channel that completed other answers meanwhile
+		// is alive: the timeout is the request's length (a large max_tokens), not the channel's
+		// fault, and counting it would let any client eject healthy channels with long requests.
+		if n := s.answeredCounter(key).Load() - a.answeredBefore; n > 0 {
+			counted = false
+			r.detail += fmt.Sprintf(" (not counted against the channel: it completed %d other answer(s) meanwhile; for answers this long raise spec.timeouts.request or stream)", n)
 		}
+	}
+	if counted {
 		s.engine.Observe(key,
-			health.Observation{At: now, Outcome: r.outcome, Latency: lat, RetryAfter: r.retryAfter, Probe: a.probe})
+			health.Observation{At: now, Outcome: r.outcome, Latency: healthLatency(a.stream, r), RetryAfter: r.retryAfter, Probe: a.probe})
 	}
 	outcome := r.outcome.String()
 	if r.canceled {
@@ -351,6 +382,41 @@ func (s *Server) finishAttempt(a *attempt, r *result) {
 		line.Error = r.detail
 	}
 	s.accessLog.write(line)
+}
+
+// answeredCounter counts the channel×model's completed answers (probes included), for telling a
+// long answer from a hung channel.
+func (s *Server) answeredCounter(k health.Key) *atomic.Uint64 {
+	if c, ok := s.answered.Load(k); ok {
+		return c.(*atomic.Uint64)
+	}
+	c, _ := s.answered.LoadOrStore(k, new(atomic.Uint64))
+	return c.(*atomic.Uint64)
+}
+
+// latencyTokens is the answer size the latency rules judge a non-streamed answer at: a longer
+// answer's latency is scaled down to the time this many tokens took at its own pace.
+const latencyTokens = 256
+
+// healthLatency is the latency the health engine judges, which must say how fast the channel is,
+// not how much the client asked for:
+//   - a stream: its time to first event (its length is the answer's, not the channel's);
+//   - a non-streamed answer of more than latencyTokens completion tokens: its latency scaled to
+//     latencyTokens at the same pace (total × latencyTokens / tokens). The headers of such an
+//     answer arrive only when it is complete, so its latency grows with max_tokens; per token, it
+//     does not. Answers of latencyTokens or fewer, and answers without usage, count as they are,
+//     so a channel that turns slow still shows it on ordinary traffic.
+//
+// The scaled figure slightly overstates the pace of a long answer (its fixed time to first token
+// is spread over latencyTokens instead of all of them), which errs on the side of seeing slowness.
+func healthLatency(stream bool, r *result) time.Duration {
+	switch {
+	case stream && r.ttft > 0:
+		return r.ttft
+	case !stream && r.outputTokens > latencyTokens:
+		return time.Duration(float64(r.latency) * latencyTokens / float64(r.outputTokens))
+	}
+	return r.latency
 }
 
 // hopByHop and credential headers are never forwarded upstream.
@@ -572,13 +638,6 @@ func (s *sseReader) next() (sseEvent, error) {
 		}
 	}
 	return ev, nil
-}
-
-// countTokens adds a non-streamed answer's usage to the token counters.
-func (s *Server) countTokens(a *attempt, body []byte) {
-	if u, ok := answerUsage(body); ok {
-		s.addTokens(a, &u)
-	}
 }
 
 func (s *Server) addTokens(a *attempt, u *usage) {

@@ -38,7 +38,7 @@ func TestUpstreamMisbehaviour(t *testing.T) {
 		{"429 with a long Retry-After: fails over", mockprovider.Behavior{Mode: mockprovider.ModeRateLimit, RetryAfter: 30}, false, "", want{200, "chan-b", "2", 1, 1, nil, nil}},
 		{"429 without Retry-After: fails over", mockprovider.Behavior{Mode: mockprovider.ModeRateLimit}, false, "", want{200, "chan-b", "2", 1, 1, nil, nil}},
 		{"connection reset before headers", mockprovider.Behavior{Mode: mockprovider.ModeReset}, false, "", want{200, "chan-b", "2", 1, 1, nil, nil}},
-		{"accepts and never answers", mockprovider.Behavior{Mode: mockprovider.ModeHang}, false, "", want{200, "chan-b", "2", 1, 1, nil, nil}},
+		{"accepts and never answers, streamed: one firstByte, then fails over", mockprovider.Behavior{Mode: mockprovider.ModeHang}, true, "", want{200, "chan-b", "2", 1, 1, []string{"data: [DONE]"}, nil}},
 		{"first token late, headers held", mockprovider.Behavior{Mode: mockprovider.ModeSlowFirstToken, FirstTokenDelay: 2 * time.Second}, true, "", want{200, "chan-b", "2", 1, 1, []string{"Hello"}, nil}},
 		{"first token late after early headers", mockprovider.Behavior{Mode: mockprovider.ModeSlowFirstToken, FirstTokenDelay: 2 * time.Second, HeadersFirst: true}, true, "", want{200, "chan-b", "2", 1, 1, []string{"Hello", "data: [DONE]"}, nil}},
 		{"stream cut before the first event: fails over", mockprovider.Behavior{Mode: mockprovider.ModeCut, After: 0}, true, "", want{200, "chan-b", "2", 1, 1, []string{"data: [DONE]"}, nil}},
@@ -83,7 +83,8 @@ func TestUpstreamMisbehaviour(t *testing.T) {
 					t.Errorf("body has %q:\n%s", s, got.body)
 				}
 			}
-			// A silent provider costs one firstByte (400ms here), not a chain of retries into it.
+			// A silent provider costs one firstByte (400ms here), not a chain of retries into it
+			// (a non-streamed one costs the request timeout: TestNonStreamedHangFailsOverAfterTheRequestTimeout).
 			if d := time.Since(start); d > 3*time.Second {
 				t.Errorf("took %s", d)
 			}

@@ -220,7 +220,10 @@ func (rt *routeState) try(ctx context.Context, mr *modelRoute, ch *routing.Chann
 	}
 	timeout := ch.Timeouts.Request
 	if rt.attempts == 0 {
-		rt.deadline = now.Add(timeout)
+		// The request's deadline: the first channel's request timeout plus one fallback's (the
+		// design notes' 30 s + 20 s), so that an attempt which ran out its whole request timeout
+		// (a non-streamed answer has no first-byte timer) can still fail over once.
+		rt.deadline = now.Add(timeout + ch.Timeouts.FallbackRequest)
 	} else {
 		timeout = min(ch.Timeouts.FallbackRequest, time.Until(rt.deadline))
 		if timeout <= 0 {

@@ -32,7 +32,7 @@ func TestSameChannelRetryOnlyWhenNoOtherChannel(t *testing.T) {
 	// A timeout is never retried on the same channel: a silent provider costs one timeout.
 	r.A.SetBehavior("gpt-4.1", mockprovider.Behavior{Mode: mockprovider.ModeHang})
 	start := time.Now()
-	got = r.post("/v1/chat/completions", chat("gpt-4.1", false))
+	got = r.post("/v1/chat/completions", chat("gpt-4.1", true))
 	if got.status != 503 || r.A.Requests("gpt-4.1") != 1 {
 		t.Errorf("timeout on the only channel: status %d, A saw %d; want 503 after one attempt", got.status, r.A.Requests("gpt-4.1"))
 	}
@@ -140,7 +140,7 @@ func TestProbesUseTheAPIRealTrafficUses(t *testing.T) {
 
 	// A probe the provider refuses with a 4xx fails (journaled), instead of leaving the channel
 	// in Probing forever.
-	r.A.SetBehavior("gpt-4o", mockprovider.Behavior{Mode: mockprovider.ModeStatus, Status: 404})
+	r.A.SetBehavior("gpt-4o", mockprovider.Behavior{Mode: mockprovider.ModeStatus, Status: 400})
 	r.step(10 * time.Second)
 	if p := r.phase("chan-a", "gpt-4o"); p != "Ejected" {
 		t.Errorf("after a refused probe: %s, want Ejected (ProbeFailed)", p)

@@ -75,6 +75,7 @@ type Server struct {
 	eventsMu     sync.Mutex
 	panicScratch map[string]bool // publishStatus's per-model panic flags, reused (under cfgMu)
 	apiPaths     sync.Map        // health.Key -> the API path of its last successful request, for probes
+	answered     sync.Map        // health.Key -> *atomic.Uint64, answers completed (see answeredCounter)
 }
 
 // config is one compiled table plus the indexes the request path needs. It is immutable once

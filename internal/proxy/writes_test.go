@@ -148,35 +148,30 @@ func TestHopByHopHeadersAreNotForwarded(t *testing.T) {
 	}
 }
 
-// A channel without a key whose base URL carries credentials (a self-hosted upstream behind basic
-// auth) sends them as basic auth, as http.Client did; they never appear in the request line.
-func TestBaseURLCredentialsAreSentAsBasicAuth(t *testing.T) {
-	type seen struct{ user, pass, uri string }
-	got := make(chan seen, 1)
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		u, p, _ := req.BasicAuth()
-		select {
-		case got <- seen{u, p, req.RequestURI}:
-		default:
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, `{"object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}`)
-	}))
-	defer up.Close()
+// A baseURL with credentials is refused (they belong in a Secret): the password appears in no
+// error, log line or admin answer, and the last good config keeps serving.
+func TestBaseURLCredentialsAreRefusedWithoutEchoingThem(t *testing.T) {
 	r := newRig(t, rigConfig{})
-	base := strings.Replace(up.URL, "http://", "http://vllm-user:s3cret@", 1)
+	base := strings.Replace(r.aURL, "http://", "http://vllm-user:s3cret-pw@", 1)
 	cfg := strings.Replace(rigConfig{}.render(r.aURL, r.bURL), r.aURL+"/v1", base+"/v1", 1)
-	cfg = strings.Replace(cfg, "  credentialsRef: {name: keys, key: a}\n", "", 1)
 	writeFile(t, r.dir, cfg)
-	if err := r.src.Load(r.srv); err != nil {
-		t.Fatal(err)
+	err := r.src.Load(r.srv)
+	if err == nil || !strings.Contains(err.Error(), "spec.baseURL") {
+		t.Fatalf("a baseURL with credentials loaded, or the error does not name the field: %v", err)
 	}
-	if rep := r.post("/v1/chat/completions", chat("gpt-4o", false)); rep.status != 200 || rep.header.Get("X-Switchyard-Channel") != "chan-a" {
-		t.Fatalf("status %d from %q: %s", rep.status, rep.header.Get("X-Switchyard-Channel"), rep.body)
+	resp, gerr := http.Get(r.admin.URL + "/admin/v1/channels")
+	if gerr != nil {
+		t.Fatal(gerr)
 	}
-	s := <-got
-	if s.user != "vllm-user" || s.pass != "s3cret" || strings.Contains(s.uri, "s3cret") {
-		t.Errorf("upstream saw user %q pass %q request URI %q", s.user, s.pass, s.uri)
+	admin, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for what, text := range map[string]string{"error": err.Error(), "admin API": string(admin), "log": r.logs.String()} {
+		if strings.Contains(text, "s3cret-pw") || strings.Contains(text, "vllm-user") {
+			t.Errorf("the %s carries the baseURL's credentials: %s", what, text)
+		}
+	}
+	if rep := r.post("/v1/chat/completions", chat("gpt-4o", false)); rep.status != 200 {
+		t.Errorf("the last good config stopped serving: %d %s", rep.status, rep.body)
 	}
 }
 

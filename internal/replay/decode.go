@@ -190,7 +190,7 @@ func decodeLine(b []byte, r *rawLine) error {
 
 var outcomeByName = func() map[string]health.Outcome {
 	m := map[string]health.Outcome{}
-	for o := health.OutcomeSuccess; o <= health.OutcomeClientError; o++ {
+	for o := health.OutcomeSuccess; o <= health.OutcomeMisconfigured; o++ {
 		m[o.String()] = o
 	}
 	return m
