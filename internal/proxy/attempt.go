@@ -34,6 +34,7 @@ type attempt struct {
 	number    int
 	probe     bool
 	drill     bool // the request is marked as drill traffic
+	redact    *redactor // the config's: keeps provider keys out of what upstream answers carry
 	// answeredBefore is how many answers the channel×model had completed when the attempt began
 	// (see Server.answered): a timeout is the channel's fault only if none completed since.
 	answeredBefore uint64
@@ -127,13 +128,14 @@ func (s *Server) do(ctx context.Context, w http.ResponseWriter, a *attempt) (res
 	case resp.StatusCode == http.StatusTooManyRequests:
 		res.outcome = health.OutcomeRateLimited
 		res.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
-		res.body, _ = io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		res.body = a.redact.bytes(b)
 		res.detail = "429 rate limited"
 		return res
 	case resp.StatusCode >= 500:
 		res.outcome = health.OutcomeServerError
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-		res.detail = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, summarize(b))
+		res.detail = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, summarize(a.redact.bytes(b)))
 		return res
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
 		// The provider refused the gateway's own key (revoked, expired, wrong account): the
@@ -149,12 +151,13 @@ func (s *Server) do(ctx context.Context, w http.ResponseWriter, a *attempt) (res
 		// serve. The channel's fault, not the client's: fail over, and let the channel show it.
 		res.outcome = health.OutcomeMisconfigured
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-		res.detail = fmt.Sprintf("HTTP %d on %s (check the channel's baseURL and upstreamModel): %s", resp.StatusCode, a.path, summarize(b))
+		res.detail = fmt.Sprintf("HTTP %d on %s (check the channel's baseURL and upstreamModel): %s", resp.StatusCode, a.path, summarize(a.redact.bytes(b)))
 		return res
 	case resp.StatusCode >= 400:
 		res.outcome = health.OutcomeClientError
-		res.body, _ = io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		res.errCode = upstreamErrorCode(res.body)
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		res.errCode = upstreamErrorCode(b)
+		res.body = a.redact.bytes(b) // passed back to the client
 		res.detail = fmt.Sprintf("HTTP %d %s", resp.StatusCode, res.errCode)
 		return res
 	case resp.StatusCode >= 300:
@@ -170,7 +173,7 @@ func (s *Server) do(ctx context.Context, w http.ResponseWriter, a *attempt) (res
 	res.ttft = time.Since(start)
 	// One byte more than the limit tells a body that fits from one that was cut: an answer
 	// truncated to invalid JSON must never go out as a 200.
-	body, err := readAllSized(io.LimitReader(resp.Body, maxUpstreamBody+1), resp.ContentLength)
+	body, err := readAllSized(io.LimitReader(resp.Body, maxUpstreamBody+1), resp.ContentLength, holdAny)
 	if err != nil {
 		r := transportFailure(ctx, err, "reading the response body")
 		r.status = resp.StatusCode
@@ -192,10 +195,36 @@ func (s *Server) do(ctx context.Context, w http.ResponseWriter, a *attempt) (res
 	writeAnswerHeaders(w, a, resp.Header)
 	// The length is known: without it net/http sends an answer over 2 KiB chunked.
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	wd := s.writeDeadline(w)
+	wd.extend()
 	w.WriteHeader(resp.StatusCode)
 	_, _ = w.Write(body)
 	res.committed = true
 	return res
+}
+
+// writeDeadline bounds each write to the client by ClientWriteTimeout, so a client that stops
+// reading cannot hold its request, its goroutines and an upstream connection past every
+// timeout: its write fails, and the attempt ends as "client went away".
+type writeDeadline struct {
+	rc    *http.ResponseController
+	d     time.Duration
+	until time.Time
+}
+
+func (s *Server) writeDeadline(w http.ResponseWriter) *writeDeadline {
+	return &writeDeadline{rc: http.NewResponseController(w), d: s.opts.ClientWriteTimeout}
+}
+
+// extend moves the deadline to ClientWriteTimeout from now, but only once half of it has gone:
+// a stream of many small events resets the connection's timer a few times, not once per event.
+func (wd *writeDeadline) extend() {
+	now := time.Now()
+	if wd.until.Sub(now) > wd.d/2 {
+		return
+	}
+	wd.until = now.Add(wd.d)
+	_ = wd.rc.SetWriteDeadline(wd.until) // not supported (a probe's discard writer): no deadline needed
 }
 
 // transportFailure classifies an error from the transport or body read.
@@ -219,6 +248,7 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 	res.status = resp.StatusCode
 	sr := newSSEReader(resp.Body)
 	flusher, _ := w.(http.Flusher)
+	wd := s.writeDeadline(w)
 	var idle *time.Timer
 	defer func() {
 		if idle != nil {
@@ -302,6 +332,7 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 		if ev.usage != nil {
 			s.addTokens(a, ev.usage)
 		}
+		wd.extend()
 		if _, err := w.Write(ev.raw); err != nil {
 			return result{outcome: health.OutcomeClientError, canceled: true, committed: true, status: res.status, ttft: res.ttft, detail: "client went away"}
 		}
@@ -419,19 +450,26 @@ func healthLatency(stream bool, r *result) time.Duration {
 	return r.latency
 }
 
-// hopByHop and credential headers are never forwarded upstream.
-var dropRequestHeaders = map[string]bool{
-	"Authorization": true, "Api-Key": true, "Cookie": true, "Host": true, "Content-Length": true,
-	"Connection": true, "Keep-Alive": true, "Proxy-Authorization": true, "Proxy-Authenticate": true, "Proxy-Connection": true,
-	"Te": true, "Trailer": true, "Expect": true, "Transfer-Encoding": true, "Upgrade": true, "Accept-Encoding": true,
-	"Openai-Organization": true, "Openai-Project": true, "X-Api-Key": true, "X-Forwarded-For": true,
-	"X-Switchyard-Drill": true,
+// forwardedHeaders are the client headers that go upstream: content negotiation, the request
+// headers the providers document (OpenAI's beta opt-ins and idempotency key, Anthropic's version
+// and betas), the SDKs' own metadata (X-Stainless-*, below) and trace context. Everything else
+// stays at the gateway: the client's credentials and cookies, the provider account it must not
+// choose (OpenAI-Organization, OpenAI-Project), hop-by-hop headers, and whatever internal
+// headers a client or a front proxy adds.
+var forwardedHeaders = map[string]bool{
+	"Accept": true, "User-Agent": true,
+	"Openai-Beta": true, "Idempotency-Key": true,
+	"Anthropic-Version": true, "Anthropic-Beta": true,
+	"Traceparent": true, "Tracestate": true, "Baggage": true,
+	"B3": true, "X-B3-Traceid": true, "X-B3-Spanid": true, "X-B3-Parentspanid": true, "X-B3-Sampled": true, "X-B3-Flags": true,
 }
 
+// copyRequestHeaders copies the forwarded client headers; a header named in Connection is
+// hop-by-hop (RFC 9110, 7.6.1) whatever its name.
 func copyRequestHeaders(dst, src http.Header) {
-	conn := src["Connection"] // it may name more hop-by-hop headers (RFC 9110, 7.6.1)
+	conn := src["Connection"]
 	for k, vv := range src {
-		if dropRequestHeaders[k] || strings.HasPrefix(k, "X-Switchyard-") || (conn != nil && namedIn(conn, k)) {
+		if !forwardedHeaders[k] && !strings.HasPrefix(k, "X-Stainless-") || (conn != nil && namedIn(conn, k)) {
 			continue
 		}
 		dst[k] = append([]string(nil), vv...)
@@ -450,11 +488,16 @@ func namedIn(values []string, name string) bool {
 	return false
 }
 
+// answerHeaders are the upstream answer's headers a client sees, with the X-Ratelimit-* family
+// (the provider's limits, which clients pace themselves by). The provider account's headers
+// (Openai-Organization, Openai-Project) and everything else stay at the gateway.
+var answerHeaders = map[string]bool{"Content-Type": true, "Openai-Processing-Ms": true, "Openai-Version": true}
+
 // writeAnswerHeaders sets the client's response headers: a few from upstream and Switchyard's own.
 func writeAnswerHeaders(w http.ResponseWriter, a *attempt, up http.Header) {
 	h := w.Header()
 	for k, vv := range up {
-		if k == "Content-Type" || strings.HasPrefix(k, "Openai-") || strings.HasPrefix(k, "X-Ratelimit-") {
+		if answerHeaders[k] || strings.HasPrefix(k, "X-Ratelimit-") {
 			h[k] = append([]string(nil), vv...)
 		}
 	}
@@ -648,3 +691,6 @@ func (s *Server) addTokens(a *attempt, u *usage) {
 		s.metrics.Tokens.WithLabelValues(a.channel.Name, a.model, "completion").Add(float64(c))
 	}
 }
+
+// holdAny puts no budget on a buffer: upstream answers are bounded by maxUpstreamBody alone.
+func holdAny(int64) bool { return true }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -75,25 +76,60 @@ func (s *Server) serveModels(w http.ResponseWriter) {
 }
 
 func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
-	reqID := r.Header.Get("X-Request-Id")
-	if reqID == "" || len(reqID) > 128 {
-		reqID = newRequestID()
-	}
+	rc := http.NewResponseController(w)
+	// A write deadline left by the connection's previous request must not cut this one short.
+	_ = rc.SetWriteDeadline(time.Time{})
+	reqID := s.requestID(r)
 	w.Header().Set("X-Request-Id", reqID)
-	body, err := readAllSized(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes), r.ContentLength)
+	if n := s.inFlight.Add(1); n > int64(s.opts.MaxInFlight) {
+		s.inFlight.Add(-1)
+		s.reject(w, http.StatusServiceUnavailable, "overloaded", "server_error",
+			fmt.Sprintf("the gateway is serving its limit of %d requests at once; retry shortly", s.opts.MaxInFlight), time.Second)
+		return
+	}
+	defer s.inFlight.Add(-1)
+	if len(r.TransferEncoding) > 0 {
+		// Go's server lets Transfer-Encoding override a Content-Length sent with it, where a
+		// front proxy may have framed the body by the Content-Length: a smuggled request. Every
+		// OpenAI client sends Content-Length, so a chunked body is refused, and with it any
+		// request carrying both.
+		w.Header().Set("Connection", "close")
+		s.reject(w, http.StatusLengthRequired, "framing", "invalid_request_error",
+			"request bodies must be sent with a Content-Length, not Transfer-Encoding", 0)
+		return
+	}
+	if r.ContentLength > s.opts.MaxBodyBytes {
+		s.rejectTooLarge(w)
+		return
+	}
+	_ = rc.SetReadDeadline(time.Now().Add(s.opts.BodyReadTimeout))
+	body, held, err := s.readBody(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes), r.ContentLength)
+	_ = rc.SetReadDeadline(time.Time{})
+	defer s.bodyBytes.Add(-held)
 	if err != nil {
 		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large",
-				fmt.Sprintf("request body exceeds the limit of %d bytes", s.opts.MaxBodyBytes), 0)
-			return
+		switch {
+		case errors.As(err, &tooBig):
+			s.rejectTooLarge(w)
+		case errors.Is(err, errBodyBudget):
+			s.reject(w, http.StatusServiceUnavailable, "overloaded", "server_error",
+				"the gateway holds its limit of request bodies in memory; retry shortly", time.Second)
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			w.Header().Set("Connection", "close")
+			s.reject(w, http.StatusRequestTimeout, "body_timeout", "invalid_request_error",
+				fmt.Sprintf("the request body did not arrive within %s", s.opts.BodyReadTimeout), 0)
+		default:
+			s.reject(w, http.StatusBadRequest, "body_read_error", "invalid_request_error", "failed to read the request body", 0)
 		}
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "failed to read the request body", 0)
 		return
 	}
 	cr, err := parseRequest(body)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_request", err.Error(), 0)
+		code := "invalid_request"
+		if br, ok := err.(errBadRequest); ok && br.code != "" {
+			code = br.code
+		}
+		s.reject(w, http.StatusBadRequest, code, "invalid_request_error", err.Error(), 0)
 		return
 	}
 	c := s.cfg.Load()
@@ -236,7 +272,8 @@ func (rt *routeState) try(ctx context.Context, mr *modelRoute, ch *routing.Chann
 	}
 	rt.attempts++
 	a := &attempt{channel: ch, key: rt.key(ch), model: mr.model, upstream: upstream, path: rt.path, body: body,
-		stream: rt.req.Stream, timeout: timeout, header: rt.header, requestID: rt.requestID, number: rt.attempts, drill: rt.drill}
+		stream: rt.req.Stream, timeout: timeout, header: rt.header, requestID: rt.requestID, number: rt.attempts, drill: rt.drill,
+		redact: rt.c.redact}
 	res := s.do(ctx, rt.w, a)
 	rt.prev, rt.prevReason = ch, res.outcome.String()
 	if res.errCode != "" {
@@ -409,14 +446,77 @@ func (rt *routeState) key(ch *routing.Channel) string {
 	return ""
 }
 
+// reject answers a request refused before any upstream attempt and counts it by reason (which
+// is also the error's code).
+func (s *Server) reject(w http.ResponseWriter, status int, reason, typ, msg string, retryAfter time.Duration) {
+	s.metrics.Rejected.WithLabelValues(reason).Inc()
+	writeError(w, status, typ, reason, msg, retryAfter)
+}
+
+func (s *Server) rejectTooLarge(w http.ResponseWriter) {
+	w.Header().Set("Connection", "close") // the rest of the body is not read
+	s.reject(w, http.StatusRequestEntityTooLarge, "request_too_large", "invalid_request_error",
+		fmt.Sprintf("request body exceeds the limit of %d bytes", s.opts.MaxBodyBytes), 0)
+}
+
+// requestID is the request's id: the trusted header's when one is configured and it holds a
+// plausible id, otherwise a new one. A client-chosen id is not trusted by default: it lands in
+// logs and upstream headers, where a client could forge or collide with another's.
+func (s *Server) requestID(r *http.Request) string {
+	if h := s.opts.RequestIDHeader; h != "" {
+		if v := r.Header.Get(h); validRequestID(v) {
+			return v
+		}
+	}
+	return newRequestID()
+}
+
+// validRequestID accepts ids of up to 128 visible ASCII characters without spaces or quotes.
+func validRequestID(v string) bool {
+	if v == "" || len(v) > 128 {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c <= ' ' || c >= 0x7f || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// errBodyBudget: holding this body would take the request bodies in memory over the budget.
+var errBodyBudget = errors.New("request body budget exhausted")
+
+// readBody reads a request body, holding its buffer against the server-wide budget of buffered
+// body bytes (MaxBufferedBodyBytes). held is what the caller must give back (bodyBytes.Add(-held))
+// when the request is done, error or not.
+func (s *Server) readBody(r io.Reader, hint int64) (body []byte, held int64, err error) {
+	budget := s.opts.MaxBufferedBodyBytes
+	hold := func(n int64) bool {
+		if s.bodyBytes.Add(n) > budget {
+			s.bodyBytes.Add(-n)
+			return false
+		}
+		held += n
+		return true
+	}
+	body, err = readAllSized(r, hint, hold)
+	return body, held, err
+}
+
 // readAllSized is io.ReadAll with the buffer sized from a Content-Length hint (capped at 1 MiB, so
 // a client that announces a large body and sends nothing costs little), instead of growing from
-// 512 bytes through a series of copies.
-func readAllSized(r io.Reader, hint int64) ([]byte, error) {
-	if hint <= 0 {
-		return io.ReadAll(r)
+// 512 bytes through a series of copies. hold is asked for every byte of capacity before it is
+// allocated; when it refuses, reading stops with errBodyBudget.
+func readAllSized(r io.Reader, hint int64, hold func(int64) bool) ([]byte, error) {
+	size := int64(512)
+	if hint > 0 {
+		size = min(hint, 1<<20) + 1 // +1: io.EOF is seen without growing
 	}
-	b := make([]byte, 0, min(hint, 1<<20)+1) // +1: io.EOF is seen without growing
+	if !hold(size) {
+		return nil, errBodyBudget
+	}
+	b := make([]byte, 0, size)
 	for {
 		n, err := r.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]
@@ -427,7 +527,13 @@ func readAllSized(r io.Reader, hint int64) ([]byte, error) {
 			return b, err
 		}
 		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
+			grow := int64(cap(b)) // doubling, as append would
+			if !hold(grow) {
+				return b, errBodyBudget
+			}
+			nb := make([]byte, len(b), int64(cap(b))+grow)
+			copy(nb, b)
+			b = nb
 		}
 	}
 }

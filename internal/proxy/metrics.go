@@ -27,6 +27,9 @@ type Metrics struct {
 	ConfigLoads      *prometheus.CounterVec
 	ConfigLastLoaded prometheus.Gauge
 	ConfigStale      prometheus.Gauge
+	Rejected         *prometheus.CounterVec
+	InFlight         prometheus.GaugeFunc
+	BodyBytes        prometheus.GaugeFunc
 	// UpstreamOpen and UpstreamIdle read the upstream transport's connection counts (connStats).
 	UpstreamOpen, UpstreamIdle prometheus.GaugeFunc
 
@@ -98,6 +101,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "switchyard_config_stale", Help: "1 while the last config load failed and an older config keeps serving.",
 		}),
 	}
+	m.Rejected = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "switchyard_rejected_requests_total",
+		Help: "Client requests refused before any upstream attempt, by reason (overloaded, body_too_large, body_timeout, invalid_request, ...).",
+	}, []string{"reason"})
 	m.status = map[health.Key]*statusSeries{}
 	// HTTP/1.1 upstream: one connection per request in flight. On a cloud's outbound NAT each
 	// holds a port, so their number is worth watching.
@@ -109,7 +116,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}, func() float64 { _, i := m.conns(); return float64(i) })
 	reg.MustRegister(m.Requests, m.Attempts, m.Duration, m.TTFT, m.Failovers, m.HealthScore, m.Phase, m.Traffic,
 		m.Ejections, m.BudgetExhausted, m.Tokens, m.Panic, m.ConfigLoads, m.ConfigLastLoaded, m.ConfigStale,
-		m.UpstreamOpen, m.UpstreamIdle)
+		m.UpstreamOpen, m.UpstreamIdle, m.Rejected)
 	return m
 }
 

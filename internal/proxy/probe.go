@@ -29,7 +29,7 @@ func (s *Server) startProbes(ctx context.Context, now time.Time) {
 		path, _ := seen.(string)
 		path, body := probeRequest(path, upstream)
 		a := &attempt{channel: ch, model: k.Model, upstream: upstream, path: path, body: body,
-			timeout: ch.Timeouts.Request, header: http.Header{}, requestID: "probe-" + newRequestID(), number: 1, probe: true}
+			timeout: ch.Timeouts.Request, header: http.Header{}, requestID: "probe-" + newRequestID(), number: 1, probe: true, redact: c.redact}
 		if key, ok := c.table.Credentials[ch.Name]; ok {
 			a.key = key.Reveal()
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // clientRequest is what the proxy needs from a client's JSON body; the body itself is forwarded
@@ -20,8 +21,9 @@ type clientRequest struct {
 	fields map[string]json.RawMessage
 }
 
-// errBadRequest marks a body the client must fix; its message goes back in a 400.
-type errBadRequest struct{ msg string }
+// errBadRequest marks a body the client must fix; its message goes back in a 400. code, when
+// set, is the error code (and the rejection reason) instead of invalid_request.
+type errBadRequest struct{ msg, code string }
 
 func (e errBadRequest) Error() string { return e.msg }
 
@@ -31,13 +33,14 @@ func (e errBadRequest) Error() string { return e.msg }
 func parseRequest(body []byte) (*clientRequest, error) {
 	body = bytes.TrimSpace(body)
 	if len(body) == 0 {
-		return nil, errBadRequest{"request body is empty; expected a JSON object with a \"model\" field"}
+		return nil, errBadRequest{msg: "request body is empty; expected a JSON object with a \"model\" field"}
 	}
 	if body[0] != '{' || !json.Valid(body) {
 		return parseRequestSlow(body) // every error message comes from one place
 	}
 	r := &clientRequest{body: body}
 	var modelRaw, streamRaw []byte
+	var folded string // a member whose name differs from "model" or "stream" only in case
 	if !eachMember(body, 0, func(key []byte, start, end int) bool {
 		switch {
 		case keyIs(key, "model"):
@@ -45,13 +48,19 @@ func parseRequest(body []byte) (*clientRequest, error) {
 			r.models = append(r.models, [2]int{start, end})
 		case keyIs(key, "stream"):
 			streamRaw = body[start:end]
+		case keyFolds(key, "model") || keyFolds(key, "stream"):
+			folded = keyString(key)
+			return false
 		}
 		return true
 	}) {
 		return parseRequestSlow(body)
 	}
+	if folded != "" {
+		return nil, errFolded(folded)
+	}
 	if modelRaw == nil {
-		return nil, errBadRequest{"you must provide a model parameter"}
+		return nil, errBadRequest{msg: "you must provide a model parameter"}
 	}
 	if s, ok := plainString(modelRaw); ok {
 		r.Model = s
@@ -59,14 +68,14 @@ func parseRequest(body []byte) (*clientRequest, error) {
 		r.Model = ""
 	}
 	if r.Model == "" {
-		return nil, errBadRequest{"model must be a non-empty string"}
+		return nil, errBadRequest{msg: "model must be a non-empty string"}
 	}
 	switch string(streamRaw) {
 	case "", "null", "false":
 	case "true":
 		r.Stream = true
 	default:
-		return nil, errBadRequest{"stream must be a boolean"}
+		return nil, errBadRequest{msg: "stream must be a boolean"}
 	}
 	return r, nil
 }
@@ -78,27 +87,42 @@ func parseRequestSlow(body []byte) (*clientRequest, error) {
 	if err := json.Unmarshal(body, &fields); err != nil {
 		var syn *json.SyntaxError
 		if errors.As(err, &syn) {
-			return nil, errBadRequest{fmt.Sprintf("request body is not valid JSON (at byte %d): %v", syn.Offset, err)}
+			return nil, errBadRequest{msg: fmt.Sprintf("request body is not valid JSON (at byte %d): %v", syn.Offset, err)}
 		}
-		return nil, errBadRequest{"request body must be a JSON object: " + err.Error()}
+		return nil, errBadRequest{msg: "request body must be a JSON object: " + err.Error()}
 	}
 	if fields == nil {
-		return nil, errBadRequest{"request body must be a JSON object"}
+		return nil, errBadRequest{msg: "request body must be a JSON object"}
+	}
+	for k := range fields {
+		if k != "model" && k != "stream" && (strings.EqualFold(k, "model") || strings.EqualFold(k, "stream")) {
+			return nil, errFolded(k)
+		}
 	}
 	raw, ok := fields["model"]
 	if !ok {
-		return nil, errBadRequest{"you must provide a model parameter"}
+		return nil, errBadRequest{msg: "you must provide a model parameter"}
 	}
 	r := &clientRequest{fields: fields}
 	if err := json.Unmarshal(raw, &r.Model); err != nil || r.Model == "" {
-		return nil, errBadRequest{"model must be a non-empty string"}
+		return nil, errBadRequest{msg: "model must be a non-empty string"}
 	}
 	if raw, ok := fields["stream"]; ok && !bytes.Equal(raw, []byte("null")) {
 		if err := json.Unmarshal(raw, &r.Stream); err != nil {
-			return nil, errBadRequest{"stream must be a boolean"}
+			return nil, errBadRequest{msg: "stream must be a boolean"}
 		}
 	}
 	return r, nil
+}
+
+// errFolded refuses a body with a member named like a routing field but for case ("MODEL",
+// "Stream", or a Unicode look-alike such as the Kelvin sign): the gateway routes, meters and
+// logs by "model" while an upstream that matches names case-insensitively (as encoding/json
+// does) could serve the other one on the channel's key.
+func errFolded(name string) error {
+	return errBadRequest{code: "ambiguous_field", msg: fmt.Sprintf(
+		"the request has a member %q that differs from %q only in case; send each field once, in lower case",
+		name, strings.ToLower(name))}
 }
 
 // bodyFor returns the body to send upstream with the model renamed. The client's bytes are kept

@@ -7,6 +7,9 @@ import (
 
 // FuzzParseRequest: any body either parses into a request whose model is a non-empty string and
 // whose re-encoded body carries the renamed model, or is refused with a 400 message. Never a panic.
+// A parser that matches member names case-insensitively (encoding/json into a struct, as some
+// upstreams decode) must read the same model and stream as the gateway did, and the renamed
+// model from the body sent upstream: duplicate and case-variant members cannot smuggle a model.
 func FuzzParseRequest(f *testing.F) {
 	for _, seed := range []string{
 		`{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`,
@@ -17,6 +20,9 @@ func FuzzParseRequest(f *testing.F) {
 		`{"stream":"yes","model":"x"}`,
 		`[]`, `null`, `"model"`, ``, `{`, `{"model":"a\u0000b"}`, `{"model":"x","model":"y"}`,
 		"\xff\xfe{\"model\":\"x\"}",
+		`{"model":"gpt-4o","MODEL":"o1-pro"}`, `{"Model":"o1-pro","model":"gpt-4o"}`, `{"model":"gpt-4o","Stream":true}`,
+		`{"model":"gpt-4o","mod\u0065l":"o1-pro"}`, "{\"model\":\"gpt-4o\",\"mode\u212a\":1}", "{\"model\":\"gpt-4o\",\"\u017ftream\":true}",
+		`{"model":"gpt-4o","model":"o1-pro","stream":false,"stream":true}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -45,6 +51,19 @@ func FuzzParseRequest(f *testing.F) {
 		}
 		if again, _ := parseRequest(body); again.Model != r.Model {
 			t.Fatal("bodyFor changed the parsed request")
+		}
+		var folded struct {
+			Model  string
+			Stream *bool
+		}
+		if json.Unmarshal(body, &folded) == nil {
+			if folded.Model != r.Model || (folded.Stream != nil && *folded.Stream != r.Stream) {
+				t.Fatalf("a case-insensitive parser reads model %q stream %v, the gateway %q %v", folded.Model, folded.Stream, r.Model, r.Stream)
+			}
+		}
+		folded.Model = ""
+		if err := json.Unmarshal(out, &folded); err != nil || folded.Model != "upstream-model" {
+			t.Fatalf("a case-insensitive parser reads model %q from the body sent upstream (%v)", folded.Model, err)
 		}
 	})
 }

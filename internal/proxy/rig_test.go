@@ -135,14 +135,21 @@ func indent(s string) string {
 	return strings.Join(lines, "\n")
 }
 
-func newRig(t *testing.T, cfg rigConfig) *rig {
+func newRig(t *testing.T, cfg rigConfig) *rig { t.Helper(); return newRigOpts(t, cfg, nil) }
+
+// newRigOpts is newRig with the proxy's Options adjusted by opt (limits, timeouts).
+func newRigOpts(t *testing.T, cfg rigConfig, opt func(*Options)) *rig {
 	t.Helper()
 	r := &rig{t: t, clock: &fakeClock{t: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}, logs: &testutil.SyncBuffer{}, accessLog: &testutil.SyncBuffer{}}
 	r.A = mockprovider.New(mockprovider.Options{Name: "a", APIKey: keyA})
 	r.B = mockprovider.New(mockprovider.Options{Name: "b", APIKey: keyB})
 	as, bs := httptest.NewServer(r.A), httptest.NewServer(r.B)
 	r.aURL, r.bURL = as.URL, bs.URL
-	r.srv = New(Options{Clock: r.clock, Logger: slog.New(slog.NewJSONHandler(r.logs, nil)), AccessLog: r.accessLog, Replica: "test"})
+	opts := Options{Clock: r.clock, Logger: slog.New(slog.NewJSONHandler(r.logs, nil)), AccessLog: r.accessLog, Replica: "test"}
+	if opt != nil {
+		opt(&opts)
+	}
+	r.srv = New(opts)
 	r.api = httptest.NewServer(r.srv.Handler())
 	r.admin = httptest.NewServer(r.srv.AdminHandler())
 	r.dir = t.TempDir()

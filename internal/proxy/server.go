@@ -9,6 +9,7 @@ import (
 	"context"
 	crand "crypto/rand"
 	"encoding/hex"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/switchyard-io/switchyard/internal/adminapi"
 	"github.com/switchyard-io/switchyard/internal/health"
@@ -31,10 +33,35 @@ type realClock struct{}
 
 func (realClock) Now() time.Time { return time.Now() }
 
+// Defaults of the data plane's limits (see Options).
+const (
+	DefaultMaxBodyBytes         = 4 << 20
+	DefaultMaxBufferedBodyBytes = 128 << 20
+	DefaultMaxInFlight          = 1024
+	DefaultBodyReadTimeout      = 30 * time.Second
+	DefaultClientWriteTimeout   = 30 * time.Second
+)
+
 // Options configure a Server.
 type Options struct {
-	// MaxBodyBytes bounds client request bodies (default 10 MiB).
+	// MaxBodyBytes bounds one client request body (default 4 MiB, DefaultMaxBodyBytes).
 	MaxBodyBytes int64
+	// MaxBufferedBodyBytes bounds the request bodies held in memory at once, across requests
+	// (default 128 MiB): beyond it a request is refused with 503 and Retry-After, so a flood of
+	// large or stalled bodies cannot exhaust the process's memory.
+	MaxBufferedBodyBytes int64
+	// MaxInFlight bounds the API requests being served at once (default 1024); beyond it, 503
+	// with Retry-After.
+	MaxInFlight int
+	// BodyReadTimeout bounds reading a request body (default 30s): a client that stalls mid-body
+	// gets 408 and its buffer is freed.
+	BodyReadTimeout time.Duration
+	// ClientWriteTimeout bounds each write to the client (default 30s): a client that stops
+	// reading gives up its request, and the upstream connection, instead of holding them.
+	ClientWriteTimeout time.Duration
+	// RequestIDHeader, when set, names a request header trusted to carry the request id (set by
+	// a front proxy); otherwise the proxy makes every request id itself.
+	RequestIDHeader string
 	// AccessLog receives one JSON line per upstream attempt; nil disables it.
 	AccessLog io.Writer
 	// Logger for operational logs (never request bodies or keys).
@@ -70,6 +97,8 @@ type Server struct {
 	budgets sync.Map // policy key -> *retryBudget, kept across reloads
 
 	draining     atomic.Bool
+	inFlight     atomic.Int64 // API requests being served
+	bodyBytes    atomic.Int64 // request body buffers held, in bytes
 	probeWG      sync.WaitGroup
 	lastSeq      atomic.Uint64 // journal events already turned into metrics
 	eventsMu     sync.Mutex
@@ -85,6 +114,7 @@ type config struct {
 	channels map[string]*routing.Channel
 	models   map[string]*modelRoute
 	keys     []health.Key // every channel×model the engine was configured with
+	redact   *redactor    // removes this table's provider keys from upstream-derived text
 }
 
 // modelRoute is everything needed to route one public model.
@@ -99,7 +129,19 @@ type modelRoute struct {
 // New creates a proxy with no configuration: it answers 503 until Apply succeeds.
 func New(opts Options) *Server {
 	if opts.MaxBodyBytes <= 0 {
-		opts.MaxBodyBytes = 10 << 20
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.MaxBufferedBodyBytes <= 0 {
+		opts.MaxBufferedBodyBytes = DefaultMaxBufferedBodyBytes
+	}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = DefaultMaxInFlight
+	}
+	if opts.BodyReadTimeout <= 0 {
+		opts.BodyReadTimeout = DefaultBodyReadTimeout
+	}
+	if opts.ClientWriteTimeout <= 0 {
+		opts.ClientWriteTimeout = DefaultClientWriteTimeout
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
@@ -133,6 +175,20 @@ func New(opts Options) *Server {
 		bootID:       hex.EncodeToString(b),
 		panicScratch: map[string]bool{},
 	}
+	// The runtime's and the process's own figures (heap, goroutines, RSS, open files) beside the
+	// gateway's: the first thing to look at when a replica runs out of memory or file descriptors.
+	for _, c := range []prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
+		if err := opts.Registry.Register(c); err != nil && !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
+			opts.Logger.Warn("Failed to register a metrics collector", "error", err.Error())
+		}
+	}
+	s.metrics.InFlight = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "switchyard_requests_in_flight", Help: "API requests being served (bounded by --max-in-flight).",
+	}, func() float64 { return float64(s.inFlight.Load()) })
+	s.metrics.BodyBytes = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "switchyard_request_body_bytes_buffered", Help: "Bytes of client request bodies held in memory (bounded by --max-buffered-body-bytes).",
+	}, func() float64 { return float64(s.bodyBytes.Load()) })
+	opts.Registry.MustRegister(s.metrics.InFlight, s.metrics.BodyBytes)
 	if cs, ok := opts.Transport.(interface{ connStats() (open, idle int) }); ok {
 		f := cs.connStats
 		s.metrics.connStats.Store(&f)
@@ -158,6 +214,11 @@ func (s *Server) Apply(t *routing.Table, source string) {
 	defer s.cfgMu.Unlock()
 	now := s.clock.Now()
 	c := &config{table: t, channels: map[string]*routing.Channel{}, models: map[string]*modelRoute{}}
+	keys := make([]string, 0, len(t.Credentials))
+	for _, k := range t.Credentials {
+		keys = append(keys, k.Reveal())
+	}
+	c.redact = newRedactor(keys)
 	for i := range t.Channels {
 		c.channels[t.Channels[i].Name] = &t.Channels[i]
 	}

@@ -133,18 +133,19 @@ func TestLargeAnswerKeepsItsLength(t *testing.T) {
 func TestHopByHopHeadersAreNotForwarded(t *testing.T) {
 	r := newRig(t, rigConfig{})
 	body := fmt.Sprintf(`{"model":"gpt-4o","messages":[{"role":"user","content":%q}]}`, strings.Repeat("y", 4<<10))
-	got := r.post("/v1/chat/completions", body, "Expect", "100-continue", "Connection", "keep-alive, X-Hop", "X-Hop", "1", "X-End-To-End", "2")
+	got := r.post("/v1/chat/completions", body, "Expect", "100-continue", "Connection", "keep-alive, X-Hop, Traceparent", "X-Hop", "1",
+		"Traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "Tracestate", "t=1")
 	if got.status != 200 {
 		t.Fatalf("status %d: %s", got.status, got.body)
 	}
 	h := r.A.LastHeaders()
-	for _, name := range []string{"Expect", "X-Hop", "Connection"} {
+	for _, name := range []string{"Expect", "X-Hop", "Connection", "Traceparent"} {
 		if v := h.Get(name); v != "" {
 			t.Errorf("upstream got %s: %q", name, v)
 		}
 	}
-	if h.Get("X-End-To-End") != "2" {
-		t.Errorf("an end-to-end header was dropped: %v", h)
+	if h.Get("Tracestate") != "t=1" {
+		t.Errorf("a forwarded end-to-end header was dropped: %v", h)
 	}
 }
 
