@@ -33,7 +33,7 @@ type attempt struct {
 	requestID string
 	number    int
 	probe     bool
-	drill     bool // the request is marked as drill traffic
+	drill     bool      // the request is marked as drill traffic
 	redact    *redactor // the config's: keeps provider keys out of what upstream answers carry
 	// answeredBefore is how many answers the channel×model had completed when the attempt began
 	// (see Server.answered): a timeout is the channel's fault only if none completed since.
