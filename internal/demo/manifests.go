@@ -107,7 +107,8 @@ func prepareManifests(src, dst string, ports map[string]int, scale float64) (*se
 		}
 		u, err := url.Parse(pc.Spec.BaseURL)
 		if err != nil {
-			return nil, fmt.Errorf("channel %s: baseURL: %w", pc.Name, err)
+			// url.Parse's error quotes the URL, credentials and all: never pass it on.
+			return nil, fmt.Errorf("channel %s: spec.baseURL is not a valid URL", pc.Name)
 		}
 		if h := u.Hostname(); h != "127.0.0.1" && h != "localhost" && h != "::1" {
 			return nil, fmt.Errorf("channel %s points at %s: the demo only runs against local mock providers", pc.Name, h)

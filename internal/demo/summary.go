@@ -400,7 +400,7 @@ func (s summary) render(w io.Writer) {
 		s.Gen.OK, s.Gen.Sent, s.Gen.Streams, agree, errs)
 	fmt.Fprintf(tw, "Failovers\t%.0f (switchyard_failovers_total: %s)\n", s.Failovers, joinLabeled(s.FailoversBy))
 	fmt.Fprintf(tw, "  generator\t%d answers came with X-Switchyard-Attempts > 1\n", s.Gen.FailedOver)
-	fmt.Fprintf(tw, "Client latency\tp50 %s, p95 %s, max %s (generator; a hang costs the firstByte timeout before the failover)\n",
+	fmt.Fprintf(tw, "Client latency\tp50 %s, p95 %s, max %s (generator; a hang costs the firstByte timeout of a stream, the request timeout of a non-streamed answer, before the failover)\n",
 		s.LatP50.Round(time.Millisecond), s.LatP95.Round(time.Millisecond), s.LatMax.Round(time.Millisecond))
 	n := 0.0
 	for _, e := range s.Ejections {
