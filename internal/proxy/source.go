@@ -7,8 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/fsnotify/fsnotify"
 
 	v1alpha1 "github.com/switchyard-io/switchyard/api/v1alpha1"
 	"github.com/switchyard-io/switchyard/internal/routing"
@@ -31,17 +36,17 @@ func KeyEnvName(channel string) string {
 
 // LoadFiles reads and compiles the manifests at path, applying key overrides from the environment.
 func LoadFiles(path string, getenv func(string) string) (*routing.Table, []routing.Problem, error) {
-	t, _, problems, err := loadFiles(path, getenv)
+	in, err := routing.LoadManifests(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	t, _, problems, err := compileInputs(in, getenv)
 	return t, problems, err
 }
 
-// loadFiles is LoadFiles that also returns the channel objects it read (nil on a read error), so
-// a rejected config can still pass its on-call overrides on.
-func loadFiles(path string, getenv func(string) string) (*routing.Table, []v1alpha1.ProviderChannel, []routing.Problem, error) {
-	in, err := routing.LoadManifests(path)
-	if err != nil {
-		return nil, nil, nil, err
-	}
+// compileInputs is the rest of LoadFiles. It also returns the channel objects it read, so a
+// rejected config can still pass its on-call overrides on.
+func compileInputs(in routing.Inputs, getenv func(string) string) (*routing.Table, []v1alpha1.ProviderChannel, []routing.Problem, error) {
 	in.KeyOverrides = map[string]string{}
 	for _, c := range in.Channels {
 		if v := getenv(KeyEnvName(c.Name)); v != "" {
@@ -62,40 +67,163 @@ func loadFiles(path string, getenv func(string) string) (*routing.Table, []v1alp
 	return t, in.Channels, nil, nil
 }
 
-// FileSource loads the standalone config from a file or directory and reloads it when its
-// content changes (checked every Interval, by content hash, which also catches the symlink swaps
-// of a mounted ConfigMap) or when Reload is signalled (SIGHUP).
+// Timings of FileSource.Watch.
+const (
+	// debounceDelay gathers the burst of file events one edit makes into one read.
+	debounceDelay = 100 * time.Millisecond
+	// stuckAfter is how long a read may take before it is reported (a hung mount).
+	stuckAfter = 10 * time.Second
+)
+
+// FileSource loads the standalone config from a file or directory and reloads it when it
+// changes or when Reload is signalled (SIGHUP). Changes are seen through file events on the
+// directory (for a single file, its parent: a mounted ConfigMap swaps a "..data" symlink), and
+// every Interval by a poll that compares each manifest's size, mtime and inode, so it reads
+// nothing while nothing changed. A read that failed is retried at every poll until one succeeds.
+//
+// Only regular files are read, each at most routing.MaxManifestBytes. Reads run off Watch's
+// goroutine, one at a time: a read hung on a dead mount is reported after 10s (as a rejected
+// config) and does not hold up SIGHUP or shutdown; the triggers that arrive meanwhile make one
+// read once it finishes.
 type FileSource struct {
 	Path     string
 	Interval time.Duration
 	Getenv   func(string) string
 	Reload   <-chan struct{}
-	last     string
+
+	mu   sync.Mutex // one load at a time
+	sum  string     // hash of the bytes last read, and applied or rejected
+	last []stamp    // the fingerprint taken before that read
+
+	// readFailed: the last read failed or has hung, so the next poll reads again whatever the
+	// fingerprint says, and a read of the same bytes as before is applied, not skipped.
+	readFailed atomic.Bool
+
+	recMu    sync.Mutex // orders the results recorded on the Server
+	loading  bool       // Watch's work is running and has recorded nothing yet (a stuck report is still true)
+	recorded string     // the error this source last recorded ("" after a good load)
+
+	read       func(string) ([]routing.ManifestFile, error) // tests; default routing.ReadManifestFiles
+	stuckAfter time.Duration                                // tests; default stuckAfter
 }
 
 // Load does one load now; it applies the table or records the rejection.
-func (f *FileSource) Load(s *Server) error {
-	sum, err := contentHash(f.Path)
+func (f *FileSource) Load(s *Server) error { return f.load(s, true) }
+
+// Start does the first load, like Load, but gives up when ctx ends: a read hung on a dead mount
+// must not keep the process from exiting on SIGTERM.
+func (f *FileSource) Start(ctx context.Context, s *Server) error {
+	done := make(chan error, 1)
+	go func() { done <- f.Load(s) }()
+	warn := time.NewTimer(f.stuckBound())
+	defer warn.Stop()
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-warn.C:
+			s.log.Warn("Reading the config has not finished; still waiting (a hung mount?)", "source", f.Path, "after", f.stuckBound().String())
+		case <-ctx.Done():
+			return fmt.Errorf("gave up: reading the config had not finished when the proxy was stopped (a hung mount?): %w", context.Cause(ctx))
+		}
+	}
+}
+
+// load reads the config once and applies it or records why not. Unless force is set, bytes
+// identical to the last read are not applied again (a touch, an unrelated event).
+func (f *FileSource) load(s *Server, force bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	stamps, stampErr := fingerprint(f.Path) // before the read: a change during it shows at the next poll
+	files, err := f.readFiles()
+
+	f.recMu.Lock()
+	defer f.recMu.Unlock()
+	f.loading = false
 	if err != nil {
-		s.RejectConfig(f.Path, err, nil)
+		f.readFailed.Store(true)
+		// The files that could be read still carry an on-call `disabled: true`.
+		overrode := false
+		if len(files) > 0 {
+			if in, perr := routing.ParseManifests(files); perr == nil {
+				overrode = f.applyOverrides(s, in.Channels)
+			}
+		}
+		f.reject(s, err, nil, force || overrode)
 		return err
 	}
-	f.last = sum
-	t, channels, problems, err := loadFiles(f.Path, f.getenv())
+	wasFailed := f.readFailed.Swap(false)
+	f.last = nil
+	if stampErr == nil {
+		f.last = stamps
+	}
+	sum := sumFiles(files)
+	if !force && !wasFailed && sum == f.sum {
+		return nil
+	}
+	f.sum = sum
+	in, err := routing.ParseManifests(files)
+	if err != nil {
+		f.reject(s, err, nil, true)
+		return err
+	}
+	t, channels, problems, err := compileInputs(in, f.getenv())
 	if err != nil {
 		// The last good table keeps serving, but an on-call `disabled: true` edited in at the
 		// same time as a mistake elsewhere must still take effect.
-		if cur := s.cfg.Load(); cur != nil && channels != nil {
-			if over := routing.WithOverrides(cur.table, channels); over.Hash() != cur.table.Hash() {
-				s.Apply(over, f.Path+" (last good config with the operator overrides)")
-			}
-		}
-		s.RejectConfig(f.Path, err, problems)
+		f.applyOverrides(s, channels)
+		f.reject(s, err, problems, true)
 		return err
 	}
 	s.Apply(t, f.Path)
+	f.recorded = ""
 	return nil
 }
+
+// applyOverrides applies the channels' disabled fields to the table serving now, if that changes
+// anything, and reports whether it did. The caller holds recMu.
+func (f *FileSource) applyOverrides(s *Server, channels []v1alpha1.ProviderChannel) bool {
+	cur := s.cfg.Load()
+	if cur == nil || channels == nil {
+		return false
+	}
+	over := routing.WithOverrides(cur.table, channels)
+	if over.Hash() == cur.table.Hash() {
+		return false
+	}
+	s.Apply(over, f.Path+" (last good config with the operator overrides)")
+	f.recorded = ""
+	return true
+}
+
+// reject records err unless it is the error already shown and always is false, so a read error
+// that persists is logged once, not at every poll. The caller holds recMu.
+func (f *FileSource) reject(s *Server, err error, problems []routing.Problem, always bool) {
+	if !always && err.Error() == f.recorded {
+		return
+	}
+	s.RejectConfig(f.Path, err, problems)
+	f.recorded = err.Error()
+}
+
+// reportStuck records a load that has run for longer than d, if it still runs.
+func (f *FileSource) reportStuck(s *Server, d time.Duration) {
+	f.recMu.Lock()
+	defer f.recMu.Unlock()
+	if !f.loading {
+		return
+	}
+	f.readFailed.Store(true)
+	f.reject(s, fmt.Errorf("reading the config has not finished after %s (a hung mount?); the last good config keeps serving and reloads wait for the read", d), nil, true)
+}
+
+// The kinds of work Watch asks for, weakest first; pending requests merge into the strongest.
+const (
+	workNone  = iota
+	workCheck // poll: read only if the fingerprint changed or the last read failed
+	workRead  // file event: read, apply if the bytes changed
+	workForce // SIGHUP: read and apply
+)
 
 // Watch reloads on change until ctx ends.
 func (f *FileSource) Watch(ctx context.Context, s *Server) {
@@ -103,23 +231,135 @@ func (f *FileSource) Watch(ctx context.Context, s *Server) {
 	if interval <= 0 {
 		interval = time.Second
 	}
-	t := time.NewTicker(interval)
-	defer t.Stop()
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+
+	w, err := fsnotify.NewWatcher()
+	var events <-chan fsnotify.Event
+	var watchErrs <-chan error
+	if err != nil {
+		s.log.Warn("No file events for the config; polling only", "source", f.Path, "interval", interval.String(), "error", err.Error())
+	} else {
+		events, watchErrs = w.Events, w.Errors
+		defer func() { go w.Close() }() // not waited for: it may wait on a watch hung on a dead mount
+	}
+	addFailed := false
+
+	pending := workCheck       // at once: catches a change between the first load and the watch
+	busy, hung := false, false // a run of work is going; it has been reported stuck
+	done := make(chan struct{}, 1)
+	var stuck, debounce <-chan time.Time
+	var stuckTimer *time.Timer
 	for {
+		if !busy && pending != workNone {
+			kind := pending
+			pending, busy, hung = workNone, true, false
+			stuckTimer = time.NewTimer(f.stuckBound())
+			stuck = stuckTimer.C
+			go func() {
+				defer func() { done <- struct{}{} }()
+				f.setLoading(true)
+				defer f.setLoading(false)
+				if w != nil {
+					// Every time: a directory removed and made again loses its watch. A Stat or
+					// an Add on a dead mount may hang; the stuck report covers them like a read.
+					dir := f.Path
+					if st, err := os.Stat(f.Path); err != nil || !st.IsDir() {
+						dir = filepath.Dir(f.Path)
+					}
+					if err := w.Add(dir); err != nil && !addFailed {
+						addFailed = true
+						s.log.Warn("No file events for the config; the poll still runs", "dir", dir, "interval", interval.String(), "error", err.Error())
+					}
+				}
+				f.work(s, kind)
+			}()
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-f.Reload:
 			s.log.Info("Reloading config on signal", "source", f.Path)
-			_ = f.Load(s)
-		case <-t.C:
-			sum, err := contentHash(f.Path)
-			if err == nil && sum == f.last {
-				continue
+			if hung {
+				s.log.Warn("An earlier config read has not finished; the reload waits for it", "source", f.Path)
 			}
-			_ = f.Load(s)
+			pending = max(pending, workForce)
+		case <-tick.C:
+			pending = max(pending, workCheck)
+		case ev, ok := <-events:
+			if !ok {
+				events = nil
+			} else if debounce == nil && f.relevant(ev.Name) {
+				debounce = time.After(debounceDelay)
+			}
+		case err, ok := <-watchErrs:
+			if !ok {
+				watchErrs = nil
+			} else {
+				s.log.Warn("File events for the config failed; the poll still runs", "source", f.Path, "error", err.Error())
+			}
+		case <-debounce:
+			debounce = nil
+			pending = max(pending, workRead)
+		case <-done:
+			busy = false
+			stuckTimer.Stop()
+			stuck = nil
+		case <-stuck:
+			stuck, hung = nil, true
+			f.reportStuck(s, f.stuckBound())
 		}
 	}
+}
+
+// work does one request of Watch.
+func (f *FileSource) work(s *Server, kind int) {
+	if kind == workCheck && !f.readFailed.Load() {
+		stamps, err := fingerprint(f.Path)
+		f.mu.Lock()
+		same := err == nil && sameStamps(stamps, f.last)
+		f.mu.Unlock()
+		if same && !f.readFailed.Load() { // (a stuck report during the Stat sets readFailed)
+			return
+		}
+	}
+	_ = f.load(s, kind == workForce)
+}
+
+// relevant reports whether a file event on name may change the config: on the config itself
+// (the file, or the directory), on a manifest in the config directory, or on a name starting
+// with ".." (a mounted ConfigMap's "..data" swap). Others (notes, editor files, the neighbours
+// of a single config file) cause no read.
+func (f *FileSource) relevant(name string) bool {
+	name, path := filepath.Clean(name), filepath.Clean(f.Path)
+	if name == path {
+		return true
+	}
+	base := filepath.Base(name)
+	if strings.HasPrefix(base, "..") {
+		return true
+	}
+	return filepath.Dir(name) == path && routing.IsManifestName(base)
+}
+
+func (f *FileSource) setLoading(v bool) {
+	f.recMu.Lock()
+	f.loading = v
+	f.recMu.Unlock()
+}
+
+func (f *FileSource) readFiles() ([]routing.ManifestFile, error) {
+	if f.read != nil {
+		return f.read(f.Path)
+	}
+	return routing.ReadManifestFiles(f.Path)
+}
+
+func (f *FileSource) stuckBound() time.Duration {
+	if f.stuckAfter > 0 {
+		return f.stuckAfter
+	}
+	return stuckAfter
 }
 
 func (f *FileSource) getenv() func(string) string {
@@ -129,21 +369,50 @@ func (f *FileSource) getenv() func(string) string {
 	return os.Getenv
 }
 
-// contentHash hashes the names and contents of the manifest files LoadManifests would read, so
-// an unrelated file beside them (notes, editor swap files) does not trigger a reload.
-func contentHash(path string) (string, error) {
-	files, err := routing.ManifestFiles(path)
+// stamp is what the poll compares of one manifest file: path, size, mtime, mode and identity
+// (inode), never its content.
+type stamp struct {
+	path string
+	info os.FileInfo
+}
+
+// fingerprint stamps the manifest files LoadManifests would read (following symlinks, so a
+// ConfigMap's "..data" swap shows), so an unrelated file beside them does not trigger a read.
+func fingerprint(path string) ([]stamp, error) {
+	names, err := routing.ManifestFiles(path)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	h := sha256.New()
-	for _, p := range files {
-		b, err := os.ReadFile(p)
+	out := make([]stamp, len(names))
+	for i, p := range names {
+		fi, err := os.Stat(p)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
-		fmt.Fprintf(h, "%s\x00%d\x00", p, len(b))
-		h.Write(b)
+		out[i] = stamp{p, fi}
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return out, nil
+}
+
+func sameStamps(a, b []stamp) bool {
+	if len(a) != len(b) || a == nil || b == nil {
+		return false
+	}
+	for i := range a {
+		x, y := a[i].info, b[i].info
+		if a[i].path != b[i].path || x.Size() != y.Size() || !x.ModTime().Equal(y.ModTime()) || x.Mode() != y.Mode() || !os.SameFile(x, y) {
+			return false
+		}
+	}
+	return true
+}
+
+// sumFiles hashes the names and contents of the files read.
+func sumFiles(files []routing.ManifestFile) string {
+	h := sha256.New()
+	for _, f := range files {
+		fmt.Fprintf(h, "%s\x00%d\x00", f.Path, len(f.Data))
+		h.Write(f.Data)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }

@@ -7,7 +7,9 @@ import (
 	"testing"
 )
 
-func TestContentHashFollowsOnlyManifests(t *testing.T) {
+// TestFingerprintFollowsOnlyManifests: the poll's fingerprint changes with a manifest, not with
+// a file the loader never reads (notes, editor swap files), which would trigger reads.
+func TestFingerprintFollowsOnlyManifests(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, content string) {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
@@ -15,18 +17,33 @@ func TestContentHashFollowsOnlyManifests(t *testing.T) {
 		}
 	}
 	write("gateway.yaml", "kind: Namespace\n")
-	before, err := contentHash(dir)
+	before, err := fingerprint(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	write("notes.txt", "on-call notes, edited every minute")
 	write(".gateway.yaml.swp", "editor state")
-	if after, _ := contentHash(dir); after != before {
-		t.Error("a file the loader never reads changed the config hash (and would trigger reloads)")
+	if after, _ := fingerprint(dir); !sameStamps(before, after) {
+		t.Error("a file the loader never reads changed the fingerprint (and would trigger reads)")
 	}
 	write("gateway.yaml", "kind: Namespace\nmetadata: {name: x}\n")
-	if after, _ := contentHash(dir); after == before {
-		t.Error("an edited manifest did not change the config hash")
+	if after, _ := fingerprint(dir); sameStamps(before, after) {
+		t.Error("an edited manifest did not change the fingerprint")
+	}
+	src := &FileSource{Path: dir}
+	for name, want := range map[string]bool{"gateway.yaml": true, "b.json": true, "..data": true, "notes.txt": false, ".gateway.yaml.swp": false, "sub/x.yaml": false} {
+		if got := src.relevant(filepath.Join(dir, name)); got != want {
+			t.Errorf("an event on %s: relevant = %v", name, got)
+		}
+	}
+	if !src.relevant(dir) {
+		t.Error("an event on the config directory itself is not relevant")
+	}
+	one := &FileSource{Path: filepath.Join(dir, "gateway.yaml")}
+	for name, want := range map[string]bool{"gateway.yaml": true, "..data": true, "other.yaml": false} {
+		if got := one.relevant(filepath.Join(dir, name)); got != want {
+			t.Errorf("single-file config, an event on %s: relevant = %v", name, got)
+		}
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 
 	corev1 "k8s.io/api/core/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -18,22 +19,66 @@ import (
 	v1alpha1 "github.com/switchyard-io/switchyard/api/v1alpha1"
 )
 
+// MaxManifestBytes is the largest manifest file LoadManifests reads. A routing config is a few
+// kilobytes; a file far beyond that is a mistake (a log or a dump in the config directory).
+const MaxManifestBytes = 4 << 20
+
 // LoadManifests reads ProviderChannel, RoutingPolicy and Secret manifests from a YAML file or a
 // directory of them (*.yaml, *.yml, *.json; not recursive), the same objects one would
 // `kubectl apply`. Other kinds (a Namespace, say) are skipped. Unknown fields are errors that name
 // the file and the document, since a typo in a standalone config would otherwise be silently ignored.
 func LoadManifests(path string) (Inputs, error) {
-	files, err := ManifestFiles(path)
+	files, err := ReadManifestFiles(path)
 	if err != nil {
 		return Inputs{}, err
 	}
+	return ParseManifests(files)
+}
+
+// ManifestFile is one manifest file as read from disk.
+type ManifestFile struct {
+	Path string
+	Data []byte
+}
+
+// ReadManifestFiles reads the files LoadManifests would parse, each once. Only regular files are
+// read (a symlink to one, as in a mounted ConfigMap, is fine), each at most MaxManifestBytes; a
+// named pipe or a device is refused without blocking on it. When some files are refused, the
+// others are returned with the error, so a caller can still look at what was readable.
+func ReadManifestFiles(path string) ([]ManifestFile, error) {
+	names, err := ManifestFiles(path)
+	if err != nil {
+		return nil, err
+	}
+	files := make([]ManifestFile, 0, len(names))
+	var errs []error
+	for _, name := range names {
+		b, err := readRegular(name, MaxManifestBytes)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		files = append(files, ManifestFile{Path: name, Data: b})
+	}
+	return files, errors.Join(errs...)
+}
+
+// ParseManifests decodes files read by ReadManifestFiles.
+func ParseManifests(files []ManifestFile) (Inputs, error) {
 	var in Inputs
 	for _, f := range files {
-		if err := loadFile(f, &in); err != nil {
+		if err := parseFile(f, &in); err != nil {
 			return Inputs{}, err
 		}
 	}
 	return in, nil
+}
+
+// IsManifestName reports whether a file of this name in a config directory is a manifest
+// LoadManifests reads.
+func IsManifestName(name string) bool {
+	ext := strings.ToLower(filepath.Ext(name))
+	return !strings.HasPrefix(name, ".") && (ext == ".yaml" || ext == ".yml" || ext == ".json")
 }
 
 // ManifestFiles lists the files LoadManifests reads at path, sorted.
@@ -51,8 +96,7 @@ func ManifestFiles(path string) ([]string, error) {
 	}
 	var files []string
 	for _, e := range entries {
-		ext := strings.ToLower(filepath.Ext(e.Name()))
-		if e.IsDir() || strings.HasPrefix(e.Name(), ".") || (ext != ".yaml" && ext != ".yml" && ext != ".json") {
+		if e.IsDir() || !IsManifestName(e.Name()) {
 			continue
 		}
 		files = append(files, filepath.Join(path, e.Name()))
@@ -64,13 +108,56 @@ func ManifestFiles(path string) ([]string, error) {
 	return files, nil
 }
 
-func loadFile(path string, in *Inputs) error {
-	f, err := os.Open(path)
+// readRegular reads a regular file of at most limit bytes. The open does not block (O_NONBLOCK:
+// a named pipe with no writer would otherwise wait forever), and the type and size are checked on
+// the open file, so nothing is swapped in between.
+func readRegular(path string, limit int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return fmt.Errorf("failed to read config: %w", err)
+		return nil, fmt.Errorf("failed to read config: %w", err)
 	}
 	defer f.Close()
-	r := utilyaml.NewYAMLReader(bufio.NewReader(f))
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("failed to read config: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("config file %s is %s, not a regular file: only regular files are read", path, describeType(st.Mode()))
+	}
+	tooBig := func(size string) error {
+		return fmt.Errorf("config file %s is %s, over the %d MiB (%d-byte) limit for one manifest file", path, size, limit>>20, limit)
+	}
+	if st.Size() > limit {
+		return nil, tooBig(fmt.Sprintf("%d bytes", st.Size()))
+	}
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("failed to read config: %w", err)
+	}
+	if int64(len(b)) > limit { // it grew after the fstat
+		return nil, tooBig(fmt.Sprintf("at least %d bytes", len(b)))
+	}
+	return b, nil
+}
+
+func describeType(m os.FileMode) string {
+	switch {
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	case m.IsDir():
+		return "a directory"
+	default:
+		return "of type " + m.Type().String()
+	}
+}
+
+func parseFile(file ManifestFile, in *Inputs) error {
+	path := file.Path
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(file.Data)))
 	for doc := 1; ; doc++ {
 		raw, err := r.Read()
 		if errors.Is(err, io.EOF) {
