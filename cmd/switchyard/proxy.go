@@ -39,7 +39,7 @@ func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		accessLog   = fs.String("access-log", "", "write one JSON line per upstream attempt to this file, or - for stdout (replay reads it)")
 		maxBody     = fs.Int64("max-body-bytes", 10<<20, "largest accepted request body")
 		drain       = fs.Duration("drain-timeout", 25*time.Second, "on SIGTERM, how long in-flight requests may take to finish")
-		reloadEvery = fs.Duration("reload-interval", time.Second, "standalone: how often to check the config files for changes")
+		reloadEvery = fs.Duration("reload-interval", time.Second, "standalone: how often to poll the config files' size, mtime and inode for changes (file events usually trigger a reload sooner)")
 		tick        = fs.Duration("tick", 250*time.Millisecond, "how often time-driven health transitions and probes run")
 		logLevel    = fs.String("log-level", "info", "debug, info, warn or error")
 	)
@@ -96,7 +96,7 @@ func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			}
 		}()
 		src := &proxy.FileSource{Path: *configPath, Interval: *reloadEvery, Reload: reload}
-		if err := src.Load(srv); err != nil {
+		if err := src.Start(ctx, srv); err != nil { // returns on SIGTERM even if a read hangs
 			return fmt.Errorf("the config at %s does not load: %w", *configPath, err)
 		}
 		go src.Watch(bg, srv)
