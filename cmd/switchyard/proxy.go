@@ -30,18 +30,23 @@ func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := flag.NewFlagSet("proxy", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		configPath  = fs.String("config", "", "standalone: a YAML file or directory of ProviderChannel, RoutingPolicy and Secret manifests (reloaded on change and on SIGHUP)")
-		configMap   = fs.String("configmap", "", "in cluster: NAMESPACE/NAME of the ConfigMap the controller writes (credentials come from the Secret NAME-credentials)")
-		credSecret  = fs.String("credentials-secret", "", "with --configmap: the Secret holding provider keys (default NAME-credentials, the controller's default)")
-		kubeconfig  = fs.String("kubeconfig", "", "kubeconfig for --configmap outside a cluster (default: in-cluster, then $KUBECONFIG)")
-		listen      = fs.String("listen", ":8080", "address of the OpenAI-compatible API")
-		adminListen = fs.String("admin-listen", ":9090", "address of the admin port: /healthz, /readyz, /metrics, /admin/v1/...")
-		accessLog   = fs.String("access-log", "", "write one JSON line per upstream attempt to this file, or - for stdout (replay reads it)")
-		maxBody     = fs.Int64("max-body-bytes", 10<<20, "largest accepted request body")
-		drain       = fs.Duration("drain-timeout", 25*time.Second, "on SIGTERM, how long in-flight requests may take to finish")
-		reloadEvery = fs.Duration("reload-interval", time.Second, "standalone: how often to poll the config files' size, mtime and inode for changes (file events usually trigger a reload sooner)")
-		tick        = fs.Duration("tick", 250*time.Millisecond, "how often time-driven health transitions and probes run")
-		logLevel    = fs.String("log-level", "info", "debug, info, warn or error")
+		configPath   = fs.String("config", "", "standalone: a YAML file or directory of ProviderChannel, RoutingPolicy and Secret manifests (reloaded on change and on SIGHUP)")
+		configMap    = fs.String("configmap", "", "in cluster: NAMESPACE/NAME of the ConfigMap the controller writes (credentials come from the Secret NAME-credentials)")
+		credSecret   = fs.String("credentials-secret", "", "with --configmap: the Secret holding provider keys (default NAME-credentials, the controller's default)")
+		kubeconfig   = fs.String("kubeconfig", "", "kubeconfig for --configmap outside a cluster (default: in-cluster, then $KUBECONFIG)")
+		listen       = fs.String("listen", ":8080", "address of the OpenAI-compatible API")
+		adminListen  = fs.String("admin-listen", "", "address of the admin port: /healthz, /readyz, /metrics, /admin/v1/... (unauthenticated; default 127.0.0.1:9090 standalone, :9090 with --configmap, where the controller and Prometheus reach it)")
+		accessLog    = fs.String("access-log", "", "write one JSON line per upstream attempt to this file, or - for stdout (replay reads it)")
+		maxBody      = fs.Int64("max-body-bytes", proxy.DefaultMaxBodyBytes, "largest accepted request body (raise it for large images sent inline)")
+		maxBuffered  = fs.Int64("max-buffered-body-bytes", proxy.DefaultMaxBufferedBodyBytes, "request body bytes held in memory across all requests; beyond it requests get 503 with Retry-After")
+		maxInFlight  = fs.Int("max-in-flight", proxy.DefaultMaxInFlight, "API requests served at once; beyond it requests get 503 with Retry-After")
+		bodyTimeout  = fs.Duration("body-read-timeout", proxy.DefaultBodyReadTimeout, "longest time a client may take to send its request body (408 after it)")
+		writeTimeout = fs.Duration("client-write-timeout", proxy.DefaultClientWriteTimeout, "longest a write to a client may block (a client that stops reading loses its request)")
+		reqIDHeader  = fs.String("request-id-header", "", "trust this request header (set by a front proxy) for the request id; by default every id is made by the proxy")
+		drain        = fs.Duration("drain-timeout", 25*time.Second, "on SIGTERM, how long in-flight requests may take to finish")
+		reloadEvery  = fs.Duration("reload-interval", time.Second, "standalone: how often to poll the config files' size, mtime and inode for changes (file events usually trigger a reload sooner)")
+		tick         = fs.Duration("tick", 250*time.Millisecond, "how often time-driven health transitions and probes run")
+		logLevel     = fs.String("log-level", "info", "debug, info, warn or error")
 	)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: switchyard proxy (--config PATH | --configmap NAMESPACE/NAME) [flags]")
@@ -77,7 +82,12 @@ func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		logW = f
 	}
 	replica := os.Getenv("POD_NAME")
-	srv := proxy.New(proxy.Options{MaxBodyBytes: *maxBody, AccessLog: logW, Logger: logger, Replica: replica})
+	if *adminListen == "" {
+		*adminListen = defaultAdminListen(*configMap != "")
+	}
+	srv := proxy.New(proxy.Options{MaxBodyBytes: *maxBody, MaxBufferedBodyBytes: *maxBuffered, MaxInFlight: *maxInFlight,
+		BodyReadTimeout: *bodyTimeout, ClientWriteTimeout: *writeTimeout, RequestIDHeader: *reqIDHeader,
+		AccessLog: logW, Logger: logger, Replica: replica})
 	logger.Info("Starting switchyard proxy", "version", version.String(), "listen", *listen, "adminListen", *adminListen)
 
 	bg, stopBG := context.WithCancel(context.Background())
@@ -152,4 +162,14 @@ func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	logger.Info("Stopped")
 	return nil
+}
+
+// defaultAdminListen is the admin port's address when --admin-listen is not given. The admin API
+// has no authentication: standalone it stays on this machine unless asked; in a cluster the
+// controller and Prometheus must reach it (the NetworkPolicy limits who may).
+func defaultAdminListen(inCluster bool) string {
+	if inCluster {
+		return ":9090"
+	}
+	return "127.0.0.1:9090"
 }

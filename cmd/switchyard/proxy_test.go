@@ -130,3 +130,19 @@ func TestVersionAndUsage(t *testing.T) {
 		t.Errorf("unknown command: %d %q", code, errb.String())
 	}
 }
+
+// The admin API (unauthenticated) listens on loopback by default when standalone, and on every
+// interface with --configmap, where the controller and Prometheus poll it.
+func TestAdminListensOnLoopbackByDefaultStandalone(t *testing.T) {
+	if got := defaultAdminListen(false); got != "127.0.0.1:9090" {
+		t.Errorf("standalone default %q, want 127.0.0.1:9090", got)
+	}
+	if got := defaultAdminListen(true); got != ":9090" {
+		t.Errorf("in-cluster default %q, want :9090", got)
+	}
+	var usage bytes.Buffer
+	_ = run(context.Background(), []string{"proxy", "-h"}, io.Discard, &usage)
+	if !strings.Contains(usage.String(), "default 127.0.0.1:9090 standalone") {
+		t.Errorf("the -h text does not say where the admin port listens:\n%s", usage.String())
+	}
+}

@@ -56,6 +56,10 @@ func TestNonStreamedHangFailsOverAfterTheRequestTimeout(t *testing.T) {
 		t.Fatalf("status %d from %q after %s attempts, want 200 from chan-b after 2: %s", got.status,
 			got.header.Get("X-Switchyard-Channel"), got.header.Get("X-Switchyard-Attempts"), got.body)
 	}
+	// A ran out its request timeout, not a first-byte timer.
+	if log := r.accessLog.String(); !strings.Contains(log, "attempt exceeded its request timeout") || strings.Contains(log, "firstByte") {
+		t.Errorf("the hang was not bounded by the request timeout:\n%s", log)
+	}
 	// Nothing else completed on A meanwhile: the timeout is the channel's.
 	if c := r.channel("chan-a", "gpt-4o"); c["windowFailures"].(float64) != 1 {
 		t.Errorf("a hang on a channel that answered nothing meanwhile must count: %v", c)
