@@ -298,13 +298,15 @@ func grepLines(s, sub string) string {
 	return strings.Join(out, "\n")
 }
 
-// streamRigOpts is streamRig with the proxy's Options adjusted.
+// streamRigOpts is a rig whose channel A is the handler h (streamRig), with the proxy's Options
+// adjusted by opt.
 func streamRigOpts(t *testing.T, h http.HandlerFunc, opt func(*Options)) *rig {
 	t.Helper()
 	up := httptest.NewServer(h)
 	t.Cleanup(up.Close)
 	r := newRigOpts(t, rigConfig{}, opt)
 	cfg := strings.Replace(rigConfig{}.render(r.aURL, r.bURL), r.aURL+"/v1", up.URL+"/v1", 1)
+	// A stall must not end the stream early: the tests decide when the upstream goes on.
 	cfg = strings.ReplaceAll(cfg, "streamIdle: 300ms", "streamIdle: 10s")
 	writeFile(t, r.dir, cfg)
 	if err := r.src.Load(r.srv); err != nil {

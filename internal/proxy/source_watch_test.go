@@ -2,8 +2,6 @@ package proxy
 
 import (
 	"context"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,13 +60,7 @@ func (r *rig) configError() string { return r.srv.ChannelsState().Config.Error }
 // metric reads one unlabelled series from /metrics as a scraper would.
 func (r *rig) metric(name string) string {
 	r.t.Helper()
-	resp, err := http.Get(r.admin.URL + "/metrics")
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	for _, l := range strings.Split(string(b), "\n") {
+	for _, l := range strings.Split(r.metrics(), "\n") {
 		if v, ok := strings.CutPrefix(l, name+" "); ok {
 			return v
 		}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -21,20 +20,7 @@ func chunkEvent(content string, finish bool) string {
 }
 
 // streamRig points channel A of a rig at an upstream handler.
-func streamRig(t *testing.T, h http.HandlerFunc) *rig {
-	t.Helper()
-	up := httptest.NewServer(h)
-	t.Cleanup(up.Close)
-	r := newRig(t, rigConfig{})
-	cfg := strings.Replace(rigConfig{}.render(r.aURL, r.bURL), r.aURL+"/v1", up.URL+"/v1", 1)
-	// A stall must not end the stream early: the tests decide when the upstream goes on.
-	cfg = strings.ReplaceAll(cfg, "streamIdle: 300ms", "streamIdle: 10s")
-	writeFile(t, r.dir, cfg)
-	if err := r.src.Load(r.srv); err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
+func streamRig(t *testing.T, h http.HandlerFunc) *rig { t.Helper(); return streamRigOpts(t, h, nil) }
 
 // An event followed by part of the next one must reach the client at once: events are only held
 // back (to go out in one write) while a complete event is already waiting behind them.
