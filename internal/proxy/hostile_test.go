@@ -85,6 +85,17 @@ func TestBufferedBodiesAreBounded(t *testing.T) {
 	part := strings.Repeat("x", 1536<<10)
 	head := "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2097152\r\n\r\n"
 	first := rawConn(t, r, head+part)
+	// Wait for the event the refusal depends on: the first body holds its grown buffer (1 MiB+1,
+	// doubled when full). Written back to back, the two handlers race for the budget: either the
+	// second starts first and the first is refused, or each is refused growing past the other.
+	held := int64(2 * (1<<20 + 1))
+	deadline := time.Now().Add(10 * time.Second)
+	for r.srv.bodyBytes.Load() != held {
+		if time.Now().After(deadline) {
+			t.Fatalf("the first body holds %d bytes after 10s, want %d", r.srv.bodyBytes.Load(), held)
+		}
+		time.Sleep(time.Millisecond)
+	}
 	second := rawConn(t, r, head+part)
 	resp := readStatus(t, second)
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {

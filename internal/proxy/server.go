@@ -209,7 +209,16 @@ func (s *Server) Registry() *prometheus.Registry { return s.registry }
 
 // Apply publishes a compiled table. In-flight requests finish on the table they started with.
 // Health state of channel×models that remain is kept.
-func (s *Server) Apply(t *routing.Table, source string) {
+func (s *Server) Apply(t *routing.Table, source string) { s.apply(t, source, nil, nil) }
+
+// ApplyRejected publishes t, the last good table with the operator overrides of a config that
+// was rejected with err, together with that rejection: no reader sees the override without the
+// error, nor switchyard_config_stale at 0, in between.
+func (s *Server) ApplyRejected(t *routing.Table, source string, err error, problems []routing.Problem) {
+	s.apply(t, source, err, problems)
+}
+
+func (s *Server) apply(t *routing.Table, source string, rejected error, problems []routing.Problem) {
 	s.cfgMu.Lock()
 	defer s.cfgMu.Unlock()
 	now := s.clock.Now()
@@ -273,13 +282,26 @@ func (s *Server) Apply(t *routing.Table, source string) {
 			}
 		}
 	}
+	loaded := adminapi.ConfigState{Source: source, Hash: t.Hash(), LoadedAt: now.UTC()}
+	logSource := source
+	if rejected != nil {
+		at := now.UTC()
+		loaded.Error, loaded.ErrorAt, loaded.Problems = rejected.Error(), &at, problems
+		logSource += " (last good config with the operator overrides)"
+	}
 	s.loadMu.Lock()
-	s.load = adminapi.ConfigState{Source: source, Hash: t.Hash(), LoadedAt: now.UTC()}
+	s.load = loaded
 	s.loadMu.Unlock()
 	s.metrics.ConfigLoads.WithLabelValues("success").Inc()
 	s.metrics.ConfigLastLoaded.Set(float64(now.Unix()))
-	s.metrics.ConfigStale.Set(0)
-	s.log.Info("Loaded routing config", "source", source, "hash", t.Hash(), "channels", len(t.Channels), "policies", len(t.Policies))
+	s.log.Info("Loaded routing config", "source", logSource, "hash", t.Hash(), "channels", len(t.Channels), "policies", len(t.Policies))
+	if rejected != nil {
+		s.metrics.ConfigLoads.WithLabelValues("failure").Inc()
+		s.metrics.ConfigStale.Set(1)
+		s.log.Error("Rejected routing config; the last good config keeps serving", "source", source, "error", rejected.Error(), "problems", len(problems))
+	} else {
+		s.metrics.ConfigStale.Set(0)
+	}
 	s.publishStatus(now)
 }
 

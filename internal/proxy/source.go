@@ -146,10 +146,12 @@ func (f *FileSource) load(s *Server, force bool) error {
 		overrode := false
 		if len(files) > 0 {
 			if in, perr := routing.ParseManifests(files); perr == nil {
-				overrode = f.applyOverrides(s, in.Channels)
+				overrode = f.applyOverrides(s, in.Channels, err, nil)
 			}
 		}
-		f.reject(s, err, nil, force || overrode)
+		if !overrode {
+			f.reject(s, err, nil, force)
+		}
 		return err
 	}
 	wasFailed := f.readFailed.Swap(false)
@@ -171,8 +173,9 @@ func (f *FileSource) load(s *Server, force bool) error {
 	if err != nil {
 		// The last good table keeps serving, but an on-call `disabled: true` edited in at the
 		// same time as a mistake elsewhere must still take effect.
-		f.applyOverrides(s, channels)
-		f.reject(s, err, problems, true)
+		if !f.applyOverrides(s, channels, err, problems) {
+			f.reject(s, err, problems, true)
+		}
 		return err
 	}
 	s.Apply(t, f.Path)
@@ -181,8 +184,9 @@ func (f *FileSource) load(s *Server, force bool) error {
 }
 
 // applyOverrides applies the channels' disabled fields to the table serving now, if that changes
-// anything, and reports whether it did. The caller holds recMu.
-func (f *FileSource) applyOverrides(s *Server, channels []v1alpha1.ProviderChannel) bool {
+// anything, publishing it together with err, the rejection of the config they came with; it
+// reports whether it did (if not, the caller records err). The caller holds recMu.
+func (f *FileSource) applyOverrides(s *Server, channels []v1alpha1.ProviderChannel, err error, problems []routing.Problem) bool {
 	cur := s.cfg.Load()
 	if cur == nil || channels == nil {
 		return false
@@ -191,8 +195,8 @@ func (f *FileSource) applyOverrides(s *Server, channels []v1alpha1.ProviderChann
 	if over.Hash() == cur.table.Hash() {
 		return false
 	}
-	s.Apply(over, f.Path+" (last good config with the operator overrides)")
-	f.recorded = ""
+	s.ApplyRejected(over, f.Path, err, problems)
+	f.recorded = err.Error()
 	return true
 }
 
