@@ -66,6 +66,20 @@ test-chart: envtest tools ## Lint, render and dry-run the Helm chart; check metr
 test-e2e: envtest ## Run the end-to-end suite on a local control plane.
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) test ./test/e2e/... -count=1 -tags=e2e -v -timeout 20m
 
+# The suites that touch time or the network (real sockets, timers, child processes, an API server).
+FLAKE_PKGS ?= ./internal/controller/ ./internal/demo/ ./internal/mockprovider/ ./internal/proxy/... ./cmd/switchyard/ ./hack/bench/ ./test/crdvalidation/ ./test/kustomize/
+FLAKE_COUNT ?= 10
+FLAKE_E2E_COUNT ?= 0
+
+.PHONY: test-flakes
+test-flakes: envtest ## Repeat the suites that touch time or the network FLAKE_COUNT times (default 10, ~12 min), the request path under -race too; FLAKE_E2E_COUNT=N adds N e2e runs.
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) test -count=$(FLAKE_COUNT) -timeout 60m $(FLAKE_PKGS)
+	$(GO) test -race -count=$(FLAKE_COUNT) -timeout 60m ./internal/health/ ./internal/proxy/
+	@for i in $$(seq 1 $(FLAKE_E2E_COUNT)); do \
+		echo "e2e run $$i of $(FLAKE_E2E_COUNT)"; \
+		KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) test ./test/e2e/... -count=1 -tags=e2e -timeout 20m || exit 1; \
+	done
+
 .PHONY: bench
 bench: ## Measure the gateway's overhead, failover cost and ejection time against a mock upstream (~2 min; BENCH_FLAGS=--quick for ~40 s).
 	$(GO) run ./hack/bench $(BENCH_FLAGS)
