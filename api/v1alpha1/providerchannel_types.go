@@ -80,7 +80,9 @@ type ProviderChannelSpec struct {
 	// +optional
 	Disabled bool `json:"disabled,omitempty"`
 
-	// disabledUntil ends the override by itself at this time; requires disabled: true.
+	// disabledUntil ends the override by itself at this time; requires disabled: true. When it
+	// passes, the controller clears disabled, disabledUntil and disabledReason, so that a later
+	// `disabled: true` starts a new override instead of meeting the old, expired date.
 	// +optional
 	DisabledUntil *metav1.Time `json:"disabledUntil,omitempty"`
 
@@ -220,6 +222,11 @@ type ProviderChannelStatus struct {
 	// +kubebuilder:validation:Maximum=100
 	TrafficPercent *int32 `json:"trafficPercent,omitempty"`
 
+	// disabled is the on-call override in effect now: spec.disabled, unless its disabledUntil has
+	// passed. This is what the DISABLED column shows.
+	// +optional
+	Disabled bool `json:"disabled"`
+
 	// models is the per-model breakdown.
 	// +optional
 	// +listType=map
@@ -293,12 +300,13 @@ type ModelStatus struct {
 
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:shortName={pc,pch},categories=switchyard
+// +kubebuilder:resource:shortName=pch,categories=switchyard
 // +kubebuilder:printcolumn:name="Provider",type=string,JSONPath=`.spec.provider`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Score",type=integer,JSONPath=`.status.healthScore`
 // +kubebuilder:printcolumn:name="Traffic",type=integer,JSONPath=`.status.trafficPercent`
-// +kubebuilder:printcolumn:name="Disabled",type=boolean,JSONPath=`.spec.disabled`
+// +kubebuilder:printcolumn:name="Disabled",type=boolean,JSONPath=`.status.disabled`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // ProviderChannel is one independent way to reach a model provider (an account, a region, a

@@ -305,6 +305,7 @@ spec:
 
 	patch("kubectl-patch", `{"spec":{"disabled":true,"disabledReason":"INC-1234 provider incident"}}`)
 	phase(v1alpha1.PhaseDisabled) // the proxy still reports Healthy
+	g.Expect(pc.Status.Disabled).To(BeTrue())
 	g.Expect(pc.Status.TrafficPercent).To(Equal(ptr.To(int32(0))))
 	g.Expect(pc.Status.Models[0].Message).To(Equal("disabled by kubectl-patch: INC-1234 provider incident"))
 	g.Eventually(func(g Gomega) {
@@ -342,4 +343,19 @@ spec:
 		notes := []string{evs[0].Note, evs[1].Note}
 		g.Expect(notes).To(ContainElement(ContainSubstring("override ended at disabledUntil " + until)))
 	}).WithTimeout(10 * time.Second).Should(Succeed())
+
+	// The expired override is cleared from the spec, so that the on-call engineer's next
+	// `kubectl patch … {"spec":{"disabled":true}}` is a change, and takes effect, instead of a
+	// no-op against the old date while DISABLED reads true.
+	g.Eventually(func(g Gomega) {
+		g.Expect(h.c.Get(ctx, h.key("openai-direct"), pc)).To(Succeed())
+		g.Expect(pc.Spec.Disabled).To(BeFalse())
+		g.Expect(pc.Spec.DisabledUntil).To(BeNil())
+		g.Expect(pc.Spec.DisabledReason).To(BeEmpty())
+		g.Expect(pc.Status.Disabled).To(BeFalse())
+	}).WithTimeout(10 * time.Second).Should(Succeed())
+	patch("kubectl-patch", `{"spec":{"disabled":true}}`)
+	phase(v1alpha1.PhaseDisabled)
+	g.Expect(pc.Status.Disabled).To(BeTrue())
+	g.Eventually(func(g Gomega) { g.Expect(publishedDisabled(g)).To(BeTrue()) }).WithTimeout(10 * time.Second).Should(Succeed())
 }

@@ -7,6 +7,8 @@ package controller
 // another role name, which this package's generation run does not produce.
 
 // +kubebuilder:rbac:groups=switchyard.io,resources=providerchannels;routingpolicies,verbs=get;list;watch
+// The controller ends an expired on-call override (spec.disabled* after disabledUntil): patch.
+// +kubebuilder:rbac:groups=switchyard.io,resources=providerchannels,verbs=patch
 // +kubebuilder:rbac:groups=switchyard.io,resources=providerchannels/status;routingpolicies/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch

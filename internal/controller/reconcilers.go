@@ -58,7 +58,27 @@ func (r *ChannelReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	if err := r.writeStatus(ctx, pc, status); err != nil {
 		return reconcile.Result{}, err
 	}
+	if err := r.endExpiredOverride(ctx, pc, now); err != nil {
+		return reconcile.Result{}, err
+	}
 	return reconcile.Result{RequeueAfter: untilOverrideEnds(&pc.Spec, now)}, nil
+}
+
+// endExpiredOverride clears an override whose disabledUntil has passed (disabled, disabledUntil
+// and disabledReason together, as the CRD requires). Left in place, the expired date would make a
+// later `kubectl patch … {"spec":{"disabled":true}}` a no-op: the API server sees no change, and
+// the on-call engineer sees nothing happen. The status and the journal have recorded the end
+// already (status.disabled false, "override ended at disabledUntil").
+func (r *ChannelReconciler) endExpiredOverride(ctx context.Context, pc *v1alpha1.ProviderChannel, now time.Time) error {
+	if !pc.Spec.Disabled || pc.Spec.DisabledUntil == nil || now.Before(pc.Spec.DisabledUntil.Time) {
+		return nil
+	}
+	orig := pc.DeepCopy()
+	pc.Spec.Disabled, pc.Spec.DisabledUntil, pc.Spec.DisabledReason = false, nil, ""
+	if err := r.client.Patch(ctx, pc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("failed to clear the expired override of ProviderChannel %s/%s: %w", pc.Namespace, pc.Name, err)
+	}
+	return nil
 }
 
 func (r *ChannelReconciler) writeStatus(ctx context.Context, pc *v1alpha1.ProviderChannel, status v1alpha1.ProviderChannelStatus) error {

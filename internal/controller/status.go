@@ -231,6 +231,7 @@ func channelStatus(in channelInputs) v1alpha1.ProviderChannelStatus {
 	if disabled {
 		st.Phase = v1alpha1.PhaseDisabled
 	}
+	st.Disabled = disabled
 
 	setCondition(&st.Conditions, in.Ready, pc.Generation, in.Now)
 	setCondition(&st.Conditions, channelAvailable(pc, disabled, in.DisabledBy, st.Models), pc.Generation, in.Now)

@@ -184,9 +184,9 @@ func TestKubectlExperience(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// "pc" is the contract's short name, but built-in PriorityClasses claim it too and kubectl
-	// resolves a bare "pc" to them; "pch" and "pc.switchyard.io" are unambiguous.
-	want := map[string]string{"providerchannels": "pc,pch", "routingpolicies": "rp"}
+	// Not "pc": built-in PriorityClasses claim it, and kubectl warns every user who types it (and
+	// resolves it to them). "pch" is unambiguous.
+	want := map[string]string{"providerchannels": "pch", "routingpolicies": "rp"}
 	for _, r := range rl.APIResources {
 		short, ok := want[r.Name]
 		if !ok {
@@ -205,9 +205,9 @@ func TestKubectlExperience(t *testing.T) {
 	}
 
 	for _, c := range []struct{ args, header string }{
-		{"get providerchannels", "NAME PROVIDER PHASE SCORE TRAFFIC DISABLED AGE"},
-		{"get pc.switchyard.io", "NAME PROVIDER PHASE SCORE TRAFFIC DISABLED AGE"},
-		{"get pch", "NAME PROVIDER PHASE SCORE TRAFFIC DISABLED AGE"},
+		{"get providerchannels", "NAME PROVIDER PHASE SCORE TRAFFIC DISABLED READY AGE"},
+		{"get providerchannels.switchyard.io", "NAME PROVIDER PHASE SCORE TRAFFIC DISABLED READY AGE"},
+		{"get pch", "NAME PROVIDER PHASE SCORE TRAFFIC DISABLED READY AGE"},
 		{"get rp", "NAME SCENARIO MODELS READY AVAILABLE AGE"},
 	} {
 		out, stderr, err := env.Kubectl(nil, append(strings.Fields(c.args), "-n", ns)...)
