@@ -6,7 +6,10 @@ import (
 
 // Provider names the wire protocol and authentication a channel speaks.
 //
-// +kubebuilder:validation:Enum=openai;azure-openai;anthropic
+// The enum lists the providers this version serves; anthropic is named (ProviderAnthropic) but
+// refused until it works, so the API server rejects it instead of the config compiler.
+//
+// +kubebuilder:validation:Enum=openai;azure-openai
 type Provider string
 
 const (
@@ -23,7 +26,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.disabledUntil) || (has(self.disabled) && self.disabled)",message="disabledUntil is only allowed with disabled: true",fieldPath=".disabledUntil"
 // +kubebuilder:validation:XValidation:rule="!has(self.disabledReason) || (has(self.disabled) && self.disabled)",message="disabledReason is only allowed with disabled: true",fieldPath=".disabledReason"
 type ProviderChannelSpec struct {
-	// provider is the API the channel speaks: openai (any OpenAI-compatible API), azure-openai or anthropic.
+	// provider is the API the channel speaks: openai (any OpenAI-compatible API) or azure-openai.
 	// +required
 	Provider Provider `json:"provider"`
 

@@ -34,6 +34,10 @@ const (
 // traffic between them. Unset settings come from the scenario profile (see DESIGN.md).
 //
 // +kubebuilder:validation:XValidation:rule="has(self.channels) != has(self.channelSelector)",message="exactly one of channels or channelSelector is required"
+// +kubebuilder:validation:XValidation:rule="!has(self.detection) || !has(self.detection.recentErrorWindow) || duration(self.detection.recentErrorWindow) <= (has(self.detection.window) ? duration(self.detection.window) : duration(self.scenario == 'batch' ? '5m' : '60s'))",message="recentErrorWindow must not exceed the window in effect (detection.window, or the scenario's: chat 60s, batch 5m)",fieldPath=".detection.recentErrorWindow"
+// +kubebuilder:validation:XValidation:rule="!has(self.recovery) || !has(self.recovery.maxCooldown) || has(self.recovery.cooldown) || duration(self.recovery.maxCooldown) >= duration(self.scenario == 'batch' ? '10m' : '5m')",message="maxCooldown must be at least the cooldown in effect (recovery.cooldown, or the scenario's: chat 5m, batch 10m)",fieldPath=".recovery.maxCooldown"
+// +kubebuilder:validation:XValidation:rule="!has(self.fallbackModels) || !self.fallbackModels.exists(m, m in self.models)",message="fallbackModels must not name a model this policy routes",fieldPath=".fallbackModels"
+// +kubebuilder:validation:XValidation:rule="!has(self.contextOverflowModels) || !self.contextOverflowModels.exists(m, m in self.models)",message="contextOverflowModels must not name a model this policy routes",fieldPath=".contextOverflowModels"
 type RoutingPolicySpec struct {
 	// models are the public model names this policy routes (one policy per model).
 	// +required

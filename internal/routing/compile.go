@@ -129,6 +129,11 @@ func Compile(in Inputs) (*Table, []Problem) {
 	for _, p := range t.Policies {
 		for _, list := range [][]string{p.FallbackModels, p.ContextOverflowModels} {
 			for _, m := range list {
+				if slices.Contains(p.Models, m) {
+					c.problem("RoutingPolicy", p.Namespace, p.Name, ReasonInvalidSpec,
+						fmt.Sprintf("fallback model %q is routed by this policy itself", m))
+					continue
+				}
 				if _, ok := claimed[m]; !ok {
 					c.problem("RoutingPolicy", p.Namespace, p.Name, ReasonUnknownModel,
 						fmt.Sprintf("fallback model %q is not routed by any RoutingPolicy", m))

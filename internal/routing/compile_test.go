@@ -138,6 +138,11 @@ func TestCompileProblems(t *testing.T) {
 			p.Spec.FallbackModels = []string{"gpt-5"}
 			return p
 		}()}}, ReasonUnknownModel, `"gpt-5"`},
+		{"fallback onto itself", Inputs{Channels: []v1alpha1.ProviderChannel{channel("a", nil)}, Policies: []v1alpha1.RoutingPolicy{func() v1alpha1.RoutingPolicy {
+			p := policy("p", []string{"gpt-4o"}, "a")
+			p.Spec.FallbackModels = []string{"gpt-4o"}
+			return p
+		}()}}, ReasonInvalidSpec, "routed by this policy itself"},
 		{"duplicate channel name across namespaces", Inputs{Channels: []v1alpha1.ProviderChannel{channel("a", nil), func() v1alpha1.ProviderChannel {
 			c := channel("a", nil)
 			c.Namespace = "other"

@@ -62,6 +62,8 @@ func TestValidObjectsAccepted(t *testing.T) {
 		{"ProviderChannel", validChannel},
 		{"RoutingPolicy", validPolicy},
 		{"RoutingPolicy", "models: [x]\nchannelSelector: {matchLabels: {team: a}}\nrecovery: {rampSteps: [100], cooldown: 1m, maxCooldown: 1m}"},
+		{"RoutingPolicy", validPolicy + "scenario: batch\ndetection: {recentErrorWindow: 2m}\nrecovery: {maxCooldown: 10m}\nfallbackModels: [gpt-4o-mini]"},
+		{"RoutingPolicy", validPolicy + "detection: {window: 2m, recentErrorWindow: 2m}\nrecovery: {maxCooldown: 5m}"},
 		{"ProviderChannel", validChannel + "disabled: true\ndisabledUntil: \"2026-11-30T12:30:00Z\"\ndisabledReason: INC-1\ntimeouts: {request: 30s, fallbackRequest: 30s}\nfaultInjection: {hang: true}"},
 	} {
 		if err := env.Client.Create(context.Background(), object(t, c.kind, fmt.Sprintf("ok-%d", i), ns, c.spec)); err != nil {
@@ -114,6 +116,14 @@ func TestInvalidObjectsRejected(t *testing.T) {
 		{"ejectBelow above degradedBelow", "RoutingPolicy", validPolicy + "healthScore: {degradedBelow: 40, ejectBelow: 60}", []string{"spec.healthScore.ejectBelow", "ejectBelow must not exceed degradedBelow"}},
 		{"maxAttempts zero", "RoutingPolicy", validPolicy + "retry: {maxAttempts: 0}", []string{"spec.retry.maxAttempts", "greater than or equal to 1"}},
 		{"policy weight too big", "RoutingPolicy", "models: [gpt-4o]\nchannels: [{name: a, weight: 5000}]", []string{"spec.channels[0].weight", "less than or equal to 1000"}},
+		// What the config compiler would refuse, the API server refuses first, naming the field.
+		{"provider named but not served", "ProviderChannel", strings.Replace(validChannel, "openai", "anthropic", 1), []string{"spec.provider", `Unsupported value: "anthropic"`}},
+		{"recentErrorWindow over the window", "RoutingPolicy", validPolicy + "detection: {window: 30s, recentErrorWindow: 45s}", []string{"spec.detection.recentErrorWindow", "must not exceed the window in effect"}},
+		{"recentErrorWindow over chat's window", "RoutingPolicy", validPolicy + "detection: {recentErrorWindow: 2m}", []string{"spec.detection.recentErrorWindow", "must not exceed the window in effect"}},
+		{"maxCooldown below chat's cooldown", "RoutingPolicy", validPolicy + "recovery: {maxCooldown: 1m}", []string{"spec.recovery.maxCooldown", "at least the cooldown in effect"}},
+		{"maxCooldown below batch's cooldown", "RoutingPolicy", validPolicy + "scenario: batch\nrecovery: {maxCooldown: 8m}", []string{"spec.recovery.maxCooldown", "at least the cooldown in effect"}},
+		{"fallback onto itself", "RoutingPolicy", validPolicy + "fallbackModels: [gpt-4o-mini, gpt-4o]", []string{"spec.fallbackModels", "must not name a model this policy routes"}},
+		{"context overflow onto itself", "RoutingPolicy", validPolicy + "contextOverflowModels: [gpt-4o]", []string{"spec.contextOverflowModels", "must not name a model this policy routes"}},
 	}
 	if len(cases) < 20 {
 		t.Fatalf("the issue asks for at least 20 invalid objects, have %d", len(cases))
