@@ -82,6 +82,7 @@ func TestConfigMapFromSamples(t *testing.T) {
 	g.Expect(h.c.Get(context.Background(), h.key(DefaultConfigMapName+"-credentials"), sec)).To(Succeed())
 	g.Expect(sec.Annotations).To(HaveKeyWithValue(ConfigHashAnnotation, want.Hash()))
 	g.Expect(sec.Labels).To(HaveKeyWithValue(ManagedByLabel, ManagedByValue))
+	g.Expect(sec.Labels).To(HaveKeyWithValue(routing.InternalSecretLabel, "true")) // no channel may reference it
 
 	NewWithT(t).Eventually(func(g Gomega) {
 		for _, name := range []string{"openai-direct", "azure-eastus"} {
@@ -243,11 +244,15 @@ func TestProblemsAreStatus(t *testing.T) {
 			mentions: []string{"ProviderChannel " + h.ns + "/b", h.ns + "/key-b", `"apiKey"`},
 		},
 		{
-			name:    "unsupported provider",
-			breakIt: patchChannel("b", `{"spec":{"provider":"anthropic"}}`),
-			fix:     patchChannel("b", `{"spec":{"provider":"azure-openai"}}`),
-			kind:    "ProviderChannel", obj: "b", reason: routing.ReasonUnsupportedProvider,
-			mentions: []string{"ProviderChannel " + h.ns + "/b", "anthropic"},
+			// provider: anthropic, this case before, is refused by the API server now
+			// (test/crdvalidation). A channel in the controller's own namespace reaching for the
+			// controller's credentials Secret (every team's keys) is refused by the compiler.
+			name:    "the controller's own credentials Secret",
+			breakIt: patchChannel("b", `{"spec":{"credentialsRef":{"name":"`+DefaultConfigMapName+`-credentials","key":"`+CredentialsKey+`"}}}`),
+			fix:     patchChannel("b", `{"spec":{"credentialsRef":{"name":"key-b","key":"apiKey"}}}`),
+			kind:    "ProviderChannel", obj: "b", reason: routing.ReasonRefNotPermitted,
+			mentions:    []string{"ProviderChannel " + h.ns + "/b", "Switchyard's own credentials Secret"},
+			alsoBlocked: "chat",
 		},
 		{
 			name:    "missing channel",
@@ -360,10 +365,10 @@ func TestOwnedObjectsRepaired(t *testing.T) {
 
 	// With a problem holding the new config back, a deleted ConfigMap comes back as the last good one.
 	pc := &v1alpha1.ProviderChannel{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "b"}}
-	g.Expect(h.c.Patch(ctx, pc, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"provider":"anthropic"}}`)))).To(Succeed())
+	g.Expect(h.c.Patch(ctx, pc, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"credentialsRef":{"name":"missing"}}}`)))).To(Succeed())
 	NewWithT(t).Eventually(func(g Gomega) {
 		g.Expect(h.c.Get(ctx, h.key("b"), pc)).To(Succeed())
-		g.Expect(condition(pc.Status.Conditions, v1alpha1.ConditionReady).Reason).To(Equal(routing.ReasonUnsupportedProvider))
+		g.Expect(condition(pc.Status.Conditions, v1alpha1.ConditionReady).Reason).To(Equal(routing.ReasonSecretNotFound))
 	}).WithTimeout(20 * time.Second).Should(Succeed())
 	g.Expect(h.c.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: DefaultConfigMapName}})).To(Succeed())
 	NewWithT(t).Eventually(func(g Gomega) {

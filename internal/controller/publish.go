@@ -225,6 +225,8 @@ func (p *Publisher) gather(ctx context.Context) (routing.Inputs, error) {
 	}
 	seen[p.credentialsKey()] = true
 	p.secrets.retain(seen)
+	ck := p.credentialsKey()
+	in.ReservedSecrets = map[string]bool{ck.Namespace + "/" + ck.Name: true}
 	return in, nil
 }
 
@@ -272,6 +274,7 @@ func (p *Publisher) applySecret(ctx context.Context, r *rendered) error {
 	s := corev1ac.Secret(p.opts.CredentialsSecretName, p.opts.ProxyNamespace).
 		WithType(corev1.SecretTypeOpaque).
 		WithLabels(p.labels()).
+		WithLabels(map[string]string{routing.InternalSecretLabel: "true"}). // no channel may reference it
 		WithAnnotations(map[string]string{ConfigHashAnnotation: r.hash}).
 		WithData(map[string][]byte{CredentialsKey: r.credentials})
 	if err := p.client.Apply(ctx, s, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {

@@ -23,7 +23,15 @@ type Inputs struct {
 	// KeyOverrides maps a channel name to a key that wins over its credentialsRef (standalone
 	// mode fills it from SWITCHYARD_KEY_<CHANNEL> environment variables).
 	KeyOverrides map[string]string
+	// ReservedSecrets are Secrets ("namespace/name") no channel may reference, labelled or not:
+	// the controller's own credentials Secret, which holds every team's keys.
+	ReservedSecrets map[string]bool
 }
+
+// InternalSecretLabel marks a Secret as Switchyard's own (the controller labels its credentials
+// Secret with it, value "true"): no ProviderChannel may reference it, or a team could send every
+// other team's keys, as a Bearer token, to a baseURL of its choosing.
+const InternalSecretLabel = "switchyard.io/internal"
 
 // Problem is one reason an object cannot be compiled. Problems are reported on the object's status
 // (controller) or refused as a whole with the last good table still serving (standalone).
@@ -48,6 +56,7 @@ const (
 	ReasonModelNotServed      = "ModelNotServed"
 	ReasonModelConflict       = "ModelConflict"
 	ReasonUnknownModel        = "UnknownModel"
+	ReasonRefNotPermitted     = "RefNotPermitted"
 )
 
 func (p Problem) String() string {
@@ -57,7 +66,7 @@ func (p Problem) String() string {
 // Compile builds the routing table. It is pure and deterministic: the same inputs give the same
 // table (and Hash) whatever their order. The table is only safe to serve when no Problem is returned.
 func Compile(in Inputs) (*Table, []Problem) {
-	c := compiler{secrets: map[string]*corev1.Secret{}}
+	c := compiler{secrets: map[string]*corev1.Secret{}, reserved: in.ReservedSecrets}
 	for i := range in.Secrets {
 		s := &in.Secrets[i]
 		c.secrets[qualified(s.Namespace, s.Name)] = s
@@ -145,6 +154,7 @@ func Compile(in Inputs) (*Table, []Problem) {
 }
 
 type compiler struct {
+	reserved map[string]bool
 	secrets  map[string]*corev1.Secret
 	problems []Problem
 }
@@ -208,7 +218,13 @@ func (c *compiler) channel(pc *v1alpha1.ProviderChannel) (ch Channel, key string
 		}
 	}
 	if ref := spec.CredentialsRef; ref != nil {
+		if c.reserved[qualified(pc.Namespace, ref.Name)] {
+			return bad(ReasonRefNotPermitted, "spec.credentialsRef: Secret %s is Switchyard's own credentials Secret; a channel may reference only its team's Secrets", qualified(pc.Namespace, ref.Name))
+		}
 		s, found := c.secrets[qualified(pc.Namespace, ref.Name)]
+		if found && s.Labels[InternalSecretLabel] == "true" {
+			return bad(ReasonRefNotPermitted, "spec.credentialsRef: Secret %s is labelled %s=true (Switchyard's own); a channel may reference only its team's Secrets", qualified(pc.Namespace, ref.Name), InternalSecretLabel)
+		}
 		if !found {
 			return bad(ReasonSecretNotFound, "spec.credentialsRef: Secret %s not found", qualified(pc.Namespace, ref.Name))
 		}

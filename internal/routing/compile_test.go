@@ -138,6 +138,17 @@ func TestCompileProblems(t *testing.T) {
 			p.Spec.FallbackModels = []string{"gpt-5"}
 			return p
 		}()}}, ReasonUnknownModel, `"gpt-5"`},
+		{"the controller's own Secret, by label", Inputs{Secrets: []corev1.Secret{func() corev1.Secret {
+			s := *secret.DeepCopy()
+			s.Labels = map[string]string{InternalSecretLabel: "true"}
+			return s
+		}()}, Channels: []v1alpha1.ProviderChannel{channel("a", func(s *v1alpha1.ProviderChannelSpec) {
+			s.CredentialsRef = &v1alpha1.SecretKeyRef{Name: "key", Key: "apiKey"}
+		})}}, ReasonRefNotPermitted, "llm/key"},
+		{"the controller's own Secret, by name", Inputs{Secrets: []corev1.Secret{secret}, ReservedSecrets: map[string]bool{"llm/key": true},
+			Channels: []v1alpha1.ProviderChannel{channel("a", func(s *v1alpha1.ProviderChannelSpec) {
+				s.CredentialsRef = &v1alpha1.SecretKeyRef{Name: "key", Key: "apiKey"}
+			})}}, ReasonRefNotPermitted, "Switchyard's own credentials Secret"},
 		{"fallback onto itself", Inputs{Channels: []v1alpha1.ProviderChannel{channel("a", nil)}, Policies: []v1alpha1.RoutingPolicy{func() v1alpha1.RoutingPolicy {
 			p := policy("p", []string{"gpt-4o"}, "a")
 			p.Spec.FallbackModels = []string{"gpt-4o"}
