@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -62,6 +63,7 @@ func TestDefaultAppliesDryRunServer(t *testing.T) {
 		"service/switchyard-controller-metrics",
 		"clusterrole.rbac.authorization.k8s.io/switchyard-controller",
 		"role.rbac.authorization.k8s.io/switchyard-proxy",
+		"networkpolicy.networking.k8s.io/switchyard-proxy",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("dry-run output lacks %s:\n%s", want, out)
@@ -169,3 +171,38 @@ func TestLeastPrivilege(t *testing.T) {
 }
 
 func bufioReader(s string) *bufio.Reader { return bufio.NewReader(strings.NewReader(s)) }
+
+// The admin port (admin API and /metrics, no authentication) is reachable only from pods in the
+// proxy's namespace; the API port from anywhere.
+func TestProxyNetworkPolicyKeepsTheAdminPortInTheNamespace(t *testing.T) {
+	var np networkingv1.NetworkPolicy
+	if err := yaml.Unmarshal(rendered(t)["NetworkPolicy/switchyard-proxy"], &np); err != nil {
+		t.Fatal(err)
+	}
+	if np.Namespace != ns || np.Spec.PodSelector.MatchLabels["app.kubernetes.io/component"] != "proxy" {
+		t.Fatalf("NetworkPolicy %s/%s selects %v", np.Namespace, np.Name, np.Spec.PodSelector)
+	}
+	seen := map[string]bool{}
+	for _, rule := range np.Spec.Ingress {
+		for _, p := range rule.Ports {
+			port := p.Port.String()
+			seen[port] = true
+			switch port {
+			case "http":
+				if len(rule.From) != 0 {
+					t.Errorf("the API port is restricted to %v; clients come from anywhere", rule.From)
+				}
+			case "admin":
+				if len(rule.From) != 1 || rule.From[0].NamespaceSelector != nil || rule.From[0].IPBlock != nil ||
+					rule.From[0].PodSelector == nil || len(rule.From[0].PodSelector.MatchLabels)+len(rule.From[0].PodSelector.MatchExpressions) != 0 {
+					t.Errorf("the admin port admits %+v; want every pod of this namespace and nothing else", rule.From)
+				}
+			default:
+				t.Errorf("unexpected port %s", port)
+			}
+		}
+	}
+	if !seen["http"] || !seen["admin"] {
+		t.Errorf("ports covered: %v", seen)
+	}
+}
