@@ -34,6 +34,8 @@ func (e *Env) CheckLeastPrivilege(t testing.TB, ns, proxySA, controllerSA, routi
 		{controller, []string{"list", "providerchannels.switchyard.io", "-n", "llm"}, true},
 		{controller, []string{"patch", "providerchannels.switchyard.io/x", "--subresource=status", "-n", "llm"}, true},
 		{controller, []string{"update", "providerchannels.switchyard.io/x", "-n", "llm"}, false},
+		{controller, []string{"patch", "providerchannels.switchyard.io/x", "-n", "llm"}, true}, // clears an expired override
+		{controller, []string{"patch", "routingpolicies.switchyard.io/x", "-n", "llm"}, false},
 		{controller, []string{"watch", "secrets", "-n", "llm"}, true},
 		{controller, []string{"create", "secrets", "-n", "llm"}, false},
 		{controller, []string{"patch", "secrets/" + creds, "-n", ns}, true},
