@@ -25,6 +25,7 @@ manifests: ## Generate the CRDs from the API types and their kubebuilder markers
 	rm -f charts/switchyard/files/crds/*.yaml
 	cp config/crd/bases/*.yaml charts/switchyard/files/crds/
 	cp config/rbac/role.yaml charts/switchyard/files/rbac/role.yaml
+	cp config/rbac/personas.yaml config/rbac/oncall_policy.yaml charts/switchyard/files/rbac/
 	cp config/monitoring/prometheusrule.yaml charts/switchyard/files/monitoring/prometheusrule.yaml
 	cp config/monitoring/grafana/switchyard.json charts/switchyard/files/dashboards/switchyard.json
 
