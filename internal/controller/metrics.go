@@ -3,6 +3,8 @@ package controller
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/switchyard-io/switchyard/internal/routing"
 )
 
 // proxyReplicas is the poller's view of the proxy replicas, on the controller's metrics endpoint
@@ -14,10 +16,36 @@ var proxyReplicas = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 	Help: "Proxy replicas the controller polls, by state: reporting (their health is in the status) or unreachable (left out of it).",
 }, []string{"proxy_namespace", "state"})
 
+// objectsNotServed counts the objects whose problem keeps their current spec out of the published
+// config: served in their last good form (last_good) or not at all (left_out). The alert
+// SwitchyardObjectNotServed fires when it stays above 0.
+var objectsNotServed = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "switchyard_controller_objects_not_served",
+	Help: "ProviderChannels and RoutingPolicies whose current spec is not in the published config, by kind and state (last_good: the last good form serves; left_out: not served at all).",
+}, []string{"kind", "state"})
+
 func init() { ctrlmetrics.Registry.MustRegister(Collectors()...) }
 
 // Collectors are the controller's own metrics (tests check the alerts against them).
-func Collectors() []prometheus.Collector { return []prometheus.Collector{proxyReplicas} }
+func Collectors() []prometheus.Collector { return []prometheus.Collector{proxyReplicas, objectsNotServed} }
+
+// recordNotServed sets objectsNotServed from one sync.
+func recordNotServed(held []routing.Held) {
+	counts := map[[2]string]int{}
+	for _, kind := range []string{"ProviderChannel", "RoutingPolicy"} {
+		counts[[2]string{kind, "last_good"}], counts[[2]string{kind, "left_out"}] = 0, 0
+	}
+	for _, h := range held {
+		state := "left_out"
+		if h.Served == routing.ServedLastGood {
+			state = "last_good"
+		}
+		counts[[2]string{h.Kind, state}]++
+	}
+	for k, n := range counts {
+		objectsNotServed.WithLabelValues(k[0], k[1]).Set(float64(n))
+	}
+}
 
 // recordReplicas sets the gauge from one poll.
 func recordReplicas(proxyNamespace string, infos []replicaInfo) {

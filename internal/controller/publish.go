@@ -49,8 +49,11 @@ type SyncResult struct {
 	// Published is the table in the ConfigMap after this sync (nil when there is none), with the
 	// keys from the credentials Secret.
 	Published *routing.Table
-	// HeldBack is true when problems kept the compiled table from being published.
+	// HeldBack is true when problems kept part of the compiled table from being published.
 	HeldBack bool
+	// Held says, for each object with a problem, whether it serves its last good form or is left
+	// out of the published config.
+	Held []routing.Held
 }
 
 // rendered is a table in its published form.
@@ -130,24 +133,25 @@ func (p *Publisher) Sync(ctx context.Context) (*SyncResult, error) {
 		return nil, err
 	}
 	if len(problems) > 0 {
+		// Per-object isolation: every object that compiled is published as compiled; one with a
+		// problem keeps its last good form, or is left out when it never had one. The on-call
+		// override of every channel gets through, restored ones included.
 		res.HeldBack = true
 		if p.lastGood == nil {
 			p.adoptLastGood(cm, sec)
 		}
-		if p.lastGood == nil {
-			// Nothing good was ever published: there is nothing to keep serving.
-			res.Published = parsePublished(cm, sec)
-			return res, nil
+		var last *routing.Table
+		if p.lastGood != nil {
+			last = parsePublished(&corev1.ConfigMap{Data: map[string]string{TableKey: string(p.lastGood.table)}},
+				&corev1.Secret{Data: map[string][]byte{CredentialsKey: p.lastGood.credentials}})
 		}
-		// Keep serving the last good table, but let the on-call override through.
-		last := parsePublished(&corev1.ConfigMap{Data: map[string]string{TableKey: string(p.lastGood.table)}},
-			&corev1.Secret{Data: map[string][]byte{CredentialsKey: p.lastGood.credentials}})
-		if last == nil {
-			want = p.lastGood
-		} else if want, err = render(routing.WithOverrides(last, in.Channels)); err != nil {
+		isolated, held := routing.Isolate(table, problems, last)
+		res.Held = held
+		if want, err = render(routing.WithOverrides(isolated, in.Channels)); err != nil {
 			return nil, err
 		}
 	}
+	recordNotServed(res.Held)
 	// The Secret goes first, so a proxy that reloads on the ConfigMap finds the keys of new channels.
 	if !want.secretIntact(sec) {
 		if err := p.applySecret(ctx, want); err != nil {

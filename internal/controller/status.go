@@ -87,8 +87,14 @@ func readyCondition(kind, namespace, name string, res *SyncResult) metav1.Condit
 		for i, p := range ps {
 			msgs[i] = p.String()
 		}
+		served := "; it is left out of the proxy config until fixed (other objects publish as usual)"
+		for _, h := range res.Held {
+			if h.Kind == kind && h.Namespace == namespace && h.Name == name && h.Served == routing.ServedLastGood {
+				served = "; the proxies keep serving its last good version (other objects publish as usual)"
+			}
+		}
 		return metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: ps[0].Reason,
-			Message: strings.Join(msgs, "; ") + "; the proxies keep serving the last good config"}
+			Message: strings.Join(msgs, "; ") + served}
 	}
 	if publishedAsCompiled(kind, namespace, name, res) {
 		return metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonCompiled,
