@@ -27,7 +27,9 @@ var objectsNotServed = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 func init() { ctrlmetrics.Registry.MustRegister(Collectors()...) }
 
 // Collectors are the controller's own metrics (tests check the alerts against them).
-func Collectors() []prometheus.Collector { return []prometheus.Collector{proxyReplicas, objectsNotServed} }
+func Collectors() []prometheus.Collector {
+	return []prometheus.Collector{proxyReplicas, objectsNotServed}
+}
 
 // recordNotServed sets objectsNotServed from one sync.
 func recordNotServed(held []routing.Held) {
