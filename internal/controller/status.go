@@ -123,23 +123,11 @@ func publishedAsCompiled(kind, namespace, name string, res *SyncResult) bool {
 		gk, gok := res.Published.Credentials[name]
 		return wok == gok && wk.Reveal() == gk.Reveal()
 	case "RoutingPolicy":
-		want, ok := findPolicy(res.Compiled, namespace, name)
-		got, ok2 := findPolicy(res.Published, namespace, name)
+		want, ok := res.Compiled.Policy(namespace, name)
+		got, ok2 := res.Published.Policy(namespace, name)
 		return ok && ok2 && sameJSON(want, got)
 	}
 	return false
-}
-
-func findPolicy(t *routing.Table, namespace, name string) (*routing.Policy, bool) {
-	if t == nil {
-		return nil, false
-	}
-	for i := range t.Policies {
-		if t.Policies[i].Namespace == namespace && t.Policies[i].Name == name {
-			return &t.Policies[i], true
-		}
-	}
-	return nil, false
 }
 
 // effectiveDisabled reports whether the operator override is in force at now.
@@ -415,7 +403,7 @@ func policyStatus(in policyInputs) v1alpha1.RoutingPolicyStatus {
 	for _, c := range rp.Status.Conditions {
 		st.Conditions = append(st.Conditions, *c.DeepCopy())
 	}
-	pol, published := findPolicy(in.Published, rp.Namespace, rp.Name)
+	pol, published := in.Published.Policy(rp.Namespace, rp.Name)
 	if published {
 		for _, cand := range pol.Channels {
 			ch, ok := in.Published.Channel(cand.Channel)

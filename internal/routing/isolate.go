@@ -83,7 +83,7 @@ func Isolate(compiled *Table, problems []Problem, last *Table) (*Table, []Held) 
 				}
 			}
 		case "RoutingPolicy":
-			if lp, ok := lastPolicy(last, p.Namespace, p.Name); ok && !slices.ContainsFunc(lp.Models, func(m string) bool { return claimed[m] }) {
+			if lp, ok := last.Policy(p.Namespace, p.Name); ok && !slices.ContainsFunc(lp.Models, func(m string) bool { return claimed[m] }) {
 				pol := *lp
 				pol.Channels = slices.DeleteFunc(slices.Clone(lp.Channels), func(pc PolicyChannel) bool {
 					_, ok := out.Channel(pc.Channel)
@@ -123,18 +123,6 @@ func lastChannel(t *Table, namespace, name string) (Channel, bool) {
 		}
 	}
 	return Channel{}, false
-}
-
-func lastPolicy(t *Table, namespace, name string) (*Policy, bool) {
-	if t == nil {
-		return nil, false
-	}
-	for i := range t.Policies {
-		if t.Policies[i].Namespace == namespace && t.Policies[i].Name == name {
-			return &t.Policies[i], true
-		}
-	}
-	return nil, false
 }
 
 // insertAsInLast inserts p after the nearest policy that came before it in last and is in ps (at

@@ -155,6 +155,19 @@ func (t *Table) Channel(name string) (*Channel, bool) {
 	return nil, false
 }
 
+// Policy returns the policy namespace/name; a nil table has none.
+func (t *Table) Policy(namespace, name string) (*Policy, bool) {
+	if t == nil {
+		return nil, false
+	}
+	for i := range t.Policies {
+		if t.Policies[i].Namespace == namespace && t.Policies[i].Name == name {
+			return &t.Policies[i], true
+		}
+	}
+	return nil, false
+}
+
 // PolicyFor returns the policy that routes a public model name.
 func (t *Table) PolicyFor(model string) (*Policy, bool) {
 	for i := range t.Policies {
