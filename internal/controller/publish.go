@@ -145,8 +145,9 @@ func (p *Publisher) Sync(ctx context.Context) (*SyncResult, error) {
 			last = parsePublished(&corev1.ConfigMap{Data: map[string]string{TableKey: string(p.lastGood.table)}},
 				&corev1.Secret{Data: map[string][]byte{CredentialsKey: p.lastGood.credentials}})
 		}
-		isolated, held := routing.Isolate(table, problems, last)
+		isolated, held, more := routing.Isolate(table, problems, last)
 		res.Held = held
+		res.Problems = append(res.Problems, more...)
 		if want, err = render(routing.WithOverrides(isolated, in.Channels)); err != nil {
 			return nil, err
 		}

@@ -1,6 +1,7 @@
 package routing
 
 import (
+	"fmt"
 	"slices"
 	"sort"
 )
@@ -30,8 +31,10 @@ type Held struct {
 // not modified.
 //
 // A restored policy keeps only those of its channels the result has, and is left out when none
-// remain or when a model of it is routed by a compiled policy now (the model moved on).
-func Isolate(compiled *Table, problems []Problem, last *Table) (*Table, []Held) {
+// remain. It keeps its models too: a compiled policy that claims one of them and did not route it
+// before is left out instead, with a ModelConflict problem (returned, for its status), so a team
+// whose policy breaks for a moment does not lose its model to a newcomer.
+func Isolate(compiled *Table, problems []Problem, last *Table) (*Table, []Held, []Problem) {
 	out := &Table{Credentials: map[string]Secret{}}
 	for k, v := range compiled.Credentials {
 		out.Credentials[k] = v
@@ -57,46 +60,70 @@ func Isolate(compiled *Table, problems []Problem, last *Table) (*Table, []Held) 
 			out.Channels = append(out.Channels, ch)
 		}
 	}
-	claimed := map[string]bool{}
-	for _, p := range compiled.Policies {
-		if !broken["RoutingPolicy/"+qualified(p.Namespace, p.Name)] {
-			out.Policies = append(out.Policies, p)
-			for _, m := range p.Models {
-				claimed[m] = true
+	var held []Held
+	// Channels first: a restored policy needs them.
+	for _, p := range order {
+		if p.Kind != "ProviderChannel" {
+			continue
+		}
+		h := Held{Kind: p.Kind, Namespace: p.Namespace, Name: p.Name, Served: ServedLeftOut}
+		if ch, ok := lastChannel(last, p.Namespace, p.Name); ok {
+			if _, taken := out.Channel(ch.Name); !taken && !compiledHas(compiled, ch.Name) {
+				out.Channels = append(out.Channels, ch)
+				if k, ok := last.Credentials[ch.Name]; ok && ch.HasCredentials {
+					out.Credentials[ch.Name] = k
+				}
+				h.Served = ServedLastGood
 			}
 		}
+		held = append(held, h)
 	}
-
-	var held []Held
+	// A broken policy that served before keeps its models: a newcomer that claims one of them
+	// meanwhile (a compiled policy that did not route it in last) must not take it over.
+	restorable := map[string]Policy{} // namespace/name -> its last good form, channels that remain
+	reserved := map[string]string{}   // model -> the restorable policy that routed it
 	for _, p := range order {
+		if p.Kind != "RoutingPolicy" {
+			continue
+		}
+		lp, ok := last.Policy(p.Namespace, p.Name)
+		if !ok {
+			continue
+		}
+		pol := *lp
+		pol.Channels = slices.DeleteFunc(slices.Clone(lp.Channels), func(pc PolicyChannel) bool {
+			_, ok := out.Channel(pc.Channel)
+			return !ok
+		})
+		if len(pol.Channels) == 0 {
+			continue
+		}
+		restorable[qualified(p.Namespace, p.Name)] = pol
+		for _, m := range pol.Models {
+			reserved[m] = qualified(p.Namespace, p.Name)
+		}
+	}
+	var extra []Problem
+	for _, p := range compiled.Policies {
+		if broken["RoutingPolicy/"+qualified(p.Namespace, p.Name)] {
+			continue
+		}
+		if m, owner, ok := takesReserved(p, reserved, last); ok {
+			extra = append(extra, Problem{Kind: "RoutingPolicy", Namespace: p.Namespace, Name: p.Name, Reason: ReasonModelConflict,
+				Message: fmt.Sprintf("model %q is routed by RoutingPolicy %s, whose last good version keeps serving while it has a problem; one policy per model", m, owner)})
+			held = append(held, Held{Kind: "RoutingPolicy", Namespace: p.Namespace, Name: p.Name, Served: ServedLeftOut})
+			continue
+		}
+		out.Policies = append(out.Policies, p)
+	}
+	for _, p := range order {
+		if p.Kind != "RoutingPolicy" {
+			continue
+		}
 		h := Held{Kind: p.Kind, Namespace: p.Namespace, Name: p.Name, Served: ServedLeftOut}
-		switch p.Kind {
-		case "ProviderChannel":
-			if ch, ok := lastChannel(last, p.Namespace, p.Name); ok {
-				if _, taken := out.Channel(ch.Name); !taken {
-					out.Channels = append(out.Channels, ch)
-					delete(out.Credentials, ch.Name)
-					if k, ok := last.Credentials[ch.Name]; ok && ch.HasCredentials {
-						out.Credentials[ch.Name] = k
-					}
-					h.Served = ServedLastGood
-				}
-			}
-		case "RoutingPolicy":
-			if lp, ok := last.Policy(p.Namespace, p.Name); ok && !slices.ContainsFunc(lp.Models, func(m string) bool { return claimed[m] }) {
-				pol := *lp
-				pol.Channels = slices.DeleteFunc(slices.Clone(lp.Channels), func(pc PolicyChannel) bool {
-					_, ok := out.Channel(pc.Channel)
-					return !ok
-				})
-				if len(pol.Channels) > 0 {
-					out.Policies = insertAsInLast(out.Policies, pol, last)
-					for _, m := range pol.Models {
-						claimed[m] = true
-					}
-					h.Served = ServedLastGood
-				}
-			}
+		if pol, ok := restorable[qualified(p.Namespace, p.Name)]; ok {
+			out.Policies = insertAsInLast(out.Policies, pol, last)
+			h.Served = ServedLastGood
 		}
 		held = append(held, h)
 	}
@@ -110,7 +137,28 @@ func Isolate(compiled *Table, problems []Problem, last *Table) (*Table, []Held) 
 			delete(out.Credentials, name)
 		}
 	}
-	return out, held
+	return out, held, extra
+}
+
+// compiledHas reports whether a channel of that name compiled (in whatever namespace).
+func compiledHas(t *Table, name string) bool {
+	_, ok := t.Channel(name)
+	return ok
+}
+
+// takesReserved reports a model of p that a restorable policy routed in last while p did not.
+func takesReserved(p Policy, reserved map[string]string, last *Table) (model, owner string, ok bool) {
+	for _, m := range p.Models {
+		o, taken := reserved[m]
+		if !taken {
+			continue
+		}
+		if lp, was := last.Policy(p.Namespace, p.Name); was && slices.Contains(lp.Models, m) {
+			continue // p routed it already: not a newcomer
+		}
+		return m, o, true
+	}
+	return "", "", false
 }
 
 func lastChannel(t *Table, namespace, name string) (Channel, bool) {

@@ -1,6 +1,7 @@
 package routing
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -53,7 +54,7 @@ func TestIsolateKeepsOneTeamsMistakeFromTheOther(t *testing.T) {
 	if len(problems) == 0 {
 		t.Fatal("team B's breakage went unnoticed")
 	}
-	out, held := Isolate(compiled, problems, last)
+	out, held, _ := Isolate(compiled, problems, last)
 
 	if k := out.Credentials["a1"]; k.Reveal() != "sk-a-2" {
 		t.Errorf("team A's key rotation did not get through: %q", k.Reveal())
@@ -90,12 +91,58 @@ func TestIsolateKeepsOneTeamsMistakeFromTheOther(t *testing.T) {
 	in = base
 	in.Secrets = base.Secrets[:1]
 	compiled, problems = Compile(in)
-	if out, _ := Isolate(compiled, problems, last); out.Hash() != last.Hash() {
+	if out, _, _ := Isolate(compiled, problems, last); out.Hash() != last.Hash() {
 		t.Errorf("hash %s, want the last table's %s", out.Hash(), last.Hash())
 	}
 	// With nothing published before, a broken object is left out and the rest still publishes.
-	out, held = Isolate(compiled, problems, nil)
+	out, held, _ = Isolate(compiled, problems, nil)
 	if _, ok := out.Channel("b1"); ok || len(out.Channels) != 1 || len(held) == 0 || held[0].Served != ServedLeftOut {
 		t.Errorf("without a last table: %+v, %+v", out.Channels, held)
+	}
+}
+
+// While team A's policy is broken it keeps its model: team B's newer policy for the same model is
+// left out with a ModelConflict, and takes the model only once A's policy is gone.
+func TestIsolateABrokenPolicyKeepsItsModel(t *testing.T) {
+	channel := func(ns, name string) v1alpha1.ProviderChannel {
+		return v1alpha1.ProviderChannel{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: v1alpha1.ProviderChannelSpec{
+			Provider: v1alpha1.ProviderOpenAI, BaseURL: "https://" + name + ".example/v1", Models: []v1alpha1.ChannelModel{{Name: "gpt-4o"}}}}
+	}
+	policy := func(ns, name string, channels ...string) v1alpha1.RoutingPolicy {
+		rp := v1alpha1.RoutingPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: v1alpha1.RoutingPolicySpec{Models: []string{"gpt-4o"}}}
+		for _, c := range channels {
+			rp.Spec.Channels = append(rp.Spec.Channels, v1alpha1.ChannelRef{Name: c})
+		}
+		return rp
+	}
+	last, problems := Compile(Inputs{Channels: []v1alpha1.ProviderChannel{channel("team-a", "a"), channel("team-b", "b")},
+		Policies: []v1alpha1.RoutingPolicy{policy("team-a", "chat", "a")}})
+	if len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	// A's policy now names a missing channel; B adds a policy for gpt-4o.
+	in := Inputs{Channels: []v1alpha1.ProviderChannel{channel("team-a", "a"), channel("team-b", "b")},
+		Policies: []v1alpha1.RoutingPolicy{policy("team-a", "chat", "a", "ghost"), policy("team-b", "grab", "b")}}
+	compiled, problems := Compile(in)
+	out, held, more := Isolate(compiled, problems, last)
+	if p, ok := out.PolicyFor("gpt-4o"); !ok || p.Name != "chat" {
+		t.Fatalf("gpt-4o is routed by %+v, want A's chat in its last good form", p)
+	}
+	if len(more) != 1 || more[0].Name != "grab" || more[0].Reason != ReasonModelConflict || !strings.Contains(more[0].Message, "team-a/chat") {
+		t.Errorf("the newcomer's problem: %+v", more)
+	}
+	left := false
+	for _, h := range held {
+		left = left || (h.Name == "grab" && h.Served == ServedLeftOut)
+	}
+	if !left {
+		t.Errorf("grab not reported as left out: %+v", held)
+	}
+	// A deletes its policy: B's takes the model.
+	in.Policies = in.Policies[1:]
+	compiled, problems = Compile(in)
+	out, _, more = Isolate(compiled, problems, last)
+	if p, ok := out.PolicyFor("gpt-4o"); !ok || p.Name != "grab" || len(more) != 0 || len(problems) != 0 {
+		t.Errorf("after A's policy is gone: %+v, %v, %v", p, more, problems)
 	}
 }
