@@ -35,8 +35,10 @@ type attempt struct {
 	probe     bool
 	drill     bool      // the request is marked as drill traffic
 	redact    *redactor // the config's: keeps provider keys out of what upstream answers carry
-	// answeredBefore is how many answers the channel×model had completed when the attempt began
-	// (see Server.answered): a timeout is the channel's fault only if none completed since.
+	// answered counts the channel×model's completed answers (Server.answeredCounter), and
+	// answeredBefore is its value when the attempt began: a timeout is the channel's fault only
+	// if none completed since.
+	answered       *atomic.Uint64
 	answeredBefore uint64
 }
 
@@ -72,7 +74,8 @@ var maxUpstreamBody int64 = 64 << 20 // a variable so tests can lower it
 // do runs one attempt. On success (and for a stream, from its first event on) it writes to w.
 func (s *Server) do(ctx context.Context, w http.ResponseWriter, a *attempt) (res result) {
 	start := time.Now()
-	a.answeredBefore = s.answeredCounter(health.Key{Channel: a.channel.Name, Model: a.model}).Load()
+	a.answered = s.answeredCounter(health.Key{Channel: a.channel.Name, Model: a.model})
+	a.answeredBefore = a.answered.Load()
 	defer func() {
 		if res.latency == 0 {
 			res.latency = time.Since(start)
@@ -377,13 +380,13 @@ func (s *Server) finishAttempt(a *attempt, r *result) {
 	}
 	counted := !r.canceled
 	if r.outcome == health.OutcomeSuccess {
-		s.answeredCounter(key).Add(1)
+		a.answered.Add(1)
 	} else if r.outcome == health.OutcomeTimeout && !a.stream && !a.probe {
 		// A non-streamed answer arrives whole, so one that outlives the request timeout may be
 		// a hung channel or just a long answer. A channel that completed other answers meanwhile
 		// is alive: the timeout is the request's length (a large max_tokens), not the channel's
 		// fault, and counting it would let any client eject healthy channels with long requests.
-		if n := s.answeredCounter(key).Load() - a.answeredBefore; n > 0 {
+		if n := a.answered.Load() - a.answeredBefore; n > 0 {
 			counted = false
 			r.detail += fmt.Sprintf(" (not counted against the channel: it completed %d other answer(s) meanwhile; for answers this long raise spec.timeouts.request or stream)", n)
 		}

@@ -77,11 +77,6 @@ func (r *redactor) bytes(b []byte) []byte {
 	return out
 }
 
-func (r *redactor) string(s string) string {
-	b := r.bytes([]byte(s))
-	return string(b)
-}
-
 // isKeyByte: the characters a key, or its masked echo, is made of.
 func isKeyByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '*' || c == '.'

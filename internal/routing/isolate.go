@@ -68,7 +68,8 @@ func Isolate(compiled *Table, problems []Problem, last *Table) (*Table, []Held, 
 		}
 		h := Held{Kind: p.Kind, Namespace: p.Namespace, Name: p.Name, Served: ServedLeftOut}
 		if ch, ok := lastChannel(last, p.Namespace, p.Name); ok {
-			if _, taken := out.Channel(ch.Name); !taken && !compiledHas(compiled, ch.Name) {
+			// out holds every compiled channel: a name taken there (a duplicate) stays taken.
+			if _, taken := out.Channel(ch.Name); !taken {
 				out.Channels = append(out.Channels, ch)
 				if k, ok := last.Credentials[ch.Name]; ok && ch.HasCredentials {
 					out.Credentials[ch.Name] = k
@@ -138,12 +139,6 @@ func Isolate(compiled *Table, problems []Problem, last *Table) (*Table, []Held, 
 		}
 	}
 	return out, held, extra
-}
-
-// compiledHas reports whether a channel of that name compiled (in whatever namespace).
-func compiledHas(t *Table, name string) bool {
-	_, ok := t.Channel(name)
-	return ok
 }
 
 // takesReserved reports a model of p that a restorable policy routed in last while p did not.
