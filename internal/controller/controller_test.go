@@ -75,8 +75,8 @@ func TestConfigMapFromSamples(t *testing.T) {
 	}
 	g := NewWithT(t)
 	g.Expect(h.credentials(g)).To(Equal(map[string]string{
-		"openai-direct": "sk-placeholder-openai",
-		"azure-eastus":  "placeholder-azure-key",
+		h.id("openai-direct"): "sk-placeholder-openai",
+		h.id("azure-eastus"):  "placeholder-azure-key",
 	}))
 	sec := &corev1.Secret{}
 	g.Expect(h.c.Get(context.Background(), h.key(DefaultConfigMapName+"-credentials"), sec)).To(Succeed())
@@ -319,7 +319,7 @@ func TestProblemsAreStatus(t *testing.T) {
 			// config is what the proxies still read.
 			g := NewWithT(t)
 			g.Expect(h.configMap(g).Annotations[ConfigHashAnnotation]).To(Equal(good))
-			g.Expect(h.credentials(g)).To(Equal(map[string]string{"a": "sk-test-a", "b": "sk-test-b"}))
+			g.Expect(h.credentials(g)).To(Equal(map[string]string{h.id("a"): "sk-test-a", h.id("b"): "sk-test-b"}))
 
 			tc.fix()
 			if got := h.waitGood([]string{"a", "b"}, []string{"chat"}); got != good {
@@ -360,7 +360,7 @@ func TestOwnedObjectsRepaired(t *testing.T) {
 
 	g.Expect(h.c.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: DefaultConfigMapName + "-credentials"}})).To(Succeed())
 	NewWithT(t).Eventually(func(g Gomega) {
-		g.Expect(h.credentials(g)).To(Equal(map[string]string{"a": "sk-test-a", "b": "sk-test-b"}))
+		g.Expect(h.credentials(g)).To(Equal(map[string]string{h.id("a"): "sk-test-a", h.id("b"): "sk-test-b"}))
 	}).WithTimeout(20 * time.Second).Should(Succeed())
 
 	// With a problem holding the new config back, a deleted ConfigMap comes back as the last good one.
@@ -403,7 +403,7 @@ func TestOverrideGetsThroughWhileHeldBack(t *testing.T) {
 	NewWithT(t).Eventually(func(g Gomega) {
 		var tbl routing.Table
 		g.Expect(json.Unmarshal([]byte(h.configMap(g).Data[TableKey]), &tbl)).To(Succeed())
-		ch, ok := tbl.Channel("b")
+		ch, ok := tbl.Channel(h.id("b"))
 		g.Expect(ok).To(BeTrue())
 		g.Expect(ch.Disabled).To(BeTrue())
 		g.Expect(ch.DisabledReason).To(Equal("INC-42"))

@@ -116,14 +116,14 @@ spec:
 	published("both teams", func(g Gomega, tbl *routing.Table, keys map[string]string) {
 		g.Expect(tbl.Channels).To(HaveLen(2))
 		g.Expect(tbl.Policies).To(HaveLen(2))
-		g.Expect(keys).To(Equal(map[string]string{"a": "sk-a-1", "b": "sk-b-1"}))
+		g.Expect(keys).To(Equal(map[string]string{h.id("a"): "sk-a-1", teamB + "/b": "sk-b-1"}))
 	})
 
 	// 1. B deletes its Secret; A rotates its key.
 	g.Expect(h.c.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: teamB, Name: "key-b"}})).To(Succeed())
 	h.apply("apiVersion: v1\nkind: Secret\nmetadata: {name: key-a}\nstringData: {apiKey: sk-a-2}\n")
 	published("A's key rotation, B's channel at its last good key", func(g Gomega, tbl *routing.Table, keys map[string]string) {
-		g.Expect(keys).To(Equal(map[string]string{"a": "sk-a-2", "b": "sk-b-1"}))
+		g.Expect(keys).To(Equal(map[string]string{h.id("a"): "sk-a-2", teamB + "/b": "sk-b-1"}))
 		_, ok := tbl.PolicyFor("claude")
 		g.Expect(ok).To(BeTrue())
 	})
@@ -138,7 +138,7 @@ spec:
 		g.Expect(p.Channels).To(HaveLen(2))
 		c, ok := tbl.PolicyFor("claude")
 		g.Expect(ok).To(BeTrue())
-		g.Expect(c.Channels).To(Equal([]routing.PolicyChannel{{Channel: "b", Weight: 100}}))
+		g.Expect(c.Channels).To(Equal([]routing.PolicyChannel{{Channel: teamB + "/b", Weight: 100}}))
 	})
 	readyFalse("RoutingPolicy", "claude", routing.ReasonChannelNotReady, "the proxies keep serving its last good version")
 
@@ -153,7 +153,7 @@ spec:
 	pc := &v1alpha1.ProviderChannel{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "a"}}
 	g.Expect(h.c.Patch(ctx, pc, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"faultInjection":null}}`)))).To(Succeed())
 	published("the end of A's drill; A keeps its model", func(g Gomega, tbl *routing.Table, _ map[string]string) {
-		a, ok := tbl.Channel("a")
+		a, ok := tbl.Channel(h.id("a"))
 		g.Expect(ok).To(BeTrue())
 		g.Expect(a.Fault).To(BeNil())
 		p, _ := tbl.PolicyFor("gpt-4o")
@@ -165,13 +165,15 @@ spec:
 	applyB("apiVersion: switchyard.io/v1alpha1\nkind: ProviderChannel\nmetadata: {name: a2}\nspec:\n  provider: openai\n  baseURL: https://evil.example.com/v1\n  models: [{name: gpt-4o}]\n")
 	h.apply("apiVersion: switchyard.io/v1alpha1\nkind: RoutingPolicy\nmetadata: {name: chat}\nspec:\n  models: [gpt-4o]\n  channels: [{name: a2}, {name: a}]\n")
 	published("A's policy edit; A's a2, not B's copy of the name", func(g Gomega, tbl *routing.Table, _ map[string]string) {
-		a2, ok := tbl.Channel("a2")
+		a2, ok := tbl.Channel(h.id("a2"))
 		g.Expect(ok).To(BeTrue())
 		g.Expect(a2.BaseURL).To(Equal("https://a2.example.com/v1"))
 		p, _ := tbl.PolicyFor("gpt-4o")
-		g.Expect(p.Channels).To(Equal([]routing.PolicyChannel{{Channel: "a2", Weight: 100}, {Channel: "a", Weight: 100}}))
+		g.Expect(p.Channels).To(Equal([]routing.PolicyChannel{{Channel: h.id("a2"), Weight: 100}, {Channel: h.id("a"), Weight: 100}}))
+		b2, ok := tbl.Channel(teamB + "/a2") // B's own, under its own name
+		g.Expect(ok).To(BeTrue())
+		g.Expect(b2.BaseURL).To(Equal("https://evil.example.com/v1"))
 	})
-	readyFalse("ProviderChannel", "a2", routing.ReasonDuplicateChannel, "it is left out of the proxy config")
 
 	// B undoes every mistake: everything of B's is Ready and published as it is now.
 	applyB("apiVersion: v1\nkind: Secret\nmetadata: {name: key-b}\nstringData: {apiKey: sk-b-2}\n---\napiVersion: switchyard.io/v1alpha1\nkind: RoutingPolicy\nmetadata: {name: claude}\nspec:\n  models: [claude]\n  channels: [{name: b}]\n")
@@ -179,7 +181,7 @@ spec:
 	g.Expect(h.c.Delete(ctx, &v1alpha1.ProviderChannel{ObjectMeta: metav1.ObjectMeta{Namespace: teamB, Name: "b-local"}})).To(Succeed())
 	g.Expect(h.c.Delete(ctx, &v1alpha1.ProviderChannel{ObjectMeta: metav1.ObjectMeta{Namespace: teamB, Name: "a2"}})).To(Succeed())
 	published("B's fixes", func(g Gomega, tbl *routing.Table, keys map[string]string) {
-		g.Expect(keys).To(Equal(map[string]string{"a": "sk-a-2", "b": "sk-b-2"}))
+		g.Expect(keys).To(Equal(map[string]string{h.id("a"): "sk-a-2", teamB + "/b": "sk-b-2"}))
 		g.Expect(tbl.Channels).To(HaveLen(3)) // a, a2 (A's) and b
 		g.Expect(tbl.Policies).To(HaveLen(2))
 	})

@@ -119,24 +119,24 @@ func TestLiveStatus(t *testing.T) {
 	t1, t2 := testStart.Add(-30*time.Second), testStart.Add(-28*time.Second)
 	stable := func(jitter int) {
 		r1.set(
-			state("openai-direct", "gpt-4o", "Healthy", 97-jitter, 100, 100+jitter, 2, 1800),
-			state("openai-direct", "gpt-4o-mini", "Healthy", 99, 100, 50, 0, 900),
-			state("azure-eastus", "gpt-4o", "Healthy", 95+jitter, 100, 60, 1, 2000),
+			state(h.id("openai-direct"), "gpt-4o", "Healthy", 97-jitter, 100, 100+jitter, 2, 1800),
+			state(h.id("openai-direct"), "gpt-4o-mini", "Healthy", 99, 100, 50, 0, 900),
+			state(h.id("azure-eastus"), "gpt-4o", "Healthy", 95+jitter, 100, 60, 1, 2000),
 		)
 		r2.set(
-			state("openai-direct", "gpt-4o", "Healthy", 92+jitter, 100, 80, 4, 2100),
-			state("openai-direct", "gpt-4o-mini", "Healthy", 98, 100, 40, 0, 950),
-			ejected("azure-eastus", 20, t1),
+			state(h.id("openai-direct"), "gpt-4o", "Healthy", 92+jitter, 100, 80, 4, 2100),
+			state(h.id("openai-direct"), "gpt-4o-mini", "Healthy", 98, 100, 40, 0, 950),
+			ejected(h.id("azure-eastus"), 20, t1),
 		)
 		r3.set(
-			state("openai-direct", "gpt-4o", "Degraded", 45+jitter, 100, 120-jitter, 12, 2400),
-			state("openai-direct", "gpt-4o-mini", "Healthy", 97, 100, 45, 1, 1000),
-			ejected("azure-eastus", 15, t2),
+			state(h.id("openai-direct"), "gpt-4o", "Degraded", 45+jitter, 100, 120-jitter, 12, 2400),
+			state(h.id("openai-direct"), "gpt-4o-mini", "Healthy", 97, 100, 45, 1, 1000),
+			ejected(h.id("azure-eastus"), 15, t2),
 		)
 	}
 	stable(0)
-	r2.record(ejection("azure-eastus", t1))
-	r3.record(ejection("azure-eastus", t2))
+	r2.record(ejection(h.id("azure-eastus"), t1))
+	r3.record(ejection(h.id("azure-eastus"), t2))
 	h.apply(liveManifests)
 
 	openai, azure, chat := &v1alpha1.ProviderChannel{}, &v1alpha1.ProviderChannel{}, &v1alpha1.RoutingPolicy{}
@@ -212,11 +212,11 @@ func TestLiveStatus(t *testing.T) {
 	// A phase change is written, and the third replica's report of the same ejection is no news.
 	t3 := testStart.Add(-20 * time.Second)
 	r1.set(
-		state("openai-direct", "gpt-4o", "Healthy", 97, 100, 100, 2, 1800),
-		state("openai-direct", "gpt-4o-mini", "Healthy", 99, 100, 50, 0, 900),
-		ejected("azure-eastus", 25, t3),
+		state(h.id("openai-direct"), "gpt-4o", "Healthy", 97, 100, 100, 2, 1800),
+		state(h.id("openai-direct"), "gpt-4o-mini", "Healthy", 99, 100, 50, 0, 900),
+		ejected(h.id("azure-eastus"), 25, t3),
 	)
-	r1.record(ejection("azure-eastus", t3))
+	r1.record(ejection(h.id("azure-eastus"), t3))
 	g.Eventually(func(g Gomega) {
 		g.Expect(h.c.Get(ctx, h.key("azure-eastus"), azure)).To(Succeed())
 		g.Expect(azure.Status.Models[0].Replicas).To(Equal(map[string]int32{"Ejected": 3}))
@@ -259,8 +259,8 @@ func TestLiveStatus(t *testing.T) {
 // it, why and until when; disabledUntil ends the override by itself.
 func TestDisabledOverride(t *testing.T) {
 	r1 := newStandIn(t, "proxy-0")
-	r1.set(state("openai-direct", "gpt-4o", "Healthy", 97, 100, 100, 1, 1500))
 	h := startController(t, "disabled", func(o *Options) { o.AdminURLs = []string{r1.srv.URL} })
+	r1.set(state(h.id("openai-direct"), "gpt-4o", "Healthy", 97, 100, 100, 1, 1500))
 	h.apply(`
 apiVersion: switchyard.io/v1alpha1
 kind: ProviderChannel
@@ -297,7 +297,7 @@ spec:
 	publishedDisabled := func(g Gomega) bool {
 		var tbl routing.Table
 		g.Expect(json.Unmarshal([]byte(h.configMap(g).Data[TableKey]), &tbl)).To(Succeed())
-		ch, ok := tbl.Channel("openai-direct")
+		ch, ok := tbl.Channel(h.id("openai-direct"))
 		g.Expect(ok).To(BeTrue())
 		return ch.Disabled
 	}

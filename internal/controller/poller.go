@@ -23,6 +23,7 @@ import (
 
 	v1alpha1 "github.com/switchyard-io/switchyard/api/v1alpha1"
 	"github.com/switchyard-io/switchyard/internal/adminapi"
+	"github.com/switchyard-io/switchyard/internal/routing"
 )
 
 // Poller reads the proxy replicas' admin API every PollInterval: their live health, aggregated
@@ -210,7 +211,9 @@ func (p *Poller) journalEntries(ctx context.Context, entries []reportedEvent, ch
 		if now.Sub(re.Event.Time) > p.opts.JournalMaxAge {
 			continue
 		}
-		i := slices.IndexFunc(channels, func(pc v1alpha1.ProviderChannel) bool { return pc.Name == re.Event.Channel })
+		i := slices.IndexFunc(channels, func(pc v1alpha1.ProviderChannel) bool {
+			return routing.ChannelID(pc.Namespace, pc.Name) == re.Event.Channel
+		})
 		if i < 0 {
 			retry = append(retry, re)
 			continue
@@ -229,7 +232,7 @@ func changedFor(prev, next liveView, pc *v1alpha1.ProviderChannel) bool {
 		return true
 	}
 	for _, m := range pc.Spec.Models {
-		k := modelKey{pc.Name, m.Name}
+		k := modelKey{routing.ChannelID(pc.Namespace, pc.Name), m.Name}
 		if !reflect.DeepEqual(prev.Models[k], next.Models[k]) {
 			return true
 		}

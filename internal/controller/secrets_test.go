@@ -183,7 +183,7 @@ func TestSecretsAreWatchedAsMetadataOnly(t *testing.T) {
 	h.apply(baseManifests)
 	g := NewWithT(t)
 	g.Eventually(func(g Gomega) {
-		g.Expect(h.credentials(g)).To(HaveKeyWithValue("a", "sk-test-a"))
+		g.Expect(h.credentials(g)).To(HaveKeyWithValue(h.id("a"), "sk-test-a"))
 	}).WithTimeout(10 * time.Second).Should(Succeed())
 
 	mu.Lock()

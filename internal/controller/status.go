@@ -114,13 +114,14 @@ func publishedAsCompiled(kind, namespace, name string, res *SyncResult) bool {
 	}
 	switch kind {
 	case "ProviderChannel":
-		want, ok := res.Compiled.Channel(name)
-		got, ok2 := res.Published.Channel(name)
-		if !ok || !ok2 || want.Namespace != namespace || !sameJSON(want, got) {
+		id := routing.ChannelID(namespace, name)
+		want, ok := res.Compiled.Channel(id)
+		got, ok2 := res.Published.Channel(id)
+		if !ok || !ok2 || !sameJSON(want, got) {
 			return false
 		}
-		wk, wok := res.Compiled.Credentials[name]
-		gk, gok := res.Published.Credentials[name]
+		wk, wok := res.Compiled.Credentials[id]
+		gk, gok := res.Published.Credentials[id]
 		return wok == gok && wk.Reveal() == gk.Reveal()
 	case "RoutingPolicy":
 		want, ok := res.Compiled.Policy(namespace, name)
@@ -182,7 +183,7 @@ func channelStatus(in channelInputs) v1alpha1.ProviderChannelStatus {
 	for _, m := range pc.Spec.Models {
 		p, hadPrev := prev[m.Name]
 		var next v1alpha1.ModelStatus
-		agg, reported := in.Live.Models[modelKey{pc.Name, m.Name}]
+		agg, reported := in.Live.Models[modelKey{routing.ChannelID(pc.Namespace, pc.Name), m.Name}]
 		switch {
 		case !fresh && hadPrev:
 			// No live data (not polled yet, or no replica reachable): keep what was last seen;
@@ -414,8 +415,9 @@ func policyStatus(in policyInputs) v1alpha1.RoutingPolicyStatus {
 				if _, serves := ch.Upstream(model); !serves {
 					continue
 				}
-				row := v1alpha1.PolicyChannelStatus{Channel: cand.Channel, Model: model, Phase: v1alpha1.PhaseUnknown}
-				if pc := in.Channels[cand.Channel]; pc != nil {
+				// The policy's channels are in its namespace, so the row names them as spec.channels does.
+				row := v1alpha1.PolicyChannelStatus{Channel: ch.Name, Model: model, Phase: v1alpha1.PhaseUnknown}
+				if pc := in.Channels[ch.Name]; pc != nil {
 					for _, m := range pc.Status.Models {
 						if m.Name == model {
 							row.Phase, row.HealthScore, row.TrafficPercent = m.Phase, m.HealthScore, m.TrafficPercent

@@ -50,8 +50,8 @@ func TestChannelStatusContract(t *testing.T) {
 		TrafficPercent: 0, WindowRequests: 240, WindowFailures: 52, ErrorRatePercent: 22, P95LatencyMillis: 2900, Ejections: 2}
 	ejected.LastTransition = &adminapi.Transition{Time: tr, Reason: "ErrorRateExceeded", Message: "error rate 21.7% (52/240) >= 18% over 120s"}
 	st := channelStatus(channelInputs{Channel: pc, Now: testStart, Ready: readyTrue, ScoreStep: 5, Live: liveOf(map[modelKey]modelAggregate{
-		{"openai-direct", "gpt-4o"}:      ejected,
-		{"openai-direct", "gpt-4o-mini"}: healthyAgg(97, 100),
+		{"llm/openai-direct", "gpt-4o"}:      ejected,
+		{"llm/openai-direct", "gpt-4o-mini"}: healthyAgg(97, 100),
 	})})
 	ltt := metav1.NewTime(tr)
 	now := metav1.NewTime(testStart)
@@ -91,7 +91,7 @@ func TestChannelStatusNoChurn(t *testing.T) {
 	pc := channel("gpt-4o")
 	in := func(agg modelAggregate, now time.Time) channelInputs {
 		return channelInputs{Channel: pc, Now: now, Ready: readyTrue, ScoreStep: 5,
-			Live: liveOf(map[modelKey]modelAggregate{{"openai-direct", "gpt-4o"}: agg})}
+			Live: liveOf(map[modelKey]modelAggregate{{"llm/openai-direct", "gpt-4o"}: agg})}
 	}
 	pc.Status = channelStatus(in(healthyAgg(97, 240), testStart))
 	first := *pc.Status.DeepCopy()
@@ -157,7 +157,7 @@ func TestSignificant(t *testing.T) {
 // replica reports is Unknown.
 func TestChannelStatusLiveness(t *testing.T) {
 	pc := channel("gpt-4o")
-	live := liveOf(map[modelKey]modelAggregate{{"openai-direct", "gpt-4o"}: healthyAgg(97, 240)})
+	live := liveOf(map[modelKey]modelAggregate{{"llm/openai-direct", "gpt-4o"}: healthyAgg(97, 240)})
 	pc.Status = channelStatus(channelInputs{Channel: pc, Now: testStart, Ready: readyTrue, ScoreStep: 5, Live: live})
 
 	// Not polled yet (a restarted controller): nothing changes.
@@ -188,7 +188,7 @@ func TestChannelStatusLiveness(t *testing.T) {
 // TestChannelStatusDisabled: the override shows at once, says who and why, and ends at disabledUntil.
 func TestChannelStatusDisabled(t *testing.T) {
 	pc := channel("gpt-4o")
-	live := liveOf(map[modelKey]modelAggregate{{"openai-direct", "gpt-4o"}: healthyAgg(97, 240)})
+	live := liveOf(map[modelKey]modelAggregate{{"llm/openai-direct", "gpt-4o"}: healthyAgg(97, 240)})
 	pc.Status = channelStatus(channelInputs{Channel: pc, Now: testStart, Ready: readyTrue, ScoreStep: 5, Live: live})
 
 	until := metav1.NewTime(testStart.Add(30 * time.Minute))
@@ -210,7 +210,7 @@ func TestChannelStatusDisabled(t *testing.T) {
 	pc.Status = got
 	// While disabled, the replicas' drifting figures write nothing.
 	if again := channelStatus(channelInputs{Channel: pc, Now: at.Add(time.Minute), Ready: readyTrue, ScoreStep: 5, DisabledBy: "kubectl-patch",
-		Live: liveOf(map[modelKey]modelAggregate{{"openai-direct", "gpt-4o"}: healthyAgg(95, 250)})}); !equality.Semantic.DeepEqual(got, again) {
+		Live: liveOf(map[modelKey]modelAggregate{{"llm/openai-direct", "gpt-4o"}: healthyAgg(95, 250)})}); !equality.Semantic.DeepEqual(got, again) {
 		t.Errorf("disabled status churned:\n%s", cmp.Diff(got, again))
 	}
 	// At disabledUntil the replicas' view is back.
@@ -225,8 +225,8 @@ func TestReadyCondition(t *testing.T) {
 	mk := func(name string) routing.Channel {
 		return routing.Channel{Name: name, Namespace: "llm", Provider: "openai", Weight: 100}
 	}
-	published := &routing.Table{Channels: []routing.Channel{mk("a"), mk("b")}, Credentials: map[string]routing.Secret{"a": routing.NewSecret("k")}}
-	changed := &routing.Table{Channels: []routing.Channel{mk("a"), mk("b")}, Credentials: map[string]routing.Secret{"a": routing.NewSecret("rotated")}}
+	published := &routing.Table{Channels: []routing.Channel{mk("a"), mk("b")}, Credentials: map[string]routing.Secret{"llm/a": routing.NewSecret("k")}}
+	changed := &routing.Table{Channels: []routing.Channel{mk("a"), mk("b")}, Credentials: map[string]routing.Secret{"llm/a": routing.NewSecret("rotated")}}
 	changed.Channels[1].Weight = 50
 	problem := routing.Problem{Kind: "RoutingPolicy", Namespace: "llm", Name: "chat", Reason: routing.ReasonChannelNotFound,
 		Message: "spec.channels: ProviderChannel llm/ghost not found"}
@@ -282,11 +282,11 @@ func TestReportingCondition(t *testing.T) {
 func TestPolicyStatus(t *testing.T) {
 	tbl := &routing.Table{
 		Channels: []routing.Channel{
-			{Name: "a", Models: []routing.ChannelModel{{Name: "gpt-4o"}, {Name: "mini"}}},
-			{Name: "b", Models: []routing.ChannelModel{{Name: "gpt-4o"}}},
+			{Name: "a", Namespace: "llm", Models: []routing.ChannelModel{{Name: "gpt-4o"}, {Name: "mini"}}},
+			{Name: "b", Namespace: "llm", Models: []routing.ChannelModel{{Name: "gpt-4o"}}},
 		},
 		Policies: []routing.Policy{{Name: "chat", Namespace: "llm", Models: []string{"gpt-4o", "mini"},
-			Channels: []routing.PolicyChannel{{Channel: "a"}, {Channel: "b"}}}},
+			Channels: []routing.PolicyChannel{{Channel: "llm/a"}, {Channel: "llm/b"}}}},
 	}
 	withModels := func(name string, ms ...v1alpha1.ModelStatus) *v1alpha1.ProviderChannel {
 		pc := &v1alpha1.ProviderChannel{ObjectMeta: metav1.ObjectMeta{Name: name}}

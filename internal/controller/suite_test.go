@@ -135,6 +135,9 @@ func startControllerWith(t *testing.T, base string, configure func(*Options), wr
 	return &harness{t: t, c: e.Client, env: e, ns: ns, clock: clk, opts: opts}
 }
 
+// id is the routing ID (namespace/name) of a channel in the harness namespace.
+func (h *harness) id(name string) string { return h.ns + "/" + name }
+
 func (h *harness) key(name string) client.ObjectKey {
 	return client.ObjectKey{Namespace: h.ns, Name: name}
 }

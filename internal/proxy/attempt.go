@@ -74,7 +74,7 @@ var maxUpstreamBody int64 = 64 << 20 // a variable so tests can lower it
 // do runs one attempt. On success (and for a stream, from its first event on) it writes to w.
 func (s *Server) do(ctx context.Context, w http.ResponseWriter, a *attempt) (res result) {
 	start := time.Now()
-	a.answered = s.answeredCounter(health.Key{Channel: a.channel.Name, Model: a.model})
+	a.answered = s.answeredCounter(health.Key{Channel: a.channel.ID(), Model: a.model})
 	a.answeredBefore = a.answered.Load()
 	defer func() {
 		if res.latency == 0 {
@@ -365,7 +365,7 @@ func strPtr(s string) *string { return &s }
 // finishAttempt reports the outcome to the health engine, the metrics and the access log.
 func (s *Server) finishAttempt(a *attempt, r *result) {
 	now := s.clock.Now()
-	key := health.Key{Channel: a.channel.Name, Model: a.model}
+	key := health.Key{Channel: a.channel.ID(), Model: a.model}
 	switch {
 	case a.probe && r.outcome == health.OutcomeClientError && !r.canceled:
 		// A probe the provider refuses (wrong shape, missing model) proves nothing: it fails, so
@@ -400,16 +400,16 @@ func (s *Server) finishAttempt(a *attempt, r *result) {
 		outcome = "canceled"
 	}
 	if !a.probe {
-		s.metrics.Attempts.WithLabelValues(a.channel.Name, a.channel.Provider, a.model, outcome).Inc()
-		s.metrics.Duration.WithLabelValues(a.channel.Name, a.model).Observe(r.latency.Seconds())
+		s.metrics.Attempts.WithLabelValues(a.channel.Namespace, a.channel.Name, a.channel.Provider, a.model, outcome).Inc()
+		s.metrics.Duration.WithLabelValues(a.channel.Namespace, a.channel.Name, a.model).Observe(r.latency.Seconds())
 		if r.ttft > 0 {
-			s.metrics.TTFT.WithLabelValues(a.channel.Name, a.model).Observe(r.ttft.Seconds())
+			s.metrics.TTFT.WithLabelValues(a.channel.Namespace, a.channel.Name, a.model).Observe(r.ttft.Seconds())
 		}
 	}
 	if s.accessLog == nil {
 		return
 	}
-	line := &accessLogLine{TS: now.UTC(), RequestID: a.requestID, Channel: a.channel.Name, Model: a.model, Attempt: a.number,
+	line := &accessLogLine{TS: now.UTC(), RequestID: a.requestID, Channel: a.channel.ID(), Model: a.model, Attempt: a.number,
 		Status: r.status, Outcome: r.outcome.String(), LatencyMs: r.latency.Milliseconds(), TTFTMs: r.ttft.Milliseconds(),
 		Stream: a.stream, Probe: a.probe}
 	if r.outcome != health.OutcomeSuccess {
@@ -504,7 +504,7 @@ func writeAnswerHeaders(w http.ResponseWriter, a *attempt, up http.Header) {
 			h[k] = append([]string(nil), vv...)
 		}
 	}
-	h.Set("X-Switchyard-Channel", a.channel.Name)
+	h.Set("X-Switchyard-Channel", a.channel.ID())
 	h.Set("X-Switchyard-Model", a.model)
 	h.Set("X-Switchyard-Attempts", strconv.Itoa(a.number))
 }
@@ -688,10 +688,10 @@ func (s *sseReader) next() (sseEvent, error) {
 
 func (s *Server) addTokens(a *attempt, u *usage) {
 	if p := u.PromptTokens + u.InputTokens; p > 0 {
-		s.metrics.Tokens.WithLabelValues(a.channel.Name, a.model, "prompt").Add(float64(p))
+		s.metrics.Tokens.WithLabelValues(a.channel.Namespace, a.channel.Name, a.model, "prompt").Add(float64(p))
 	}
 	if c := u.CompletionTokens + u.OutputTokens; c > 0 {
-		s.metrics.Tokens.WithLabelValues(a.channel.Name, a.model, "completion").Add(float64(c))
+		s.metrics.Tokens.WithLabelValues(a.channel.Namespace, a.channel.Name, a.model, "completion").Add(float64(c))
 	}
 }
 

@@ -138,7 +138,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
 		return
 	}
 	if c.models[cr.Model] == nil {
-		s.metrics.Requests.WithLabelValues("unknown", "model_not_found").Inc()
+		s.metrics.Requests.WithLabelValues("", "unknown", "model_not_found").Inc()
 		writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found",
 			fmt.Sprintf("the model %q does not exist or is not routed by this gateway; GET /v1/models lists the served models", cr.Model), 0)
 		return
@@ -148,7 +148,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
 		drill: strings.EqualFold(r.Header.Get("X-Switchyard-Drill"), "true"),
 	}
 	outcome := rt.run(r.Context())
-	s.metrics.Requests.WithLabelValues(cr.Model, outcome).Inc()
+	s.metrics.Requests.WithLabelValues(c.models[cr.Model].policy.Namespace, cr.Model, outcome).Inc()
 }
 
 // routeState is one client request's walk through channels and fallback models.
@@ -244,7 +244,7 @@ func (rt *routeState) try(ctx context.Context, mr *modelRoute, ch *routing.Chann
 	s := rt.s
 	now := time.Now()
 	if rt.attempts > 0 && !mr.budget.allowRetry(now, mr.policy.Retry.BudgetPercent) {
-		s.metrics.BudgetExhausted.WithLabelValues(mr.model).Inc()
+		s.metrics.BudgetExhausted.WithLabelValues(mr.policy.Namespace, mr.model).Inc()
 		rt.lastDetail += " (retry budget exhausted)"
 		return result{}, rt.fail()
 	}
@@ -266,8 +266,9 @@ func (rt *routeState) try(ctx context.Context, mr *modelRoute, ch *routing.Chann
 			rt.lastDetail += " (request deadline reached)"
 			return result{}, rt.fail()
 		}
-		if rt.prev != nil && rt.prev.Name != ch.Name {
-			s.metrics.Failovers.WithLabelValues(mr.model, rt.prev.Name, ch.Name, rt.prevReason).Inc()
+		if rt.prev != nil && rt.prev.ID() != ch.ID() {
+			// A policy's channels share its namespace: the label is the one of both.
+			s.metrics.Failovers.WithLabelValues(ch.Namespace, mr.model, rt.prev.Name, ch.Name, rt.prevReason).Inc()
 		}
 	}
 	rt.attempts++
@@ -287,7 +288,7 @@ func (rt *routeState) try(ctx context.Context, mr *modelRoute, ch *routing.Chann
 	case res.committed:
 		return res, "stream_cut"
 	}
-	key := health.Key{Channel: ch.Name, Model: mr.model}
+	key := health.Key{Channel: ch.ID(), Model: mr.model}
 	if res.outcome != health.OutcomeRateLimited {
 		rt.allLimited = false
 	}
@@ -325,7 +326,7 @@ func (rt *routeState) fail() string {
 	}
 	msg := fmt.Sprintf("no channel could answer for model %q after %d attempt(s)", rt.req.Model, rt.attempts)
 	if rt.last != nil {
-		msg += fmt.Sprintf("; last error from channel %s: %s", rt.last.Name, rt.lastDetail)
+		msg += fmt.Sprintf("; last error from channel %s: %s", rt.last.ID(), rt.lastDetail)
 	} else {
 		msg += "; no channel is routable" + rt.lastDetail
 	}
@@ -433,14 +434,14 @@ func (rt *routeState) passThrough(res result, ch *routing.Channel) {
 		ct = res.header.Get("Content-Type")
 	}
 	h.Set("Content-Type", ct)
-	h.Set("X-Switchyard-Channel", ch.Name)
+	h.Set("X-Switchyard-Channel", ch.ID())
 	h.Set("X-Switchyard-Attempts", fmt.Sprint(rt.attempts))
 	rt.w.WriteHeader(res.status)
 	_, _ = rt.w.Write(res.body)
 }
 
 func (rt *routeState) key(ch *routing.Channel) string {
-	if k, ok := rt.c.table.Credentials[ch.Name]; ok {
+	if k, ok := rt.c.table.Credentials[ch.ID()]; ok {
 		return k.Reveal()
 	}
 	return ""

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/switchyard-io/switchyard/internal/health"
+	"github.com/switchyard-io/switchyard/internal/routing"
 )
 
 // Metrics are the proxy's Prometheus metrics, registered on an injected registry. Label sets are
@@ -56,41 +57,41 @@ var latencyBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2, 4, 8, 15
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "switchyard_requests_total", Help: "Client requests by public model and final outcome class.",
-		}, []string{"model", "outcome"}),
+			Name: "switchyard_requests_total", Help: "Client requests by public model (and the namespace of the policy that routes it) and final outcome class.",
+		}, []string{"namespace", "model", "outcome"}),
 		Attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchyard_upstream_attempts_total", Help: "Upstream attempts by channel, provider, model and outcome class.",
-		}, []string{"channel", "provider", "model", "outcome"}),
+		}, []string{"namespace", "channel", "provider", "model", "outcome"}),
 		Duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "switchyard_upstream_duration_seconds", Help: "Duration of upstream attempts, to the last byte.", Buckets: latencyBuckets,
-		}, []string{"channel", "model"}),
+		}, []string{"namespace", "channel", "model"}),
 		TTFT: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "switchyard_upstream_ttft_seconds", Help: "Time to the first streamed event (or to headers when not streaming).", Buckets: latencyBuckets,
-		}, []string{"channel", "model"}),
+		}, []string{"namespace", "channel", "model"}),
 		Failovers: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchyard_failovers_total", Help: "Attempts moved from one channel to another, by the reason the first failed.",
-		}, []string{"model", "from_channel", "to_channel", "reason"}),
+		}, []string{"namespace", "model", "from_channel", "to_channel", "reason"}),
 		HealthScore: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "switchyard_channel_health_score", Help: "Health score 0-100 of a channel×model.",
-		}, []string{"channel", "model"}),
+		}, []string{"namespace", "channel", "model"}),
 		Phase: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "switchyard_channel_phase", Help: "1 for the current phase of a channel×model, 0 for the others.",
-		}, []string{"channel", "model", "phase"}),
+		}, []string{"namespace", "channel", "model", "phase"}),
 		Traffic: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "switchyard_channel_traffic_percent", Help: "Share of its normal traffic a channel×model may take (ramp, rate limit).",
-		}, []string{"channel", "model"}),
+		}, []string{"namespace", "channel", "model"}),
 		Ejections: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchyard_ejections_total", Help: "Ejections of a channel×model by the rule that fired.",
-		}, []string{"channel", "model", "reason"}),
+		}, []string{"namespace", "channel", "model", "reason"}),
 		BudgetExhausted: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchyard_retry_budget_exhausted_total", Help: "Retries refused because the model's retry budget was spent.",
-		}, []string{"model"}),
+		}, []string{"namespace", "model"}),
 		Tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchyard_tokens_total", Help: "Tokens reported by upstream usage, by type (prompt, completion).",
-		}, []string{"channel", "model", "type"}),
+		}, []string{"namespace", "channel", "model", "type"}),
 		Panic: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "switchyard_model_panic_routing", Help: "1 while a model has no routable channel and panic routing is in use.",
-		}, []string{"model"}),
+		}, []string{"namespace", "model"}),
 		ConfigLoads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchyard_config_loads_total", Help: "Config loads by result (success, failure).",
 		}, []string{"result"}),
@@ -137,12 +138,13 @@ func (m *Metrics) observeStatus(s health.Status) {
 	defer m.statusMu.Unlock()
 	ss := m.status[s.Key]
 	if ss == nil {
+		ns, name := routing.SplitChannelID(s.Channel)
 		ss = &statusSeries{
-			score:   m.HealthScore.WithLabelValues(s.Channel, s.Model),
-			traffic: m.Traffic.WithLabelValues(s.Channel, s.Model),
+			score:   m.HealthScore.WithLabelValues(ns, name, s.Model),
+			traffic: m.Traffic.WithLabelValues(ns, name, s.Model),
 		}
 		for i, p := range allPhases {
-			ss.phases[i] = m.Phase.WithLabelValues(s.Channel, s.Model, p.String())
+			ss.phases[i] = m.Phase.WithLabelValues(ns, name, s.Model, p.String())
 			ss.phases[i].Set(0)
 		}
 		ss.score.Set(float64(s.Score))
@@ -181,9 +183,10 @@ func (m *Metrics) forget(k health.Key) {
 	m.statusMu.Lock()
 	delete(m.status, k)
 	m.statusMu.Unlock()
-	m.HealthScore.DeleteLabelValues(k.Channel, k.Model)
-	m.Traffic.DeleteLabelValues(k.Channel, k.Model)
+	ns, name := routing.SplitChannelID(k.Channel)
+	m.HealthScore.DeleteLabelValues(ns, name, k.Model)
+	m.Traffic.DeleteLabelValues(ns, name, k.Model)
 	for _, p := range allPhases {
-		m.Phase.DeleteLabelValues(k.Channel, k.Model, p.String())
+		m.Phase.DeleteLabelValues(ns, name, k.Model, p.String())
 	}
 }

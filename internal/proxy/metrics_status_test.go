@@ -14,7 +14,9 @@ import (
 func TestObserveStatusGauges(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)
-	k := health.Key{Channel: "chan-a", Model: "gpt-4o"}
+	// A channel is namespace/name; its series carry the two as the namespace and channel labels.
+	k := health.Key{Channel: "team-a/chan-a", Model: "gpt-4o"}
+	labels := "/chan-a/gpt-4o/team-a" // channel, model, namespace: Gather sorts labels by name
 	// series returns the gauges of a family by their labels joined with "/".
 	series := func(name string) map[string]float64 {
 		t.Helper()
@@ -48,14 +50,14 @@ func TestObserveStatusGauges(t *testing.T) {
 			if p == phase {
 				want = 1
 			}
-			if got := phases["/"+k.Channel+"/"+k.Model+"/"+p.String()]; got != want {
+			if got := phases[labels+"/"+p.String()]; got != want {
 				t.Fatalf("phase %s = %v, want %v", p, got, want)
 			}
 		}
-		if got := series("switchyard_channel_health_score")["/"+k.Channel+"/"+k.Model]; got != float64(score) {
+		if got := series("switchyard_channel_health_score")[labels]; got != float64(score) {
 			t.Fatalf("score = %v, want %d", got, score)
 		}
-		if got := series("switchyard_channel_traffic_percent")["/"+k.Channel+"/"+k.Model]; got != float64(traffic) {
+		if got := series("switchyard_channel_traffic_percent")[labels]; got != float64(traffic) {
 			t.Fatalf("traffic = %v, want %d", got, traffic)
 		}
 	}

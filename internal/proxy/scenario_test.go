@@ -359,8 +359,9 @@ func TestPanicRoutingWhenEveryChannelIsOut(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		for _, line := range strings.Split(string(b), "\n") {
-			if strings.HasPrefix(line, `switchyard_model_panic_routing{model="gpt-4o"}`) {
-				return strings.TrimSpace(strings.TrimPrefix(line, `switchyard_model_panic_routing{model="gpt-4o"}`))
+			// The rig's manifests have no namespace: the label is there, empty.
+			if series, value, ok := strings.Cut(line, " "); ok && series == `switchyard_model_panic_routing{model="gpt-4o",namespace=""}` {
+				return strings.TrimSpace(value)
 			}
 		}
 		return "absent"

@@ -229,7 +229,7 @@ func (s *Server) apply(t *routing.Table, source string, rejected error, problems
 	}
 	c.redact = newRedactor(keys)
 	for i := range t.Channels {
-		c.channels[t.Channels[i].Name] = &t.Channels[i]
+		c.channels[t.Channels[i].ID()] = &t.Channels[i]
 	}
 	var targets []health.Target
 	for i := range t.Policies {
@@ -247,8 +247,8 @@ func (s *Server) apply(t *routing.Table, source string, rejected error, problems
 				if _, ok := ch.Upstream(model); !ok {
 					continue
 				}
-				mr.candidates = append(mr.candidates, health.Candidate{Channel: ch.Name, Weight: pc.Weight})
-				tg := health.Target{Key: health.Key{Channel: ch.Name, Model: model}, Settings: p.Settings,
+				mr.candidates = append(mr.candidates, health.Candidate{Channel: ch.ID(), Weight: pc.Weight})
+				tg := health.Target{Key: health.Key{Channel: ch.ID(), Model: model}, Settings: p.Settings,
 					Disabled: ch.Disabled, DisabledReason: ch.DisabledReason}
 				if ch.DisabledUntil != nil {
 					tg.DisabledUntil = *ch.DisabledUntil
@@ -276,9 +276,9 @@ func (s *Server) apply(t *routing.Table, source string, rejected error, problems
 				s.metrics.forget(k)
 			}
 		}
-		for m := range old.models {
-			if c.models[m] == nil {
-				s.metrics.Panic.DeleteLabelValues(m)
+		for m, omr := range old.models {
+			if nmr := c.models[m]; nmr == nil || nmr.policy.Namespace != omr.policy.Namespace {
+				s.metrics.Panic.DeleteLabelValues(omr.policy.Namespace, m)
 			}
 		}
 	}
@@ -374,12 +374,12 @@ func (s *Server) publishStatus(now time.Time) {
 			}
 		}
 		// Per model, 1 while its last routing decision was panic routing, back to 0 after.
-		for m := range c.models {
+		for m, mr := range c.models {
 			v := 0.0
 			if s.panicScratch[m] {
 				v = 1
 			}
-			s.metrics.Panic.WithLabelValues(m).Set(v)
+			s.metrics.Panic.WithLabelValues(mr.policy.Namespace, m).Set(v)
 		}
 	}
 	s.eventsMu.Lock()
@@ -389,7 +389,8 @@ func (s *Server) publishStatus(now time.Time) {
 		// A failed probe restarts the cooldown of the same ejection; it is not a new one (the
 		// engine's own count agrees).
 		if ev.To == health.PhaseEjected && ev.From != health.PhaseProbing {
-			s.metrics.Ejections.WithLabelValues(ev.Channel, ev.Model, ev.Reason).Inc()
+			ns, name := routing.SplitChannelID(ev.Channel)
+			s.metrics.Ejections.WithLabelValues(ns, name, ev.Model, ev.Reason).Inc()
 		}
 		s.log.Info("Channel phase changed", "channel", ev.Channel, "model", ev.Model, "from", ev.From.String(), "to", ev.To.String(),
 			"reason", ev.Reason, "message", ev.Message, "actor", ev.Actor, "at", ev.At)

@@ -49,8 +49,14 @@ func LoadFiles(path string, getenv func(string) string) (*routing.Table, []routi
 func compileInputs(in routing.Inputs, getenv func(string) string) (*routing.Table, []v1alpha1.ProviderChannel, []routing.Problem, error) {
 	in.KeyOverrides = map[string]string{}
 	for _, c := range in.Channels {
-		if v := getenv(KeyEnvName(c.Name)); v != "" {
-			in.KeyOverrides[c.Name] = v
+		// SWITCHYARD_KEY_<NAMESPACE>_<NAME> first, for manifests where two namespaces share a
+		// channel name; then SWITCHYARD_KEY_<NAME>.
+		id := routing.ChannelID(c.Namespace, c.Name)
+		for _, n := range []string{id, c.Name} {
+			if v := getenv(KeyEnvName(n)); v != "" {
+				in.KeyOverrides[id] = v
+				break
+			}
 		}
 	}
 	t, problems := routing.Compile(in)

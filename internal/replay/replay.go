@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/switchyard-io/switchyard/internal/health"
+	"github.com/switchyard-io/switchyard/internal/routing"
 )
 
 // Defaults of Options.
@@ -263,6 +264,19 @@ func newReplayer(setup *Setup, opts Options) *replayer {
 			r.byName[c.Channel][m.Model] = int32(len(r.keys))
 			r.modelKey[mi] = append(r.modelKey[mi], int32(len(r.keys)))
 			r.keys = append(r.keys, &keyState{key: health.Key{Channel: c.Channel, Model: m.Model}, model: mi, cand: ci})
+		}
+	}
+	// A channel is namespace/name in the access log; logs of standalone proxies, and of versions
+	// before channels were namespaced, name it alone. A name that only one namespace uses finds it.
+	byShortName := map[string][]string{}
+	for id := range r.byName {
+		if _, name := routing.SplitChannelID(id); name != id {
+			byShortName[name] = append(byShortName[name], id)
+		}
+	}
+	for name, ids := range byShortName {
+		if _, taken := r.byName[name]; !taken && len(ids) == 1 {
+			r.byName[name] = r.byName[ids[0]]
 		}
 	}
 	return r

@@ -3,6 +3,7 @@ package replay
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/json"
 	"context"
 	"flag"
 	"fmt"
@@ -333,4 +334,39 @@ func sortLines(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	slices.SortStableFunc(lines, func(a, b string) int { return strings.Compare(a[7:31], b[7:31]) })
 	return strings.Join(lines, "\n") + "\n"
+}
+
+// TestNamespacedChannels: a cluster proxy logs a channel as namespace/name. A policy in namespace
+// llm replays such a log, and a log that names the channels alone (a standalone proxy, or one
+// written before channels were namespaced), to the same report.
+func TestNamespacedChannels(t *testing.T) {
+	policy := strings.Replace(chatPolicy, "  name: chat-gpt4o\n", "  name: chat-gpt4o\n  namespace: llm\n", 1)
+	run := func(prefix string) *Report {
+		t.Helper()
+		var l logBuilder
+		for i := range 40 {
+			l.request(t10.Add(time.Duration(i)*time.Second), "gpt-4o", prefix+"openai-direct", "server_error", prefix+"azure-eastus", "success")
+		}
+		setup, err := NewSetup(mustPolicies(t, policy), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Run(context.Background(), setup, bytes.NewReader(l.buf.Bytes()), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	full, short := run("llm/"), run("")
+	if len(full.Problems) != 0 || len(full.Channels) != 2 || full.Channels[0].Channel != "llm/openai-direct" {
+		t.Fatalf("namespaced log: %+v %+v", full.Problems, full.Channels)
+	}
+	if full.Channels[0].Ejections == 0 {
+		t.Errorf("llm/openai-direct failed 40 times and was not ejected: %+v", full.Channels[0])
+	}
+	a, _ := json.Marshal(full)
+	b, _ := json.Marshal(short)
+	if !bytes.Equal(a, b) {
+		t.Errorf("a log without namespaces replays differently:\n%s\n%s", a, b)
+	}
 }

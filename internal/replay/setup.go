@@ -116,7 +116,7 @@ func NewSetup(policies []v1alpha1.RoutingPolicy, channels []v1alpha1.ProviderCha
 				if ref.Weight != nil {
 					w = int(*ref.Weight)
 				}
-				mr.Candidates = append(mr.Candidates, health.Candidate{Channel: ref.Name, Weight: w})
+				mr.Candidates = append(mr.Candidates, health.Candidate{Channel: routing.ChannelID(rp.Namespace, ref.Name), Weight: w})
 			}
 			if len(mr.Candidates) == 0 {
 				return nil, fmt.Errorf("RoutingPolicy %s: model %q is served by none of the policy's channels", name, m)

@@ -122,7 +122,7 @@ func TestCompileAcceptsPlainBaseURLs(t *testing.T) {
 			t.Errorf("%s: %v", c.baseURL, problems)
 			continue
 		}
-		if ch, ok := tbl.Channel("a"); !ok || ch.BaseURL != strings.TrimRight(c.baseURL, "/") {
+		if ch, ok := tbl.Channel("llm/a"); !ok || ch.BaseURL != strings.TrimRight(c.baseURL, "/") {
 			t.Errorf("%s: compiled to %q", c.baseURL, ch.BaseURL)
 		}
 	}

@@ -20,7 +20,7 @@ type Inputs struct {
 	Channels []v1alpha1.ProviderChannel
 	Policies []v1alpha1.RoutingPolicy
 	Secrets  []corev1.Secret
-	// KeyOverrides maps a channel name to a key that wins over its credentialsRef (standalone
+	// KeyOverrides maps a channel ID (see Channel.ID) to a key that wins over its credentialsRef (standalone
 	// mode fills it from SWITCHYARD_KEY_<CHANNEL> environment variables).
 	KeyOverrides map[string]string
 	// ReservedSecrets are Secrets ("namespace/name") no channel may reference, labelled or not:
@@ -73,30 +73,30 @@ func Compile(in Inputs) (*Table, []Problem) {
 	}
 	t := &Table{Credentials: map[string]Secret{}}
 
+	// Channels are namespaced: two teams may each have one named "openai". Only the same
+	// namespace/name twice (two standalone manifest files) is a duplicate.
 	channels := slices.Clone(in.Channels)
 	sort.Slice(channels, func(i, j int) bool {
-		if channels[i].Name != channels[j].Name {
-			return channels[i].Name < channels[j].Name
-		}
-		return channels[i].Namespace < channels[j].Namespace
+		return ChannelID(channels[i].Namespace, channels[i].Name) < ChannelID(channels[j].Namespace, channels[j].Name)
 	})
 	byKey := map[string]*v1alpha1.ProviderChannel{}
 	for i := range channels {
 		pc := &channels[i]
-		if i > 0 && channels[i-1].Name == pc.Name {
+		id := ChannelID(pc.Namespace, pc.Name)
+		if i > 0 && ChannelID(channels[i-1].Namespace, channels[i-1].Name) == id {
 			c.problem("ProviderChannel", pc.Namespace, pc.Name, ReasonDuplicateChannel,
-				fmt.Sprintf("channel name %q is also used in namespace %q; channel names must be unique within one proxy's configuration", pc.Name, channels[i-1].Namespace))
+				fmt.Sprintf("ProviderChannel %s is declared twice", id))
 			continue
 		}
 		ch, key, ok := c.channel(pc)
 		if !ok {
 			continue
 		}
-		if override, ok := in.KeyOverrides[pc.Name]; ok && override != "" {
+		if override, ok := in.KeyOverrides[id]; ok && override != "" {
 			key, ch.HasCredentials = override, true
 		}
 		if ch.HasCredentials {
-			t.Credentials[ch.Name] = NewSecret(key)
+			t.Credentials[id] = NewSecret(key)
 		}
 		t.Channels = append(t.Channels, ch)
 		byKey[qualified(pc.Namespace, pc.Name)] = pc
@@ -380,7 +380,7 @@ func (c *compiler) policy(rp *v1alpha1.RoutingPolicy, channels []v1alpha1.Provid
 			}
 			return bad(ReasonChannelNotFound, "spec.channels: ProviderChannel %s not found", qualified(rp.Namespace, ref.Name))
 		}
-		ch, _ := t.Channel(pc.Name)
+		ch, _ := t.Channel(ChannelID(pc.Namespace, pc.Name))
 		if len(p.RequireResidency) > 0 && !slices.Contains(p.RequireResidency, ch.Residency) {
 			continue // never a candidate, not even in panic routing
 		}
@@ -388,7 +388,7 @@ func (c *compiler) policy(rp *v1alpha1.RoutingPolicy, channels []v1alpha1.Provid
 		if ref.Weight != nil {
 			w = int(*ref.Weight)
 		}
-		p.Channels = append(p.Channels, PolicyChannel{Channel: ch.Name, Weight: w})
+		p.Channels = append(p.Channels, PolicyChannel{Channel: ch.ID(), Weight: w})
 	}
 	for _, m := range p.Models {
 		served := false

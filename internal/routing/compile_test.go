@@ -154,11 +154,8 @@ func TestCompileProblems(t *testing.T) {
 			p.Spec.FallbackModels = []string{"gpt-4o"}
 			return p
 		}()}}, ReasonInvalidSpec, "routed by this policy itself"},
-		{"duplicate channel name across namespaces", Inputs{Channels: []v1alpha1.ProviderChannel{channel("a", nil), func() v1alpha1.ProviderChannel {
-			c := channel("a", nil)
-			c.Namespace = "other"
-			return c
-		}()}}, ReasonDuplicateChannel, `"a"`},
+		{"the same channel declared twice", Inputs{Channels: []v1alpha1.ProviderChannel{channel("a", nil), channel("a", nil)}},
+			ReasonDuplicateChannel, "llm/a"},
 		{"disabledReason without disabled", Inputs{Channels: []v1alpha1.ProviderChannel{channel("a", func(s *v1alpha1.ProviderChannelSpec) { s.DisabledReason = "x" })}},
 			ReasonInvalidSpec, "disabledReason"},
 	}
@@ -232,5 +229,42 @@ func TestWithOverridesReachesTheLastGoodTable(t *testing.T) {
 	}
 	if len(got.Credentials) != len(good.Credentials) {
 		t.Error("credentials lost")
+	}
+}
+
+// Channels are namespaced: two teams may each have a channel named "openai", and each policy routes
+// to its own team's.
+func TestTwoTeamsEachHaveAnOpenAIChannel(t *testing.T) {
+	channel := func(ns, model string) v1alpha1.ProviderChannel {
+		return v1alpha1.ProviderChannel{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "openai"}, Spec: v1alpha1.ProviderChannelSpec{
+			Provider: v1alpha1.ProviderOpenAI, BaseURL: "https://" + ns + ".example/v1", Models: []v1alpha1.ChannelModel{{Name: model}},
+			CredentialsRef: &v1alpha1.SecretKeyRef{Name: "key", Key: "apiKey"}}}
+	}
+	secret := func(ns, key string) corev1.Secret {
+		return corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "key"}, Data: map[string][]byte{"apiKey": []byte(key)}}
+	}
+	policy := func(ns, model string) v1alpha1.RoutingPolicy {
+		return v1alpha1.RoutingPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "chat"}, Spec: v1alpha1.RoutingPolicySpec{
+			Models: []string{model}, Channels: []v1alpha1.ChannelRef{{Name: "openai"}}}}
+	}
+	tbl, problems := Compile(Inputs{
+		Channels: []v1alpha1.ProviderChannel{channel("team-b", "m-b"), channel("team-a", "m-a")},
+		Policies: []v1alpha1.RoutingPolicy{policy("team-a", "m-a"), policy("team-b", "m-b")},
+		Secrets:  []corev1.Secret{secret("team-a", "sk-a"), secret("team-b", "sk-b")},
+	})
+	if len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	if len(tbl.Channels) != 2 || tbl.Channels[0].ID() != "team-a/openai" || tbl.Channels[1].ID() != "team-b/openai" {
+		t.Fatalf("channels: %+v", tbl.Channels)
+	}
+	for team, key := range map[string]string{"team-a": "sk-a", "team-b": "sk-b"} {
+		if got := tbl.Credentials[team+"/openai"].Reveal(); got != key {
+			t.Errorf("%s/openai has key %q, want %q", team, got, key)
+		}
+		p, ok := tbl.Policy(team, "chat")
+		if !ok || len(p.Channels) != 1 || p.Channels[0].Channel != team+"/openai" {
+			t.Errorf("%s/chat routes to %+v, want its own team's channel", team, p)
+		}
 	}
 }

@@ -68,11 +68,11 @@ func Isolate(compiled *Table, problems []Problem, last *Table) (*Table, []Held, 
 		}
 		h := Held{Kind: p.Kind, Namespace: p.Namespace, Name: p.Name, Served: ServedLeftOut}
 		if ch, ok := lastChannel(last, p.Namespace, p.Name); ok {
-			// out holds every compiled channel: a name taken there (a duplicate) stays taken.
-			if _, taken := out.Channel(ch.Name); !taken {
+			// out holds every compiled channel: an ID taken there (a duplicate) stays taken.
+			if _, taken := out.Channel(ch.ID()); !taken {
 				out.Channels = append(out.Channels, ch)
-				if k, ok := last.Credentials[ch.Name]; ok && ch.HasCredentials {
-					out.Credentials[ch.Name] = k
+				if k, ok := last.Credentials[ch.ID()]; ok && ch.HasCredentials {
+					out.Credentials[ch.ID()] = k
 				}
 				h.Served = ServedLastGood
 			}
@@ -128,14 +128,14 @@ func Isolate(compiled *Table, problems []Problem, last *Table) (*Table, []Held, 
 		}
 		held = append(held, h)
 	}
-	// Channels in Compile's order, by name. Policies keep Compile's order (oldest first), restored
+	// Channels in Compile's order, by ID. Policies keep Compile's order (oldest first), restored
 	// ones where they stood in last: a table with nothing changed but one broken object restored
 	// is the last one, hash and all.
-	sort.SliceStable(out.Channels, func(i, j int) bool { return out.Channels[i].Name < out.Channels[j].Name })
+	sort.SliceStable(out.Channels, func(i, j int) bool { return out.Channels[i].ID() < out.Channels[j].ID() })
 	// A key belongs to a channel that is in the table.
-	for name := range out.Credentials {
-		if _, ok := out.Channel(name); !ok {
-			delete(out.Credentials, name)
+	for id := range out.Credentials {
+		if _, ok := out.Channel(id); !ok {
+			delete(out.Credentials, id)
 		}
 	}
 	return out, held, extra

@@ -56,17 +56,17 @@ func TestIsolateKeepsOneTeamsMistakeFromTheOther(t *testing.T) {
 	}
 	out, held, _ := Isolate(compiled, problems, last)
 
-	if k := out.Credentials["a1"]; k.Reveal() != "sk-a-2" {
+	if k := out.Credentials["team-a/a1"]; k.Reveal() != "sk-a-2" {
 		t.Errorf("team A's key rotation did not get through: %q", k.Reveal())
 	}
-	if _, ok := out.Channel("a2"); !ok {
+	if _, ok := out.Channel("team-a/a2"); !ok {
 		t.Error("team A's new channel did not get through")
 	}
 	if p, _ := out.PolicyFor("m-team-a"); p == nil || len(p.Channels) != 2 {
 		t.Errorf("team A's policy edit did not get through: %+v", p)
 	}
-	b1, ok := out.Channel("b1")
-	if !ok || out.Credentials["b1"].Reveal() != "sk-b-1" {
+	b1, ok := out.Channel("team-b/b1")
+	if !ok || out.Credentials["team-b/b1"].Reveal() != "sk-b-1" {
 		t.Errorf("team B's existing channel does not keep its last good form: %+v %v", b1, ok)
 	}
 	if p, _ := out.PolicyFor("m-team-b"); p == nil || p.Name != "pb" {
@@ -96,7 +96,7 @@ func TestIsolateKeepsOneTeamsMistakeFromTheOther(t *testing.T) {
 	}
 	// With nothing published before, a broken object is left out and the rest still publishes.
 	out, held, _ = Isolate(compiled, problems, nil)
-	if _, ok := out.Channel("b1"); ok || len(out.Channels) != 1 || len(held) == 0 || held[0].Served != ServedLeftOut {
+	if _, ok := out.Channel("team-b/b1"); ok || len(out.Channels) != 1 || len(held) == 0 || held[0].Served != ServedLeftOut {
 		t.Errorf("without a last table: %+v, %+v", out.Channels, held)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/switchyard-io/switchyard/internal/health"
@@ -18,11 +19,12 @@ import (
 
 // Table is the compiled routing table.
 type Table struct {
-	// Channels sorted by name. Names are unique across the table.
+	// Channels sorted by ID (namespace/name). IDs are unique across the table; two teams may each
+	// have a channel named "openai".
 	Channels []Channel `json:"channels"`
 	// Policies sorted by namespace/name.
 	Policies []Policy `json:"policies"`
-	// Credentials maps a channel name to its provider key. Never serialised with the table.
+	// Credentials maps a channel ID to its provider key. Never serialised with the table.
 	Credentials map[string]Secret `json:"-"`
 }
 
@@ -44,6 +46,14 @@ type Channel struct {
 	DisabledReason string          `json:"disabledReason,omitempty"`
 	Fault          *FaultInjection `json:"faultInjection,omitempty"`
 }
+
+// ID is the channel's identity everywhere a channel is named at run time (the health engine, the
+// policies' candidates, the credentials, the admin API, the journal, the access log): its
+// namespace/name, or its name alone when it has no namespace (standalone manifests may omit it).
+func (c *Channel) ID() string { return ChannelID(c.Namespace, c.Name) }
+
+// ChannelID is the ID of the channel namespace/name; see Channel.ID.
+func ChannelID(namespace, name string) string { return qualified(namespace, name) }
 
 // ChannelModel maps the public model name to the name sent upstream.
 type ChannelModel struct {
@@ -103,6 +113,7 @@ type Policy struct {
 
 // PolicyChannel is one candidate channel with its effective weight for this policy.
 type PolicyChannel struct {
+	// Channel is the channel's ID (namespace/name).
 	Channel string `json:"channel"`
 	Weight  int    `json:"weight"`
 }
@@ -145,10 +156,10 @@ func (t *Table) Hash() string {
 	return hex.EncodeToString(sum[:8])
 }
 
-// Channel returns the channel with the given name.
-func (t *Table) Channel(name string) (*Channel, bool) {
+// Channel returns the channel with the given ID (see Channel.ID).
+func (t *Table) Channel(id string) (*Channel, bool) {
 	for i := range t.Channels {
-		if t.Channels[i].Name == name {
+		if t.Channels[i].ID() == id {
 			return &t.Channels[i], true
 		}
 	}
@@ -195,10 +206,19 @@ func (c *Channel) Upstream(model string) (string, bool) {
 const (
 	// ConfigMapKey holds the table (JSON, no keys) in the routing ConfigMap.
 	ConfigMapKey = "table.json"
-	// CredentialsKey holds the keys (JSON object, channel name → key) in the credentials Secret.
+	// CredentialsKey holds the keys (JSON object, channel ID → key) in the credentials Secret.
 	CredentialsKey = "credentials.json"
 	// HashAnnotation carries Table.Hash on both objects; the proxy applies them when they match.
 	HashAnnotation = "switchyard.io/config-hash"
 	// CredentialsSuffix names the default credentials Secret: <ConfigMap name>-credentials.
 	CredentialsSuffix = "-credentials"
 )
+
+// SplitChannelID is the inverse of ChannelID: "" and the name for an ID without a namespace.
+// Object names cannot contain "/", so the first one separates the two.
+func SplitChannelID(id string) (namespace, name string) {
+	if i := strings.IndexByte(id, '/'); i >= 0 {
+		return id[:i], id[i+1:]
+	}
+	return "", id
+}

@@ -143,7 +143,7 @@ func TestDashboardPhaseEncoding(t *testing.T) {
 		if err != nil {
 			t.Fatalf("value mapping %q of %s: %v", code[phase], phase, err)
 		}
-		return map[string]any{"labels": fmt.Sprintf(`{channel=%q,model="gpt-4o"}`, channel), "value": v}
+		return map[string]any{"labels": fmt.Sprintf(`{channel=%q,model="gpt-4o",namespace="llm"}`, channel), "value": v}
 	}
 	tests := map[string]any{
 		"evaluation_interval": "1m",

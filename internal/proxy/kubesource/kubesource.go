@@ -166,11 +166,11 @@ func decodeTable(cm *corev1.ConfigMap, sec *corev1.Secret) (*routing.Table, erro
 		if !c.HasCredentials {
 			continue
 		}
-		k, ok := keys[c.Name]
+		k, ok := keys[c.ID()]
 		if !ok {
-			return nil, fmt.Errorf("the credentials Secret has no key for channel %s", c.Name)
+			return nil, fmt.Errorf("the credentials Secret has no key for channel %s", c.ID())
 		}
-		t.Credentials[c.Name] = routing.NewSecret(k)
+		t.Credentials[c.ID()] = routing.NewSecret(k)
 	}
 	return t, nil
 }
