@@ -3,8 +3,8 @@ package replay
 import (
 	"bytes"
 	"compress/gzip"
-	"encoding/json"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
