@@ -190,11 +190,10 @@ func TestRenderRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(string(r.table), "sk-secret") || !strings.Contains(string(r.credentials), `"a": "sk-secret"`) || r.hash != tbl.Hash() {
-		t.Fatalf("render: table %s credentials %s hash %s", r.table, r.credentials, r.hash)
+	if strings.Contains(r.table.Data[TableKey], "sk-secret") || !strings.Contains(string(r.credentials), `"a": "sk-secret"`) || r.hash != tbl.Hash() {
+		t.Fatalf("render: table %s credentials %s hash %s", r.table.Data, r.credentials, r.hash)
 	}
-	back := parsePublished(&corev1.ConfigMap{Data: map[string]string{TableKey: string(r.table)}},
-		&corev1.Secret{Data: map[string][]byte{CredentialsKey: r.credentials}})
+	back := parsePublished(r.objects())
 	if !sameJSON(tbl, back) || back.Credentials["a"].Reveal() != "sk-secret" || back.Hash() != r.hash {
 		t.Errorf("round trip: %+v", back)
 	}

@@ -26,6 +26,7 @@ const (
 	ManagedByValue       = "switchyard"
 	ConfigHashAnnotation = routing.HashAnnotation
 	TableKey             = routing.ConfigMapKey
+	CompressedTableKey   = routing.CompressedConfigMapKey
 	CredentialsKey       = routing.CredentialsKey
 
 	// FieldOwner is the server-side-apply field manager of everything the controller writes.

@@ -3,7 +3,7 @@ package controller
 import (
 	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -13,6 +13,7 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1alpha1 "github.com/switchyard-io/switchyard/api/v1alpha1"
 	"github.com/switchyard-io/switchyard/internal/routing"
@@ -58,52 +59,58 @@ type SyncResult struct {
 
 // rendered is a table in its published form.
 type rendered struct {
-	table, credentials []byte
-	hash               string
+	table       *routing.PublishedTable
+	credentials []byte
+	hash        string
 }
 
-// render turns a table into the ConfigMap's and the Secret's content.
+// render turns a table into the ConfigMap's and the Secret's content (routing.EncodeTable and
+// routing.EncodeCredentials define the form). A table that cannot fit is a terminal error: only
+// a change to the channels or policies, which reconciles again, can make it fit.
 func render(t *routing.Table) (*rendered, error) {
-	table, err := json.MarshalIndent(t, "", "  ")
-	if err != nil {
-		return nil, fmt.Errorf("failed to encode the routing table: %w", err)
+	table, err := routing.EncodeTable(t)
+	if err == nil {
+		var creds []byte
+		if creds, err = routing.EncodeCredentials(t.Credentials); err == nil {
+			return &rendered{table: table, credentials: creds, hash: table.Hash}, nil
+		}
 	}
-	keys := make(map[string]string, len(t.Credentials))
-	for name, s := range t.Credentials {
-		keys[name] = s.Reveal()
+	if errors.Is(err, routing.ErrTooLarge) {
+		return nil, reconcile.TerminalError(err)
 	}
-	creds, err := json.MarshalIndent(keys, "", "  ")
-	if err != nil {
-		return nil, fmt.Errorf("failed to encode the credentials: %w", err)
-	}
-	return &rendered{table: table, credentials: creds, hash: t.Hash()}, nil
+	return nil, err
 }
 
-// parsePublished reads a table back from a ConfigMap and credentials Secret (either may be nil).
-// It returns nil when the ConfigMap is missing or does not hold a table.
+// objects are r as a ConfigMap and a Secret (content only), for parsePublished.
+func (r *rendered) objects() (*corev1.ConfigMap, *corev1.Secret) {
+	return &corev1.ConfigMap{Data: r.table.Data, BinaryData: r.table.BinaryData},
+		&corev1.Secret{Data: map[string][]byte{CredentialsKey: r.credentials}}
+}
+
+// parsePublished reads a table back from a ConfigMap and credentials Secret (either may be nil),
+// as the proxy does (routing.DecodeTable), in either form. It returns nil when the ConfigMap is
+// missing or does not hold a table.
 func parsePublished(cm *corev1.ConfigMap, sec *corev1.Secret) *routing.Table {
 	if cm == nil {
 		return nil
 	}
-	var t routing.Table
-	if err := json.Unmarshal([]byte(cm.Data[TableKey]), &t); err != nil {
+	t, err := routing.DecodeTable(cm.Data, cm.BinaryData)
+	if err != nil {
 		return nil
 	}
 	t.Credentials = map[string]routing.Secret{}
 	if sec != nil {
-		var keys map[string]string
-		if json.Unmarshal(sec.Data[CredentialsKey], &keys) == nil {
-			for name, k := range keys {
-				t.Credentials[name] = routing.NewSecret(k)
-			}
+		if keys, err := routing.DecodeCredentials(sec.Data[CredentialsKey]); err == nil {
+			t.Credentials = keys
 		}
 	}
-	return &t
+	return t
 }
 
-// intact reports whether a ConfigMap and Secret hold exactly r, with the labels and hash.
+// configMapIntact reports whether a ConfigMap holds exactly r (in r's form: a switch between
+// plain and compressed is a change), with the labels and hash.
 func (r *rendered) configMapIntact(cm *corev1.ConfigMap) bool {
-	return cm != nil && cm.Data[TableKey] == string(r.table) && cm.Annotations[ConfigHashAnnotation] == r.hash &&
+	return cm != nil && r.table.Equal(cm.Data, cm.BinaryData) && cm.Annotations[ConfigHashAnnotation] == r.hash &&
 		cm.Labels[ManagedByLabel] == ManagedByValue
 }
 
@@ -128,10 +135,7 @@ func (p *Publisher) Sync(ctx context.Context) (*SyncResult, error) {
 	}
 	res := &SyncResult{Compiled: table, Problems: problems}
 
-	want, err := render(table)
-	if err != nil {
-		return nil, err
-	}
+	served := table
 	if len(problems) > 0 {
 		// Per-object isolation: every object that compiled is published as compiled; one with a
 		// problem keeps its last good form, or is left out when it never had one. The on-call
@@ -142,15 +146,19 @@ func (p *Publisher) Sync(ctx context.Context) (*SyncResult, error) {
 		}
 		var last *routing.Table
 		if p.lastGood != nil {
-			last = parsePublished(&corev1.ConfigMap{Data: map[string]string{TableKey: string(p.lastGood.table)}},
-				&corev1.Secret{Data: map[string][]byte{CredentialsKey: p.lastGood.credentials}})
+			last = parsePublished(p.lastGood.objects())
 		}
 		isolated, held, more := routing.Isolate(table, problems, last)
 		res.Held = held
 		res.Problems = append(res.Problems, more...)
-		if want, err = render(routing.WithOverrides(isolated, in.Channels)); err != nil {
-			return nil, err
-		}
+		served = routing.WithOverrides(isolated, in.Channels)
+	}
+	// Both objects are rendered, and so known to fit, before either is written: a Secret written
+	// for a table whose ConfigMap the API server then refuses would leave the proxies waiting
+	// for a match that never comes (they keep serving, but a restarted one could not start).
+	want, err := render(served)
+	if err != nil {
+		return nil, err
 	}
 	recordNotServed(res.Held)
 	// The Secret goes first, so a proxy that reloads on the ConfigMap finds the keys of new channels.
@@ -158,19 +166,19 @@ func (p *Publisher) Sync(ctx context.Context) (*SyncResult, error) {
 		if err := p.applySecret(ctx, want); err != nil {
 			return nil, err
 		}
-		logf.FromContext(ctx).Info("Updated credentials Secret", "secret", p.opts.ProxyNamespace+"/"+p.opts.CredentialsSecretName, "hash", want.hash)
+		logf.FromContext(ctx).Info("Updated credentials Secret", "secret", p.opts.ProxyNamespace+"/"+p.opts.CredentialsSecretName, "hash", want.hash,
+			"bytes", len(want.credentials))
 	}
 	if !want.configMapIntact(cm) {
 		if err := p.applyConfigMap(ctx, want); err != nil {
 			return nil, err
 		}
-		logf.FromContext(ctx).Info("Updated ConfigMap", "configMap", p.opts.ProxyNamespace+"/"+p.opts.ConfigMapName, "hash", want.hash)
+		logf.FromContext(ctx).Info("Updated ConfigMap", "configMap", p.opts.ProxyNamespace+"/"+p.opts.ConfigMapName, "hash", want.hash,
+			"bytes", want.table.Size(), "compressed", want.table.Compressed())
 	}
 	p.lastGood = want
 	if res.HeldBack {
-		res.Published = parsePublished(
-			&corev1.ConfigMap{Data: map[string]string{TableKey: string(want.table)}},
-			&corev1.Secret{Data: map[string][]byte{CredentialsKey: want.credentials}})
+		res.Published = parsePublished(want.objects())
 	} else {
 		res.Published = table
 	}
@@ -184,7 +192,14 @@ func (p *Publisher) adoptLastGood(cm *corev1.ConfigMap, sec *corev1.Secret) {
 	if t == nil || sec == nil || t.Hash() != cm.Annotations[ConfigHashAnnotation] {
 		return
 	}
-	p.lastGood = &rendered{table: []byte(cm.Data[TableKey]), credentials: sec.Data[CredentialsKey], hash: t.Hash()}
+	// Only the table's key: parsePublished read exactly one of them.
+	table := &routing.PublishedTable{Hash: t.Hash()}
+	if v, ok := cm.Data[TableKey]; ok {
+		table.Data = map[string]string{TableKey: v}
+	} else {
+		table.BinaryData = map[string][]byte{CompressedTableKey: cm.BinaryData[CompressedTableKey]}
+	}
+	p.lastGood = &rendered{table: table, credentials: sec.Data[CredentialsKey], hash: t.Hash()}
 }
 
 // gather lists the objects a table is compiled from: every channel and policy in the watched
@@ -268,7 +283,8 @@ func (p *Publisher) applyConfigMap(ctx context.Context, r *rendered) error {
 	cm := corev1ac.ConfigMap(p.opts.ConfigMapName, p.opts.ProxyNamespace).
 		WithLabels(p.labels()).
 		WithAnnotations(map[string]string{ConfigHashAnnotation: r.hash}).
-		WithData(map[string]string{TableKey: string(r.table)})
+		WithData(r.table.Data).
+		WithBinaryData(r.table.BinaryData)
 	if err := p.client.Apply(ctx, cm, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 		return fmt.Errorf("failed to apply ConfigMap %s/%s: %w", p.opts.ProxyNamespace, p.opts.ConfigMapName, err)
 	}

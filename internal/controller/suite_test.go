@@ -55,7 +55,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func requireEnv(t *testing.T) *testenv.Env {
+func requireEnv(t testing.TB) *testenv.Env {
 	t.Helper()
 	envOnce.Do(func() { env, envErr = testenv.Start() })
 	if envErr != nil {

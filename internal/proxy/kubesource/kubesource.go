@@ -5,7 +5,6 @@ package kubesource
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -22,10 +21,11 @@ import (
 
 // The names the controller publishes under (defined once, in package routing).
 const (
-	ConfigMapKey      = routing.ConfigMapKey
-	CredentialsKey    = routing.CredentialsKey
-	HashAnnotation    = routing.HashAnnotation
-	CredentialsSuffix = routing.CredentialsSuffix
+	ConfigMapKey           = routing.ConfigMapKey
+	CompressedConfigMapKey = routing.CompressedConfigMapKey
+	CredentialsKey         = routing.CredentialsKey
+	HashAnnotation         = routing.HashAnnotation
+	CredentialsSuffix      = routing.CredentialsSuffix
 )
 
 // ConfigMapSource watches the controller's ConfigMap and the credentials Secret beside it (only
@@ -133,16 +133,15 @@ func poke(c chan struct{}) {
 	}
 }
 
-// decodeTable reads the table and the credentials. A Secret written for another table (the two
-// objects are updated one after the other) is refused, so a channel never runs with a stale key.
+// decodeTable reads the table and the credentials, in the form routing.DecodeTable defines
+// (plain or compressed; see there which upgrade order that supports). A Secret written for
+// another table (the two objects are updated one after the other) is refused, so a channel never
+// runs with a stale key and a proxy never applies half of a config: the caller keeps the last
+// table until both carry the same hash.
 func decodeTable(cm *corev1.ConfigMap, sec *corev1.Secret) (*routing.Table, error) {
-	raw, ok := cm.Data[ConfigMapKey]
-	if !ok {
-		return nil, fmt.Errorf("ConfigMap %s/%s has no %s key", cm.Namespace, cm.Name, ConfigMapKey)
-	}
-	t := &routing.Table{}
-	if err := json.Unmarshal([]byte(raw), t); err != nil {
-		return nil, fmt.Errorf("ConfigMap %s/%s: %s is not a routing table: %w", cm.Namespace, cm.Name, ConfigMapKey, err)
+	t, err := routing.DecodeTable(cm.Data, cm.BinaryData)
+	if err != nil {
+		return nil, fmt.Errorf("ConfigMap %s/%s: %w", cm.Namespace, cm.Name, err)
 	}
 	t.Credentials = map[string]routing.Secret{}
 	needKeys := false
@@ -158,8 +157,8 @@ func decodeTable(cm *corev1.ConfigMap, sec *corev1.Secret) (*routing.Table, erro
 	if want, got := cm.Annotations[HashAnnotation], sec.Annotations[HashAnnotation]; want != "" && got != want {
 		return nil, fmt.Errorf("the credentials Secret is for config %q, the ConfigMap is %q: waiting for both to match", got, want)
 	}
-	var keys map[string]string
-	if err := json.Unmarshal(sec.Data[CredentialsKey], &keys); err != nil {
+	keys, err := routing.DecodeCredentials(sec.Data[CredentialsKey])
+	if err != nil {
 		return nil, fmt.Errorf("the credentials Secret has no valid %s key", CredentialsKey)
 	}
 	for _, c := range t.Channels {
@@ -170,7 +169,7 @@ func decodeTable(cm *corev1.ConfigMap, sec *corev1.Secret) (*routing.Table, erro
 		if !ok {
 			return nil, fmt.Errorf("the credentials Secret has no key for channel %s", c.ID())
 		}
-		t.Credentials[c.ID()] = routing.NewSecret(k)
+		t.Credentials[c.ID()] = k
 	}
 	return t, nil
 }
