@@ -937,13 +937,37 @@ func TestVariantsDryRunServer(t *testing.T) {
 			name: "NetworkPolicy with defaults", sets: []string{"networkPolicy.enabled=true"},
 			has: []string{"NetworkPolicy/v1-switchyard-proxy"},
 			checkFn: func(t *testing.T, objs objects) {
+				// The API port is open; the admin port admits the controller's pods of the release
+				// namespace (a podSelector without a namespaceSelector) and nothing else.
 				var np networkingv1.NetworkPolicy
+				var proxy, ctrl appsv1.Deployment
 				objs.get(t, "NetworkPolicy", "v1-switchyard-proxy", &np)
-				if len(np.Spec.Ingress[0].From) != 0 {
-					t.Errorf("API port restricted by default: %+v", np.Spec.Ingress[0].From)
+				objs.get(t, "Deployment", "v1-switchyard-proxy", &proxy)
+				objs.get(t, "Deployment", "v1-switchyard-controller", &ctrl)
+				if !selects(np.Spec.PodSelector.MatchLabels, proxy.Spec.Template.Labels) || !slices.Equal(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}) {
+					t.Errorf("NetworkPolicy selects %v for %v; want the proxy pods' ingress", np.Spec.PodSelector, np.Spec.PolicyTypes)
 				}
-				if len(np.Spec.Ingress[1].From) != 1 {
-					t.Errorf("admin port open to more than the controller by default: %+v", np.Spec.Ingress[1].From)
+				seen := map[string]bool{}
+				for _, rule := range np.Spec.Ingress {
+					for _, p := range rule.Ports {
+						seen[p.Port.String()] = true
+						switch p.Port.String() {
+						case "http":
+							if len(rule.From) != 0 {
+								t.Errorf("API port restricted by default: %+v", rule.From)
+							}
+						case "admin":
+							if len(rule.From) != 1 || rule.From[0].NamespaceSelector != nil || rule.From[0].IPBlock != nil ||
+								rule.From[0].PodSelector == nil || !selects(rule.From[0].PodSelector.MatchLabels, ctrl.Spec.Template.Labels) {
+								t.Errorf("admin port admits %+v by default; want only the controller's pods in the release namespace", rule.From)
+							}
+						default:
+							t.Errorf("unexpected port %s in the NetworkPolicy", p.Port.String())
+						}
+					}
+				}
+				if !seen["http"] || !seen["admin"] {
+					t.Errorf("NetworkPolicy covers ports %v, want http and admin", seen)
 				}
 			},
 		},
