@@ -1,7 +1,8 @@
 // Package kustomize checks the deployment manifests in config/ against a real kube-apiserver:
 // `kubectl apply -k config/default --dry-run=server` succeeds (kubectl's built-in kustomize, the
 // CRDs and the API server's validation all agree), the rendered objects keep the properties the
-// proxy and the controller rely on, and the two identities get exactly the access they need.
+// proxy and the controller rely on, and the two identities get exactly the access they need, in
+// config/default and in config/namespaced (the controller limited to its watched namespaces).
 package kustomize
 
 import (
