@@ -52,8 +52,8 @@ func runController(ctx context.Context, args []string, _, stderr io.Writer) erro
 		"name of the Secret holding provider keys (default <configmap-name>-credentials, which is what the proxy reads)")
 	fs.Var(&watchNS, "watch-namespace", "compile ProviderChannels and RoutingPolicies only from this namespace (repeatable; default all namespaces)")
 	fs.StringVar(&opts.ProxyService, "proxy-service", controller.DefaultProxyService,
-		"proxy Service whose EndpointSlices list the replicas to poll; empty disables in-cluster discovery")
-	fs.StringVar(&opts.AdminPortName, "proxy-admin-port-name", controller.DefaultAdminPortName, "name of the proxy Service's admin API port")
+		"the proxies' admin Service, whose EndpointSlices list the replicas to poll (not the client Service, which carries no admin port); empty disables in-cluster discovery")
+	fs.StringVar(&opts.AdminPortName, "proxy-admin-port-name", controller.DefaultAdminPortName, "name of the admin API port of --proxy-service")
 	fs.Var(&adminURLs, "proxy-admin-url", "admin API root of a proxy replica outside the cluster, e.g. http://10.0.0.5:9090 (repeatable)")
 	fs.DurationVar(&opts.PollInterval, "poll-interval", controller.DefaultPollInterval, "how often to poll the proxies' admin API")
 	fs.BoolVar(&leaderElect, "leader-elect", false, "elect a leader so that only one controller replica is active")

@@ -38,7 +38,9 @@ const (
 // Defaults of Options.
 const (
 	DefaultConfigMapName = "switchyard-routing"
-	DefaultProxyService  = "switchyard-proxy"
+	// DefaultProxyService is the proxies' admin Service (config/proxy/admin_service.yaml), which
+	// carries only the admin port; the client Service (switchyard-proxy) carries none.
+	DefaultProxyService  = "switchyard-proxy-admin"
 	DefaultAdminPortName = "admin"
 	DefaultPollInterval  = 5 * time.Second
 	// DefaultScoreStep is how far a health score must move before it is written again.
@@ -67,10 +69,10 @@ type Options struct {
 	// config to these namespaces; empty means all namespaces.
 	WatchNamespaces []string
 
-	// ProxyService is the proxy Service whose EndpointSlices list the replicas to poll; empty
-	// disables in-cluster discovery.
+	// ProxyService is the proxies' admin Service, whose EndpointSlices list the replicas to poll
+	// (default switchyard-proxy-admin); empty disables in-cluster discovery.
 	ProxyService string
-	// AdminPortName is the name of the Service port serving the admin API (default admin).
+	// AdminPortName is the name of that Service's admin API port (default admin).
 	AdminPortName string
 	// AdminURLs are extra admin API roots to poll (proxies outside the cluster).
 	AdminURLs []string

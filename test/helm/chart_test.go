@@ -121,7 +121,7 @@ func TestDefaultValuesDryRunServer(t *testing.T) {
 	for _, want := range []string{
 		"CustomResourceDefinition/providerchannels.switchyard.io", "CustomResourceDefinition/routingpolicies.switchyard.io",
 		"Deployment/switchyard-controller", "Deployment/switchyard-proxy",
-		"Service/switchyard-proxy", "Service/switchyard-controller-metrics",
+		"Service/switchyard-proxy", "Service/switchyard-proxy-admin", "Service/switchyard-controller-metrics",
 		"ServiceAccount/switchyard-controller", "ServiceAccount/switchyard-proxy",
 		"ClusterRole/switchyard-controller-" + defaultNS, "ClusterRoleBinding/switchyard-controller-" + defaultNS,
 		"Role/switchyard-controller", "RoleBinding/switchyard-controller",
@@ -225,7 +225,7 @@ func TestRenderedWiring(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			objs := parse(t, render(t, tc.release, tc.ns, tc.values))
-			proxyName, ctrlName := tc.fullname+"-proxy", tc.fullname+"-controller"
+			proxyName, ctrlName, adminName := tc.fullname+"-proxy", tc.fullname+"-controller", tc.fullname+"-proxy-admin"
 
 			var proxy, ctrl appsv1.Deployment
 			objs.get(t, "Deployment", proxyName, &proxy)
@@ -242,8 +242,8 @@ func TestRenderedWiring(t *testing.T) {
 			if v, _ := flagValue(cc.Args, "configmap-name"); v != tc.routing {
 				t.Errorf("controller --configmap-name=%s, want %s", v, tc.routing)
 			}
-			if v, _ := flagValue(cc.Args, "proxy-service"); v != proxyName {
-				t.Errorf("controller --proxy-service=%s, want %s", v, proxyName)
+			if v, _ := flagValue(cc.Args, "proxy-service"); v != adminName {
+				t.Errorf("controller --proxy-service=%s, want the admin Service %s", v, adminName)
 			}
 			for _, c := range []corev1.Container{pc, cc} {
 				found := false
@@ -271,22 +271,34 @@ func TestRenderedWiring(t *testing.T) {
 				t.Errorf("proxy Role rules %+v, want %+v", role.Rules, want)
 			}
 
-			// Ports: the API on 8080, the admin API on 9090, named as the controller expects.
-			var svc corev1.Service
+			// Ports: the API on 8080 on the client Service and nothing else there; the admin API
+			// (no authentication) on 9090 on the admin Service, always ClusterIP (all-options asks
+			// for a LoadBalancer client Service), named as the controller expects.
+			var svc, adminSvc corev1.Service
 			objs.get(t, "Service", proxyName, &svc)
-			ports := map[string]int32{}
-			for _, p := range svc.Spec.Ports {
-				ports[p.Name] = p.Port
-				if p.TargetPort.String() != p.Name {
-					t.Errorf("proxy Service port %s targets %s", p.Name, p.TargetPort.String())
+			objs.get(t, "Service", adminName, &adminSvc)
+			ports, adminPorts := servicePorts(t, svc), servicePorts(t, adminSvc)
+			if !reflect.DeepEqual(ports, map[string]int32{"http": 8080}) {
+				t.Errorf("client Service %s ports %v, want only http 8080", proxyName, ports)
+			}
+			if !reflect.DeepEqual(adminPorts, map[string]int32{"admin": 9090}) {
+				t.Errorf("admin Service %s ports %v, want only admin 9090", adminName, adminPorts)
+			}
+			if adminSvc.Spec.Type != corev1.ServiceTypeClusterIP {
+				t.Errorf("admin Service type %s, want ClusterIP whatever proxy.service.type is (client Service: %s)", adminSvc.Spec.Type, svc.Spec.Type)
+			}
+			for _, s := range objs.ofKind("Service") {
+				var other corev1.Service
+				objs.get(t, "Service", s.Name, &other)
+				for _, p := range other.Spec.Ports {
+					if s.Name != adminName && p.TargetPort.String() == "admin" {
+						t.Errorf("Service %s exposes the admin port (%s)", s.Name, p.Name)
+					}
 				}
 			}
-			if ports["http"] != 8080 || ports["admin"] != 9090 {
-				t.Errorf("proxy Service ports %v, want http 8080 and admin 9090", ports)
-			}
 			adminPort, _ := flagValue(cc.Args, "proxy-admin-port-name")
-			if _, ok := ports[adminPort]; !ok {
-				t.Errorf("controller --proxy-admin-port-name=%s is not a port of Service %s", adminPort, proxyName)
+			if _, ok := adminPorts[adminPort]; !ok {
+				t.Errorf("controller --proxy-admin-port-name=%s is not a port of Service %s", adminPort, adminName)
 			}
 			cports := map[string]int32{}
 			for _, p := range pc.Ports {
@@ -298,8 +310,10 @@ func TestRenderedWiring(t *testing.T) {
 			if admin, _ := flagValue(pc.Args, "admin-listen"); admin != ":"+strconv.Itoa(int(cports["admin"])) {
 				t.Errorf("proxy --admin-listen=%s, container port admin %d", admin, cports["admin"])
 			}
-			if !selects(svc.Spec.Selector, proxy.Spec.Template.Labels) || selects(svc.Spec.Selector, ctrl.Spec.Template.Labels) {
-				t.Errorf("proxy Service selector %v does not select exactly the proxy pods", svc.Spec.Selector)
+			for _, s := range []corev1.Service{svc, adminSvc} {
+				if !selects(s.Spec.Selector, proxy.Spec.Template.Labels) || selects(s.Spec.Selector, ctrl.Spec.Template.Labels) {
+					t.Errorf("Service %s selector %v does not select exactly the proxy pods", s.Name, s.Spec.Selector)
+				}
 			}
 
 			// Graceful termination outlasts the preStop pause plus the drain timeout.
@@ -367,6 +381,19 @@ func TestRenderedWiring(t *testing.T) {
 			}
 		})
 	}
+}
+
+// servicePorts returns a Service's ports by name; each must target the container port of its name.
+func servicePorts(t *testing.T, svc corev1.Service) map[string]int32 {
+	t.Helper()
+	ports := map[string]int32{}
+	for _, p := range svc.Spec.Ports {
+		ports[p.Name] = p.Port
+		if p.TargetPort.String() != p.Name {
+			t.Errorf("Service %s port %s targets %s", svc.Name, p.Name, p.TargetPort.String())
+		}
+	}
+	return ports
 }
 
 func selects(selector, labels map[string]string) bool {
@@ -512,15 +539,18 @@ func TestAllOptionsProperties(t *testing.T) {
 		objs.get(t, "Service", s.Name, &svc)
 		services[s.Name] = svc
 	}
+	selectedBy := map[string][]string{"gateway-proxy": {"gateway-proxy-admin"}, "gateway-controller": {"gateway-controller-metrics"}}
 	for name, job := range jobs {
 		var m sm
 		objs.get(t, "ServiceMonitor", name, &m)
 		matched := false
+		var selected []string
 		for _, svc := range services {
 			if !selects(m.Spec.Selector.MatchLabels, svc.Labels) {
 				continue
 			}
 			matched = true
+			selected = append(selected, svc.Name)
 			for _, e := range m.Spec.Endpoints {
 				found := false
 				for _, p := range svc.Spec.Ports {
@@ -536,6 +566,9 @@ func TestAllOptionsProperties(t *testing.T) {
 		}
 		if !matched {
 			t.Errorf("ServiceMonitor %s selects no Service", name)
+		}
+		if !slices.Equal(selected, selectedBy[name]) {
+			t.Errorf("ServiceMonitor %s selects Services %v, want %v", name, selected, selectedBy[name])
 		}
 	}
 
@@ -767,6 +800,7 @@ func TestNotes(t *testing.T) {
 		"port-forward svc/switchyard-proxy 8080:8080",
 		"/v1/chat/completions",
 		"http://switchyard-proxy." + defaultNS + ".svc:8080/v1",
+		"port-forward svc/switchyard-proxy-admin 9090:9090",
 		"/admin/v1/channels",
 		runbookURL,
 		"networkPolicy.adminFrom", // the warning: Prometheus cannot scrape through the NetworkPolicy
@@ -774,6 +808,9 @@ func TestNotes(t *testing.T) {
 		if !strings.Contains(notes, want) {
 			t.Errorf("NOTES lack %q:\n%s", want, notes)
 		}
+	}
+	if strings.Contains(notes, "svc/switchyard-proxy 9090") {
+		t.Errorf("NOTES reach the admin port through the client Service, which does not carry it:\n%s", notes)
 	}
 	if regexp.MustCompile(`kubectl get pc\b`).MatchString(notes) {
 		t.Errorf("NOTES use `kubectl get pc`, which kubectl resolves to PriorityClass")
@@ -900,13 +937,37 @@ func TestVariantsDryRunServer(t *testing.T) {
 			name: "NetworkPolicy with defaults", sets: []string{"networkPolicy.enabled=true"},
 			has: []string{"NetworkPolicy/v1-switchyard-proxy"},
 			checkFn: func(t *testing.T, objs objects) {
+				// The API port is open; the admin port admits the controller's pods of the release
+				// namespace (a podSelector without a namespaceSelector) and nothing else.
 				var np networkingv1.NetworkPolicy
+				var proxy, ctrl appsv1.Deployment
 				objs.get(t, "NetworkPolicy", "v1-switchyard-proxy", &np)
-				if len(np.Spec.Ingress[0].From) != 0 {
-					t.Errorf("API port restricted by default: %+v", np.Spec.Ingress[0].From)
+				objs.get(t, "Deployment", "v1-switchyard-proxy", &proxy)
+				objs.get(t, "Deployment", "v1-switchyard-controller", &ctrl)
+				if !selects(np.Spec.PodSelector.MatchLabels, proxy.Spec.Template.Labels) || !slices.Equal(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}) {
+					t.Errorf("NetworkPolicy selects %v for %v; want the proxy pods' ingress", np.Spec.PodSelector, np.Spec.PolicyTypes)
 				}
-				if len(np.Spec.Ingress[1].From) != 1 {
-					t.Errorf("admin port open to more than the controller by default: %+v", np.Spec.Ingress[1].From)
+				seen := map[string]bool{}
+				for _, rule := range np.Spec.Ingress {
+					for _, p := range rule.Ports {
+						seen[p.Port.String()] = true
+						switch p.Port.String() {
+						case "http":
+							if len(rule.From) != 0 {
+								t.Errorf("API port restricted by default: %+v", rule.From)
+							}
+						case "admin":
+							if len(rule.From) != 1 || rule.From[0].NamespaceSelector != nil || rule.From[0].IPBlock != nil ||
+								rule.From[0].PodSelector == nil || !selects(rule.From[0].PodSelector.MatchLabels, ctrl.Spec.Template.Labels) {
+								t.Errorf("admin port admits %+v by default; want only the controller's pods in the release namespace", rule.From)
+							}
+						default:
+							t.Errorf("unexpected port %s in the NetworkPolicy", p.Port.String())
+						}
+					}
+				}
+				if !seen["http"] || !seen["admin"] {
+					t.Errorf("NetworkPolicy covers ports %v, want http and admin", seen)
 				}
 			},
 		},

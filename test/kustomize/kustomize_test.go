@@ -1,7 +1,8 @@
 // Package kustomize checks the deployment manifests in config/ against a real kube-apiserver:
 // `kubectl apply -k config/default --dry-run=server` succeeds (kubectl's built-in kustomize, the
 // CRDs and the API server's validation all agree), the rendered objects keep the properties the
-// proxy and the controller rely on, and the two identities get exactly the access they need.
+// proxy and the controller rely on, and the two identities get exactly the access they need, in
+// config/default and in config/namespaced (the controller limited to its watched namespaces).
 package kustomize
 
 import (
@@ -9,6 +10,8 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -60,6 +63,7 @@ func TestDefaultAppliesDryRunServer(t *testing.T) {
 		"deployment.apps/switchyard-controller",
 		"deployment.apps/switchyard-proxy",
 		"service/switchyard-proxy",
+		"service/switchyard-proxy-admin",
 		"service/switchyard-controller-metrics",
 		"clusterrole.rbac.authorization.k8s.io/switchyard-controller",
 		"role.rbac.authorization.k8s.io/switchyard-proxy",
@@ -76,27 +80,47 @@ func TestSamplesApplyDryRunServer(t *testing.T) {
 	kubectl(t, "apply", "-n", ns, "-f", configDir("samples"), "--dry-run=server")
 }
 
-// rendered returns the objects `kubectl kustomize config/default` renders, by kind/name.
-func rendered(t *testing.T) map[string][]byte {
+// object is one rendered manifest.
+type object struct {
+	Kind, Namespace, Name string
+	Raw                   []byte
+}
+
+// renderObjects returns what `kubectl kustomize dir` renders, in order.
+func renderObjects(t *testing.T, dir string) []object {
 	t.Helper()
-	out := kubectl(t, "kustomize", configDir("default"))
-	objs := map[string][]byte{}
-	r := utilyaml.NewYAMLReader(bufioReader(out))
+	var objs []object
+	r := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(kubectl(t, "kustomize", dir))))
 	for {
 		doc, err := r.Read()
 		if err != nil {
 			break
 		}
 		var meta struct {
-			Kind     string `json:"kind"`
-			Metadata struct {
-				Name string `json:"name"`
-			} `json:"metadata"`
+			Kind     string            `json:"kind"`
+			Metadata metav1.ObjectMeta `json:"metadata"`
 		}
 		if err := yaml.Unmarshal(doc, &meta); err != nil || meta.Kind == "" {
 			continue
 		}
-		objs[meta.Kind+"/"+meta.Metadata.Name] = doc
+		objs = append(objs, object{Kind: meta.Kind, Namespace: meta.Metadata.Namespace, Name: meta.Metadata.Name, Raw: doc})
+	}
+	return objs
+}
+
+// rendered returns the objects `kubectl kustomize config/default` renders, by kind/name.
+func rendered(t *testing.T) map[string][]byte {
+	t.Helper()
+	return renderedDir(t, configDir("default"))
+}
+
+// renderedDir returns the objects `kubectl kustomize dir` renders, by kind/name (the last one
+// wins when two namespaces hold the same kind and name).
+func renderedDir(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	objs := map[string][]byte{}
+	for _, o := range renderObjects(t, dir) {
+		objs[o.Kind+"/"+o.Name] = o.Raw
 	}
 	return objs
 }
@@ -148,18 +172,121 @@ func TestProxyManifests(t *testing.T) {
 	if drain == 0 || grace == nil || int(*grace) <= drain+preStop {
 		t.Errorf("terminationGracePeriodSeconds %v must exceed the drain timeout %ds plus preStop %ds", grace, drain, preStop)
 	}
+}
 
-	var svc corev1.Service
-	if err := yaml.Unmarshal(objs["Service/switchyard-proxy"], &svc); err != nil {
-		t.Fatal(err)
+// The client Service carries the API port only; the admin port (admin API and /metrics, no
+// authentication) is on a ClusterIP Service of its own, which the controller is pointed at.
+func TestAdminPortIsNotOnTheClientService(t *testing.T) {
+	objs := rendered(t)
+	var proxy, ctrl appsv1.Deployment
+	for name, d := range map[string]*appsv1.Deployment{"switchyard-proxy": &proxy, "switchyard-controller": &ctrl} {
+		if err := yaml.Unmarshal(objs["Deployment/"+name], d); err != nil {
+			t.Fatal(err)
+		}
 	}
+	services := servicesIn(t, objs)
+	client, admin := services["switchyard-proxy"], services["switchyard-proxy-admin"]
+	if got := servicePorts(client); !reflect.DeepEqual(got, map[string]int32{"http": 8080}) {
+		t.Errorf("client Service switchyard-proxy ports %v, want only http 8080", got)
+	}
+	if got := servicePorts(admin); !reflect.DeepEqual(got, map[string]int32{"admin": 9090}) {
+		t.Errorf("admin Service switchyard-proxy-admin ports %v, want only admin 9090", got)
+	}
+	if admin.Spec.Type != "" && admin.Spec.Type != corev1.ServiceTypeClusterIP {
+		t.Errorf("admin Service type %s, want ClusterIP", admin.Spec.Type)
+	}
+	for _, svc := range []corev1.Service{client, admin} {
+		if !selects(svc.Spec.Selector, proxy.Spec.Template.Labels) || selects(svc.Spec.Selector, ctrl.Spec.Template.Labels) {
+			t.Errorf("Service %s selector %v does not select exactly the proxy pods", svc.Name, svc.Spec.Selector)
+		}
+	}
+	// No other Service reaches the admin container port.
+	for name, svc := range services {
+		for _, p := range svc.Spec.Ports {
+			if name != "switchyard-proxy-admin" && (p.TargetPort.String() == "admin" || p.TargetPort.IntValue() == 9090) {
+				t.Errorf("Service %s exposes the admin port (%s)", name, p.Name)
+			}
+		}
+	}
+
+	// The controller discovers the replicas through the admin Service and its admin port.
+	args := ctrl.Spec.Template.Spec.Containers[0].Args
+	if !slices.Contains(args, "--proxy-service=switchyard-proxy-admin") || !slices.Contains(args, "--proxy-admin-port-name=admin") {
+		t.Errorf("controller args %v, want --proxy-service=switchyard-proxy-admin --proxy-admin-port-name=admin", args)
+	}
+}
+
+// config/monitoring's proxy ServiceMonitor selects the admin Service, and no Service without the
+// port it scrapes.
+func TestServiceMonitorScrapesTheAdminService(t *testing.T) {
+	services := servicesIn(t, rendered(t))
+	monitors := renderedDir(t, configDir("monitoring"))
+	want := map[string]string{"switchyard-proxy": "switchyard-proxy-admin", "switchyard-controller": "switchyard-controller-metrics"}
+	for monitor, wantSvc := range want {
+		var m struct {
+			Spec struct {
+				Selector  metav1.LabelSelector `json:"selector"`
+				Endpoints []struct {
+					Port string `json:"port"`
+				} `json:"endpoints"`
+			} `json:"spec"`
+		}
+		if err := yaml.Unmarshal(monitors["ServiceMonitor/"+monitor], &m); err != nil {
+			t.Fatal(err)
+		}
+		var selected []string
+		for name, svc := range services {
+			if !selects(m.Spec.Selector.MatchLabels, svc.Labels) {
+				continue
+			}
+			selected = append(selected, name)
+			for _, e := range m.Spec.Endpoints {
+				if _, ok := servicePorts(svc)[e.Port]; !ok {
+					t.Errorf("ServiceMonitor %s scrapes port %s, which Service %s lacks", monitor, e.Port, name)
+				}
+			}
+		}
+		if !slices.Equal(selected, []string{wantSvc}) {
+			t.Errorf("ServiceMonitor %s selects Services %v, want [%s]", monitor, selected, wantSvc)
+		}
+	}
+}
+
+// servicesIn returns the rendered Services by name.
+func servicesIn(t *testing.T, objs map[string][]byte) map[string]corev1.Service {
+	t.Helper()
+	services := map[string]corev1.Service{}
+	for key, doc := range objs {
+		if name, ok := strings.CutPrefix(key, "Service/"); ok {
+			var svc corev1.Service
+			if err := yaml.Unmarshal(doc, &svc); err != nil {
+				t.Fatal(err)
+			}
+			services[name] = svc
+		}
+	}
+	return services
+}
+
+func servicePorts(svc corev1.Service) map[string]int32 {
 	ports := map[string]int32{}
 	for _, p := range svc.Spec.Ports {
 		ports[p.Name] = p.Port
 	}
-	if ports["http"] != 8080 || ports["admin"] != 9090 {
-		t.Errorf("proxy Service ports %v, want http 8080 and admin 9090", ports)
+	return ports
+}
+
+// selects reports whether a non-empty label selector matches labels.
+func selects(selector, labels map[string]string) bool {
+	if len(selector) == 0 {
+		return false
 	}
+	for k, v := range selector {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
 }
 
 // TestLeastPrivilege applies config/default for real and asks the API server what each identity
@@ -169,8 +296,6 @@ func TestLeastPrivilege(t *testing.T) {
 	kubectl(t, "apply", "-k", configDir("default"))
 	env.CheckLeastPrivilege(t, ns, "switchyard-proxy", "switchyard-controller", "switchyard-routing")
 }
-
-func bufioReader(s string) *bufio.Reader { return bufio.NewReader(strings.NewReader(s)) }
 
 // The admin port (admin API and /metrics, no authentication) is reachable only from pods in the
 // proxy's namespace; the API port from anywhere.

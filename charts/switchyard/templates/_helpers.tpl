@@ -25,6 +25,11 @@
 {{- printf "%s-proxy" (include "switchyard.fullname" .) | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
+{{/* The proxies' admin Service (admin API and /metrics): never the client Service. */}}
+{{- define "switchyard.proxy.adminServiceName" -}}
+{{- printf "%s-proxy-admin" (include "switchyard.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
 {{- define "switchyard.controller.metricsServiceName" -}}
 {{- printf "%s-controller-metrics" (include "switchyard.fullname" .) | trunc 63 | trimSuffix "-" }}
 {{- end }}
