@@ -36,7 +36,12 @@ const (
 
 // Condition types used by both kinds.
 const (
-	// ConditionReady: the spec is valid, its references resolve and it is compiled into the proxy config.
+	// ConditionAccepted: the object is valid and compiles on its own (its references resolve).
+	ConditionAccepted = "Accepted"
+	// ConditionProgrammed: every proxy replica that reports serves a config that includes this
+	// generation of the object.
+	ConditionProgrammed = "Programmed"
+	// ConditionReady: Accepted and Programmed; the summary GitOps health checks read.
 	ConditionReady = "Ready"
 	// ConditionAvailable: at least one model is routable (ProviderChannel) or every model has a
 	// routable channel (RoutingPolicy).

@@ -39,6 +39,10 @@ type ConfigState struct {
 	Error    string            `json:"error,omitempty"`
 	ErrorAt  *time.Time        `json:"errorAt,omitempty"`
 	Problems []routing.Problem `json:"problems,omitempty"`
+	// Generations maps each object of the served table (routing.ObjectKey: kind/namespace/name)
+	// to the metadata.generation it was compiled from: the controller's Programmed condition
+	// compares it with the object's.
+	Generations map[string]int64 `json:"generations,omitempty"`
 }
 
 // ChannelState is the live health of one channel×model on one replica.

@@ -2,7 +2,10 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,18 +18,35 @@ import (
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
 
-// TestOneTeamsMistakeNeverStopsAnother: two teams in two namespaces share one controller. Team B
-// breaks its objects one way after another (a deleted Secret, a policy naming a missing channel,
-// a newer policy contesting a model, a channel name team A uses); each time team A's change (a
-// key rotation, a new channel and a policy edit, the end of a drill, another policy edit) still
-// reaches the published config, and team B's broken objects keep their last good form or are
-// left out, saying so in their status. Then team B fixes everything and is Ready again.
+// TestOneTeamsMistakeNeverStopsAnother: two teams in two namespaces share one controller and one
+// running proxy (fed from the ConfigMap by kubesource, polled by the controller on its admin API,
+// as in a cluster). Each team has a channel named "a": both are served, each under its own
+// namespace. Team B breaks its objects one way after another (a deleted Secret, a policy naming a
+// missing channel, a newer policy contesting team A's model, a fallback model nobody routes),
+// undoes each break, and then does them all again. Every time, team A's change (a key rotation, a
+// new channel and a policy edit, the end of a drill, another policy edit) reaches the running
+// proxy, and A's objects are Programmed at their new generation; B's broken objects keep their
+// last good form or are left out, saying so in Accepted, Programmed and Ready.
 func TestOneTeamsMistakeNeverStopsAnother(t *testing.T) {
 	var teamB string
+	var served atomic.Pointer[http.Handler]
+	admin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h := served.Load(); h != nil {
+			(*h).ServeHTTP(w, r)
+			return
+		}
+		http.Error(w, "starting", http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(admin.Close)
 	h := startController(t, "isolation", func(o *Options) {
 		teamB = o.ProxyNamespace + "-b"
 		o.WatchNamespaces = append(o.WatchNamespaces, teamB)
+		o.AdminURLs = []string{admin.URL}
 	})
+	srv := startReader(t, h)
+	adminHandler := srv.AdminHandler()
+	served.Store(&adminHandler)
+
 	ctx := context.Background()
 	g := NewWithT(t)
 	g.Expect(h.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: teamB}})).To(Succeed())
@@ -36,43 +56,81 @@ func TestOneTeamsMistakeNeverStopsAnother(t *testing.T) {
 			t.Fatalf("kubectl apply: %v\n%s%s", err, out, errOut)
 		}
 	}
-	table := func(g Gomega) *routing.Table {
-		var tbl routing.Table
-		g.Expect(json.Unmarshal([]byte(h.configMap(g).Data[TableKey]), &tbl)).To(Succeed())
-		return &tbl
-	}
-	published := func(what string, check func(g Gomega, tbl *routing.Table, keys map[string]string)) {
+	deleteB := func(obj client.Object) {
 		t.Helper()
-		NewWithT(t).Eventually(func(g Gomega) { check(g, table(g), h.credentials(g)) }).
-			WithTimeout(20*time.Second).Should(Succeed(), what)
+		obj.SetNamespace(teamB)
+		NewWithT(t).Expect(client.IgnoreNotFound(h.c.Delete(ctx, obj))).To(Succeed())
 	}
-	readyFalse := func(kind, name, reason, says string) {
+	b := func(name string) string { return teamB + "/" + name }
+	conditions := func(g Gomega, ns, kind, name string) (metav1.Object, []metav1.Condition) {
+		key := client.ObjectKey{Namespace: ns, Name: name}
+		if kind == "ProviderChannel" {
+			pc := &v1alpha1.ProviderChannel{}
+			g.Expect(h.c.Get(ctx, key, pc)).To(Succeed())
+			return pc, pc.Status.Conditions
+		}
+		rp := &v1alpha1.RoutingPolicy{}
+		g.Expect(h.c.Get(ctx, key, rp)).To(Succeed())
+		return rp, rp.Status.Conditions
+	}
+	// servedByProxy waits until the running proxy serves what the ConfigMap holds and check holds
+	// for it, and until team A's objects are Programmed and Ready at their current generation.
+	servedByProxy := func(what string, check func(g Gomega, tbl *routing.Table, keys map[string]string)) {
 		t.Helper()
 		NewWithT(t).Eventually(func(g Gomega) {
-			var conds []metav1.Condition
-			key := client.ObjectKey{Namespace: teamB, Name: name}
-			if kind == "ProviderChannel" {
-				pc := &v1alpha1.ProviderChannel{}
-				g.Expect(h.c.Get(ctx, key, pc)).To(Succeed())
-				conds = pc.Status.Conditions
-			} else {
-				rp := &v1alpha1.RoutingPolicy{}
-				g.Expect(h.c.Get(ctx, key, rp)).To(Succeed())
-				conds = rp.Status.Conditions
+			tbl := h.publishedTable(g)
+			g.Expect(srv.ChannelsState().Config.Hash).To(Equal(tbl.Hash()), "the proxy does not serve the published config yet")
+			keys := map[string]string{}
+			for id, k := range tbl.Credentials {
+				keys[id] = k.Reveal()
 			}
-			ready := condition(conds, v1alpha1.ConditionReady)
-			g.Expect(ready).NotTo(BeNil())
-			g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
-			g.Expect(ready.Reason).To(Equal(reason))
-			g.Expect(ready.Message).To(ContainSubstring(says))
+			check(g, tbl, keys)
+			for _, o := range tbl.Channels {
+				if o.Namespace == h.ns {
+					programmed(g, conditions, h.ns, "ProviderChannel", o.Name)
+				}
+			}
+			programmed(g, conditions, h.ns, "RoutingPolicy", "chat")
+		}).WithTimeout(20*time.Second).Should(Succeed(), what)
+	}
+	// brokenB waits until one of team B's objects says what is wrong and how it is served
+	// (programmedReason "": Programmed is True, the proxies serve the generation it has).
+	brokenB := func(kind, name, reason, programmedReason, says string, onTopOfOthers bool) {
+		t.Helper()
+		NewWithT(t).Eventually(func(g Gomega) {
+			_, conds := conditions(g, teamB, kind, name)
+			for typ, want := range map[string]string{v1alpha1.ConditionAccepted: reason, v1alpha1.ConditionReady: reason, v1alpha1.ConditionProgrammed: programmedReason} {
+				c := condition(conds, typ)
+				g.Expect(c).NotTo(BeNil(), typ)
+				if want == "" {
+					// Served at the generation it has: a Secret gone does not change the channel's.
+					g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "%s: %s", typ, c.Message)
+					continue
+				}
+				g.Expect(c.Status).To(Equal(metav1.ConditionFalse), typ)
+				if onTopOfOthers && typ != v1alpha1.ConditionProgrammed {
+					// An earlier break of B's may be the first problem named.
+					continue
+				}
+				g.Expect(c.Reason).To(Equal(want), "%s: %s", typ, c.Message)
+			}
+			g.Expect(condition(conds, v1alpha1.ConditionReady).Message).To(ContainSubstring(says))
 		}).WithTimeout(20*time.Second).Should(Succeed(), kind+" "+name)
+	}
+	readyB := func() {
+		t.Helper()
+		NewWithT(t).Eventually(func(g Gomega) {
+			for _, o := range [][2]string{{"ProviderChannel", "a"}, {"ProviderChannel", "b"}, {"RoutingPolicy", "claude"}} {
+				programmed(g, conditions, teamB, o[0], o[1])
+			}
+		}).WithTimeout(20*time.Second).Should(Succeed(), "team B is Ready again")
 	}
 
 	h.apply(`
 apiVersion: v1
 kind: Secret
 metadata: {name: key-a}
-stringData: {apiKey: sk-a-1}
+stringData: {apiKey: sk-a-0}
 ---
 apiVersion: switchyard.io/v1alpha1
 kind: ProviderChannel
@@ -82,7 +140,6 @@ spec:
   baseURL: https://a.example.com/v1
   credentialsRef: {name: key-a, key: apiKey}
   models: [{name: gpt-4o}]
-  faultInjection: {abortStatus: 503, percent: 10}
 ---
 apiVersion: switchyard.io/v1alpha1
 kind: RoutingPolicy
@@ -91,11 +148,19 @@ spec:
   models: [gpt-4o]
   channels: [{name: a}]
 `)
-	applyB(`
+	bBase := `
 apiVersion: v1
 kind: Secret
 metadata: {name: key-b}
 stringData: {apiKey: sk-b-1}
+---
+apiVersion: switchyard.io/v1alpha1
+kind: ProviderChannel
+metadata: {name: a}
+spec:
+  provider: openai
+  baseURL: https://b-a.example.com/v1
+  models: [{name: claude}]
 ---
 apiVersion: switchyard.io/v1alpha1
 kind: ProviderChannel
@@ -111,86 +176,187 @@ kind: RoutingPolicy
 metadata: {name: claude}
 spec:
   models: [claude]
-  channels: [{name: b}]
-`)
-	published("both teams", func(g Gomega, tbl *routing.Table, keys map[string]string) {
-		g.Expect(tbl.Channels).To(HaveLen(2))
-		g.Expect(tbl.Policies).To(HaveLen(2))
-		g.Expect(keys).To(Equal(map[string]string{h.id("a"): "sk-a-1", teamB + "/b": "sk-b-1"}))
+  channels: [{name: b}, {name: a}]
+`
+	applyB(bBase)
+	servedByProxy("both teams, each with a channel named a", func(g Gomega, tbl *routing.Table, keys map[string]string) {
+		g.Expect(tbl.Channels).To(HaveLen(3))
+		aa, _ := tbl.Channel(h.id("a"))
+		ba, _ := tbl.Channel(b("a"))
+		g.Expect(aa).NotTo(BeNil())
+		g.Expect(ba).NotTo(BeNil())
+		g.Expect(aa.BaseURL).To(Equal("https://a.example.com/v1"))
+		g.Expect(ba.BaseURL).To(Equal("https://b-a.example.com/v1"))
+		g.Expect(keys).To(Equal(map[string]string{h.id("a"): "sk-a-0", b("b"): "sk-b-1"}))
+		p, _ := tbl.PolicyFor("claude")
+		g.Expect(p.Channels).To(Equal([]routing.PolicyChannel{{Channel: b("b"), Weight: 100}, {Channel: b("a"), Weight: 100}}))
 	})
+	readyB()
 
-	// 1. B deletes its Secret; A rotates its key.
-	g.Expect(h.c.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: teamB, Name: "key-b"}})).To(Succeed())
-	h.apply("apiVersion: v1\nkind: Secret\nmetadata: {name: key-a}\nstringData: {apiKey: sk-a-2}\n")
-	published("A's key rotation, B's channel at its last good key", func(g Gomega, tbl *routing.Table, keys map[string]string) {
-		g.Expect(keys).To(Equal(map[string]string{h.id("a"): "sk-a-2", teamB + "/b": "sk-b-1"}))
-		_, ok := tbl.PolicyFor("claude")
-		g.Expect(ok).To(BeTrue())
-	})
-	readyFalse("ProviderChannel", "b", routing.ReasonSecretNotFound, "the proxies keep serving its last good version")
+	// Team A's changes: each call makes a new one, so a redone break meets a new change.
+	n := 0
+	rotateKey := func() func(Gomega, *routing.Table, map[string]string) {
+		n++
+		key := fmt.Sprintf("sk-a-%d", n)
+		h.apply("apiVersion: v1\nkind: Secret\nmetadata: {name: key-a}\nstringData: {apiKey: " + key + "}\n")
+		return func(g Gomega, _ *routing.Table, keys map[string]string) { g.Expect(keys[h.id("a")]).To(Equal(key)) }
+	}
+	addChannel := func() func(Gomega, *routing.Table, map[string]string) {
+		n++
+		name := fmt.Sprintf("a-%d", n)
+		h.apply("apiVersion: switchyard.io/v1alpha1\nkind: ProviderChannel\nmetadata: {name: " + name + "}\nspec:\n  provider: openai\n  baseURL: https://" + name + ".example.com/v1\n  models: [{name: gpt-4o}]\n" +
+			"---\napiVersion: switchyard.io/v1alpha1\nkind: RoutingPolicy\nmetadata: {name: chat}\nspec:\n  models: [gpt-4o]\n  channels: [{name: a}, {name: " + name + "}]\n")
+		return func(g Gomega, tbl *routing.Table, _ map[string]string) {
+			p, _ := tbl.PolicyFor("gpt-4o")
+			g.Expect(p.Channels).To(Equal([]routing.PolicyChannel{{Channel: h.id("a"), Weight: 100}, {Channel: h.id(name), Weight: 100}}))
+		}
+	}
+	endDrill := func() func(Gomega, *routing.Table, map[string]string) {
+		// The drill starts before B's break and ends after it.
+		pc := &v1alpha1.ProviderChannel{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "a"}}
+		g.Expect(h.c.Patch(ctx, pc, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"faultInjection":null}}`)))).To(Succeed())
+		return func(g Gomega, tbl *routing.Table, _ map[string]string) {
+			a, _ := tbl.Channel(h.id("a"))
+			g.Expect(a.Fault).To(BeNil())
+			p, _ := tbl.PolicyFor("gpt-4o")
+			g.Expect(p.Namespace).To(Equal(h.ns), "team A lost its model")
+		}
+	}
+	editPolicy := func() func(Gomega, *routing.Table, map[string]string) {
+		n++
+		weight := 100 + n
+		h.apply(fmt.Sprintf("apiVersion: switchyard.io/v1alpha1\nkind: RoutingPolicy\nmetadata: {name: chat}\nspec:\n  models: [gpt-4o]\n  channels: [{name: a, weight: %d}]\n", weight))
+		return func(g Gomega, tbl *routing.Table, _ map[string]string) {
+			p, _ := tbl.PolicyFor("gpt-4o")
+			g.Expect(p.Channels).To(Equal([]routing.PolicyChannel{{Channel: h.id("a"), Weight: weight}}))
+		}
+	}
 
-	// 2. B's policy names a channel that does not exist; A adds a channel and edits its policy.
-	applyB("apiVersion: switchyard.io/v1alpha1\nkind: RoutingPolicy\nmetadata: {name: claude}\nspec:\n  models: [claude]\n  channels: [{name: b}, {name: ghost}]\n")
-	h.apply("apiVersion: switchyard.io/v1alpha1\nkind: ProviderChannel\nmetadata: {name: a2}\nspec:\n  provider: openai\n  baseURL: https://a2.example.com/v1\n  models: [{name: gpt-4o}]\n---\napiVersion: switchyard.io/v1alpha1\nkind: RoutingPolicy\nmetadata: {name: chat}\nspec:\n  models: [gpt-4o]\n  channels: [{name: a}, {name: a2}]\n")
-	published("A's new channel and policy edit", func(g Gomega, tbl *routing.Table, _ map[string]string) {
-		p, ok := tbl.PolicyFor("gpt-4o")
-		g.Expect(ok).To(BeTrue())
-		g.Expect(p.Channels).To(HaveLen(2))
-		c, ok := tbl.PolicyFor("claude")
-		g.Expect(ok).To(BeTrue())
-		g.Expect(c.Channels).To(Equal([]routing.PolicyChannel{{Channel: teamB + "/b", Weight: 100}}))
+	type breakage struct {
+		name string
+		// before runs ahead of the break (the drill that A ends afterwards).
+		before          func()
+		breakB, undoB   func()
+		changeA         func() func(Gomega, *routing.Table, map[string]string)
+		kind, obj       string
+		reason, pReason string
+		says            string
+		// stillServed checks B's broken object in the table while broken.
+		stillServed func(Gomega, *routing.Table, map[string]string)
+	}
+	breaks := []breakage{
+		{name: "B deletes its Secret; A rotates its key",
+			breakB:  func() { deleteB(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "key-b"}}) },
+			undoB:   func() { applyB(bBase) },
+			changeA: rotateKey,
+			kind:    "ProviderChannel", obj: "b", reason: routing.ReasonSecretNotFound, pReason: "",
+			says: "the proxies keep serving its last good version",
+			stillServed: func(g Gomega, tbl *routing.Table, keys map[string]string) {
+				g.Expect(keys[b("b")]).To(Equal("sk-b-1"), "B's channel keeps its last good key")
+			}},
+		{name: "B's policy names a missing channel; A adds a channel and edits its policy",
+			breakB: func() {
+				applyB("apiVersion: switchyard.io/v1alpha1\nkind: RoutingPolicy\nmetadata: {name: claude}\nspec:\n  models: [claude]\n  channels: [{name: b}, {name: ghost}]\n")
+			},
+			undoB:   func() { applyB(bBase) },
+			changeA: addChannel,
+			kind:    "RoutingPolicy", obj: "claude", reason: routing.ReasonChannelNotFound, pReason: ReasonStale,
+			says: "the proxies keep serving its last good version",
+			stillServed: func(g Gomega, tbl *routing.Table, _ map[string]string) {
+				p, _ := tbl.PolicyFor("claude")
+				g.Expect(p).NotTo(BeNil())
+				g.Expect(p.Channels).To(HaveLen(2))
+			}},
+		{name: "B adds a newer policy for A's model; A ends its drill",
+			before: func() {
+				h.apply("apiVersion: switchyard.io/v1alpha1\nkind: ProviderChannel\nmetadata: {name: a}\nspec:\n  provider: openai\n  baseURL: https://a.example.com/v1\n  credentialsRef: {name: key-a, key: apiKey}\n  models: [{name: gpt-4o}]\n  faultInjection: {abortStatus: 503, percent: 10}\n")
+				servedByProxy("A's drill", func(g Gomega, tbl *routing.Table, _ map[string]string) {
+					a, _ := tbl.Channel(h.id("a"))
+					g.Expect(a.Fault).NotTo(BeNil())
+				})
+				// The older policy keeps a contested model, and creation times have whole
+				// seconds: B's must come at least a second after A's.
+				chat := &v1alpha1.RoutingPolicy{}
+				g.Expect(h.c.Get(ctx, h.key("chat"), chat)).To(Succeed())
+				g.Eventually(func() bool { return time.Now().After(chat.CreationTimestamp.Add(1100 * time.Millisecond)) }).
+					WithTimeout(3 * time.Second).Should(BeTrue())
+			},
+			breakB: func() {
+				applyB("apiVersion: switchyard.io/v1alpha1\nkind: ProviderChannel\nmetadata: {name: b-local}\nspec:\n  provider: openai\n  baseURL: http://127.0.0.1:9/v1\n  models: [{name: gpt-4o}]\n" +
+					"---\napiVersion: switchyard.io/v1alpha1\nkind: RoutingPolicy\nmetadata: {name: grab}\nspec:\n  models: [gpt-4o]\n  channels: [{name: b-local}]\n")
+			},
+			undoB: func() {
+				deleteB(&v1alpha1.RoutingPolicy{ObjectMeta: metav1.ObjectMeta{Name: "grab"}})
+				deleteB(&v1alpha1.ProviderChannel{ObjectMeta: metav1.ObjectMeta{Name: "b-local"}})
+			},
+			changeA: endDrill,
+			kind:    "RoutingPolicy", obj: "grab", reason: routing.ReasonModelConflict, pReason: ReasonPending,
+			says: "it is left out of the proxy config"},
+		{name: "B's policy falls back to a model nobody routes; A edits its policy",
+			breakB: func() {
+				applyB("apiVersion: switchyard.io/v1alpha1\nkind: RoutingPolicy\nmetadata: {name: claude}\nspec:\n  models: [claude]\n  channels: [{name: b}, {name: a}]\n  fallbackModels: [nobody]\n")
+			},
+			undoB: func() {
+				applyB("apiVersion: switchyard.io/v1alpha1\nkind: RoutingPolicy\nmetadata: {name: claude}\nspec:\n  models: [claude]\n  channels: [{name: b}, {name: a}]\n")
+			},
+			changeA: editPolicy,
+			kind:    "RoutingPolicy", obj: "claude", reason: routing.ReasonUnknownModel, pReason: ReasonStale,
+			says: "the proxies keep serving its last good version",
+			stillServed: func(g Gomega, tbl *routing.Table, _ map[string]string) {
+				p, _ := tbl.PolicyFor("claude")
+				g.Expect(p).NotTo(BeNil())
+				g.Expect(p.FallbackModels).To(BeEmpty())
+			}},
+	}
+	run := func(br breakage, onTopOfOthers bool) {
+		t.Helper()
+		if br.before != nil {
+			br.before()
+		}
+		br.breakB()
+		brokenB(br.kind, br.obj, br.reason, br.pReason, br.says, onTopOfOthers)
+		check := br.changeA()
+		servedByProxy(br.name, func(g Gomega, tbl *routing.Table, keys map[string]string) {
+			check(g, tbl, keys)
+			if br.stillServed != nil {
+				br.stillServed(g, tbl, keys)
+			}
+		})
+		// A's change did not fix B: the break still shows.
+		brokenB(br.kind, br.obj, br.reason, br.pReason, br.says, onTopOfOthers)
+	}
+	// Each break, undone before the next.
+	for _, br := range breaks {
+		t.Logf("break: %s", br.name)
+		run(br, false)
+		br.undoB()
+		readyB()
+	}
+	// Again, each break on top of the ones before it; then all undone at once.
+	for _, br := range breaks {
+		t.Logf("redo: %s", br.name)
+		run(br, true)
+	}
+	for _, br := range breaks {
+		br.undoB()
+	}
+	readyB()
+	servedByProxy("B undid everything", func(g Gomega, tbl *routing.Table, keys map[string]string) {
+		g.Expect(keys[b("b")]).To(Equal("sk-b-1"))
+		_, grabbed := tbl.Policy(teamB, "grab")
+		g.Expect(grabbed).To(BeFalse())
+		p, _ := tbl.PolicyFor("claude")
+		g.Expect(p.Channels).To(Equal([]routing.PolicyChannel{{Channel: b("b"), Weight: 100}, {Channel: b("a"), Weight: 100}}))
 	})
-	readyFalse("RoutingPolicy", "claude", routing.ReasonChannelNotReady, "the proxies keep serving its last good version")
+}
 
-	// 3. B adds a newer policy for A's model; A ends its drill. The older policy keeps a contested
-	// model, and creation times have whole seconds: B's comes at least a second after A's.
-	chat := &v1alpha1.RoutingPolicy{}
-	g.Expect(h.c.Get(ctx, h.key("chat"), chat)).To(Succeed())
-	g.Eventually(func() bool { return time.Now().After(chat.CreationTimestamp.Add(1100 * time.Millisecond)) }).
-		WithTimeout(3 * time.Second).Should(BeTrue())
-	applyB("apiVersion: switchyard.io/v1alpha1\nkind: ProviderChannel\nmetadata: {name: b-local}\nspec:\n  provider: openai\n  baseURL: http://127.0.0.1:9/v1\n  models: [{name: gpt-4o}]\n" +
-		"---\napiVersion: switchyard.io/v1alpha1\nkind: RoutingPolicy\nmetadata: {name: grab}\nspec:\n  models: [gpt-4o]\n  channels: [{name: b-local}]\n")
-	pc := &v1alpha1.ProviderChannel{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "a"}}
-	g.Expect(h.c.Patch(ctx, pc, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"faultInjection":null}}`)))).To(Succeed())
-	published("the end of A's drill; A keeps its model", func(g Gomega, tbl *routing.Table, _ map[string]string) {
-		a, ok := tbl.Channel(h.id("a"))
-		g.Expect(ok).To(BeTrue())
-		g.Expect(a.Fault).To(BeNil())
-		p, _ := tbl.PolicyFor("gpt-4o")
-		g.Expect(p.Name).To(Equal("chat"))
-	})
-	readyFalse("RoutingPolicy", "grab", routing.ReasonModelConflict, "it is left out of the proxy config")
-
-	// 4. B creates a channel with the name of one of A's; A changes its policy.
-	applyB("apiVersion: switchyard.io/v1alpha1\nkind: ProviderChannel\nmetadata: {name: a2}\nspec:\n  provider: openai\n  baseURL: https://evil.example.com/v1\n  models: [{name: gpt-4o}]\n")
-	h.apply("apiVersion: switchyard.io/v1alpha1\nkind: RoutingPolicy\nmetadata: {name: chat}\nspec:\n  models: [gpt-4o]\n  channels: [{name: a2}, {name: a}]\n")
-	published("A's policy edit; A's a2, not B's copy of the name", func(g Gomega, tbl *routing.Table, _ map[string]string) {
-		a2, ok := tbl.Channel(h.id("a2"))
-		g.Expect(ok).To(BeTrue())
-		g.Expect(a2.BaseURL).To(Equal("https://a2.example.com/v1"))
-		p, _ := tbl.PolicyFor("gpt-4o")
-		g.Expect(p.Channels).To(Equal([]routing.PolicyChannel{{Channel: h.id("a2"), Weight: 100}, {Channel: h.id("a"), Weight: 100}}))
-		b2, ok := tbl.Channel(teamB + "/a2") // B's own, under its own name
-		g.Expect(ok).To(BeTrue())
-		g.Expect(b2.BaseURL).To(Equal("https://evil.example.com/v1"))
-	})
-
-	// B undoes every mistake: everything of B's is Ready and published as it is now.
-	applyB("apiVersion: v1\nkind: Secret\nmetadata: {name: key-b}\nstringData: {apiKey: sk-b-2}\n---\napiVersion: switchyard.io/v1alpha1\nkind: RoutingPolicy\nmetadata: {name: claude}\nspec:\n  models: [claude]\n  channels: [{name: b}]\n")
-	g.Expect(h.c.Delete(ctx, &v1alpha1.RoutingPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: teamB, Name: "grab"}})).To(Succeed())
-	g.Expect(h.c.Delete(ctx, &v1alpha1.ProviderChannel{ObjectMeta: metav1.ObjectMeta{Namespace: teamB, Name: "b-local"}})).To(Succeed())
-	g.Expect(h.c.Delete(ctx, &v1alpha1.ProviderChannel{ObjectMeta: metav1.ObjectMeta{Namespace: teamB, Name: "a2"}})).To(Succeed())
-	published("B's fixes", func(g Gomega, tbl *routing.Table, keys map[string]string) {
-		g.Expect(keys).To(Equal(map[string]string{h.id("a"): "sk-a-2", teamB + "/b": "sk-b-2"}))
-		g.Expect(tbl.Channels).To(HaveLen(3)) // a, a2 (A's) and b
-		g.Expect(tbl.Policies).To(HaveLen(2))
-	})
-	NewWithT(t).Eventually(func(g Gomega) {
-		b := &v1alpha1.ProviderChannel{}
-		g.Expect(h.c.Get(ctx, client.ObjectKey{Namespace: teamB, Name: "b"}, b)).To(Succeed())
-		g.Expect(condition(b.Status.Conditions, v1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
-		rp := &v1alpha1.RoutingPolicy{}
-		g.Expect(h.c.Get(ctx, client.ObjectKey{Namespace: teamB, Name: "claude"}, rp)).To(Succeed())
-		g.Expect(condition(rp.Status.Conditions, v1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
-	}).WithTimeout(20 * time.Second).Should(Succeed())
+// programmed asserts that an object is Accepted, Programmed and Ready at its current generation.
+func programmed(g Gomega, conditions func(Gomega, string, string, string) (metav1.Object, []metav1.Condition), ns, kind, name string) {
+	obj, conds := conditions(g, ns, kind, name)
+	for _, typ := range []string{v1alpha1.ConditionAccepted, v1alpha1.ConditionProgrammed, v1alpha1.ConditionReady} {
+		c := condition(conds, typ)
+		g.Expect(c).NotTo(BeNil(), "%s %s/%s has no %s", kind, ns, name, typ)
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "%s %s/%s %s: %s", kind, ns, name, typ, c.Message)
+		g.Expect(c.ObservedGeneration).To(Equal(obj.GetGeneration()), "%s %s/%s %s", kind, ns, name, typ)
+	}
 }

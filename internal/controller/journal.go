@@ -90,11 +90,22 @@ func readyEvents(oldConds []metav1.Condition, ready metav1.Condition, rv string,
 		(old == nil || old.Status != metav1.ConditionFalse || old.Reason != ready.Reason || old.Message != ready.Message):
 		return []journalEntry{{Type: corev1.EventTypeWarning, Reason: ready.Reason, Action: "Compile", Note: ready.Message, Time: now,
 			Key: "ready/" + rv + "/" + ready.Reason + "/" + ready.Message}}
-	case ready.Status == metav1.ConditionTrue && old != nil && old.Status == metav1.ConditionFalse && old.Reason != ReasonConfigHeldBack:
+	case ready.Status == metav1.ConditionTrue && old != nil && old.Status == metav1.ConditionFalse && isCompileProblem(old.Reason):
 		return []journalEntry{{Type: corev1.EventTypeNormal, Reason: ReasonProblemResolved, Action: "Compile",
 			Note: "compiled into the proxy config again (was " + old.Reason + ")", Time: now, Key: "ready/" + rv + "/resolved"}}
 	}
 	return nil
+}
+
+// isCompileProblem reports whether a Ready=False reason was a problem of the object itself, as
+// opposed to waiting: for other objects (ConfigHeldBack) or for the proxies to serve it (the
+// Programmed reasons). Only the end of a problem is journaled as ProblemResolved.
+func isCompileProblem(reason string) bool {
+	switch reason {
+	case ReasonConfigHeldBack, ReasonPending, ReasonStale, ReasonNoProxies:
+		return false
+	}
+	return true
 }
 
 // disabledEvents journals the operator override: when spec.disabled takes effect and when it is

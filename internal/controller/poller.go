@@ -37,6 +37,8 @@ type Poller struct {
 	dedup   *deduper
 	// changes carries the channels to reconcile to the ProviderChannel controller.
 	changes chan event.GenericEvent
+	// policyChanges enqueues RoutingPolicies when a replica's served config changed.
+	policyChanges chan event.GenericEvent
 
 	mu   sync.RWMutex
 	view liveView
@@ -62,12 +64,14 @@ type target struct{ Name, URL string }
 
 func newPoller(c client.Client, opts Options, j *Journal) *Poller {
 	return &Poller{
-		client:   c,
-		opts:     opts,
-		journal:  j,
-		dedup:    newDeduper(opts.JournalDedupWindow, opts.JournalMaxAge),
-		changes:  make(chan event.GenericEvent, 1024),
-		replicas: map[string]*replicaState{},
+		client:  c,
+		opts:    opts,
+		journal: j,
+		dedup:   newDeduper(opts.JournalDedupWindow, opts.JournalMaxAge),
+		changes: make(chan event.GenericEvent, 1024),
+		// Sized like changes; a full buffer only delays a policy to its next change or resync.
+		policyChanges: make(chan event.GenericEvent, 1024),
+		replicas:      map[string]*replicaState{},
 	}
 }
 
@@ -166,6 +170,9 @@ func (p *Poller) poll(ctx context.Context) {
 			reports = append(reports, replicaReport{Replica: r.target.Name, Channels: st.last.Channels})
 		}
 		info := replicaInfo{Name: r.target.Name, Reachable: reachable}
+		if reachable {
+			info.Hash, info.Generations = st.last.Config.Hash, st.last.Config.Generations
+		}
 		if !reachable {
 			info.Error = orDefault(st.lastErr, "no answer yet")
 		}
@@ -196,6 +203,24 @@ func (p *Poller) poll(ctx context.Context) {
 		if changedFor(prev, view, pc) {
 			select {
 			case p.changes <- event.GenericEvent{Object: &v1alpha1.ProviderChannel{ObjectMeta: metav1.ObjectMeta{Namespace: pc.Namespace, Name: pc.Name}}}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+	if prev.Polled == view.Polled && reflect.DeepEqual(prev.Replicas, view.Replicas) {
+		return
+	}
+	// A replica came, went or loaded another config: the policies' Programmed may have changed.
+	for _, ns := range namespacesOrAll(p.opts.WatchNamespaces) {
+		var list v1alpha1.RoutingPolicyList
+		if err := p.client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			log.Error(err, "Failed to list RoutingPolicies")
+			return
+		}
+		for _, rp := range list.Items {
+			select {
+			case p.policyChanges <- event.GenericEvent{Object: &v1alpha1.RoutingPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: rp.Namespace, Name: rp.Name}}}:
 			case <-ctx.Done():
 				return
 			}

@@ -16,7 +16,6 @@ import (
 // compile, live health from the proxy replicas, the operator override at once.
 type ChannelReconciler struct {
 	reconcilerBase
-	live interface{ View() liveView }
 }
 
 // Reconcile gathers, computes the status with pure functions, journals and writes status once.
@@ -40,11 +39,15 @@ func (r *ChannelReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	now := r.opts.Clock.Now()
 	by := disabledBy(pc)
 	ready := readyCondition("ProviderChannel", pc.Namespace, pc.Name, res)
+	live := r.live.View()
+	conds := conditionsFor("ProviderChannel", pc.Namespace, pc.Name, pc.Generation, ready, res, live, r.monitored())
 	status := channelStatus(channelInputs{
 		Channel:    pc,
 		Now:        now,
-		Ready:      ready,
-		Live:       r.live.View(),
+		Ready:      conds.Ready,
+		Accepted:   conds.Accepted,
+		Programmed: conds.Programmed,
+		Live:       live,
 		ScoreStep:  r.opts.ScoreStep,
 		DisabledBy: by,
 	})
@@ -134,7 +137,9 @@ func (r *PolicyReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 
 	now := r.opts.Clock.Now()
 	ready := readyCondition("RoutingPolicy", rp.Namespace, rp.Name, res)
-	status := policyStatus(policyInputs{Policy: rp, Now: now, Ready: ready, Published: res.Published, Channels: channels})
+	conds := conditionsFor("RoutingPolicy", rp.Namespace, rp.Name, rp.Generation, ready, res, r.live.View(), r.monitored())
+	status := policyStatus(policyInputs{Policy: rp, Now: now, Ready: conds.Ready, Accepted: conds.Accepted, Programmed: conds.Programmed,
+		Published: res.Published, Channels: channels})
 	for _, e := range readyEvents(rp.Status.Conditions, ready, rp.ResourceVersion, now) {
 		if err := r.journal.Record(ctx, rp, "RoutingPolicy", e); err != nil {
 			return reconcile.Result{}, err

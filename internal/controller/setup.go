@@ -42,7 +42,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err := mgr.Add(poller); err != nil {
 		return err
 	}
-	base := reconcilerBase{client: c, opts: opts, publisher: publisher, journal: journal}
+	base := reconcilerBase{client: c, opts: opts, publisher: publisher, journal: journal, live: poller}
 
 	owned := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		if o.GetNamespace() != opts.ProxyNamespace {
@@ -51,7 +51,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		_, isCM := o.(*corev1.ConfigMap)
 		return (isCM && o.GetName() == opts.ConfigMapName) || (!isCM && o.GetName() == opts.CredentialsSecretName)
 	})
-	cr := &ChannelReconciler{reconcilerBase: base, live: poller}
+	cr := &ChannelReconciler{reconcilerBase: base}
 	// No GenerationChangedPredicate on the primary watch: a status edited by hand is repaired.
 	if err := ctrl.NewControllerManagedBy(mgr).
 		Named("providerchannel").
@@ -70,6 +70,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		Watches(&v1alpha1.ProviderChannel{}, handler.EnqueueRequestsFromMapFunc(pr.policiesInNamespace)).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(pr.allPolicies), builder.WithPredicates(owned)).
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(pr.allPolicies), builder.WithPredicates(owned)).
+		// A replica loading another config changes the policies' Programmed condition.
+		WatchesRawSource(source.Channel(poller.policyChanges, &handler.EnqueueRequestForObject{})).
 		Complete(pr); err != nil {
 		return fmt.Errorf("failed to set up the RoutingPolicy controller: %w", err)
 	}
@@ -82,6 +84,12 @@ type reconcilerBase struct {
 	opts      Options
 	publisher *Publisher
 	journal   *Journal
+	live      interface{ View() liveView }
+}
+
+// monitored reports whether the controller polls any proxy, so that Programmed can be known.
+func (b *reconcilerBase) monitored() bool {
+	return b.opts.ProxyService != "" || len(b.opts.AdminURLs) > 0
 }
 
 // watched reports whether a namespace is compiled into the config.

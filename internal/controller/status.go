@@ -42,6 +42,14 @@ const (
 	ReasonSomeUnreachable   = "ReplicasUnreachable"
 	ReasonNoneReachable     = "NoReplicaReachable"
 	ReasonNoReplicas        = "NoReplicas"
+	// Accepted, Programmed and Ready (the contract's second wave).
+	ReasonAccepted     = "Accepted"
+	ReasonProgrammed   = "Programmed"
+	ReasonPending      = "Pending"
+	ReasonStale        = "Stale"
+	ReasonNoProxies    = "NoProxies"
+	ReasonNotMonitored = "NotMonitored"
+	ReasonReady        = "Ready"
 )
 
 // liveView is what the proxy replicas reported on the last poll.
@@ -52,11 +60,17 @@ type liveView struct {
 	Models   map[modelKey]modelAggregate
 }
 
-// replicaInfo is one discovered replica's reachability.
+// replicaInfo is one discovered replica's reachability and, when it reports one, the config it
+// serves.
 type replicaInfo struct {
 	Name      string
 	Reachable bool
 	Error     string
+	// Hash is the served config's hash ("" before the replica loaded one); Generations maps
+	// each object it serves (routing.ObjectKey) to its generation (nil from proxies that predate
+	// the field).
+	Hash        string
+	Generations map[string]int64
 }
 
 // fresh reports whether the view carries live data.
@@ -75,6 +89,13 @@ func setCondition(conds *[]metav1.Condition, c metav1.Condition, generation int6
 	c.ObservedGeneration = generation
 	c.LastTransitionTime = seconds(now)
 	meta.SetStatusCondition(conds, c)
+}
+
+// setOptional is setCondition for a condition that may be absent (no Type).
+func setOptional(conds *[]metav1.Condition, c metav1.Condition, generation int64, now time.Time) {
+	if c.Type != "" {
+		setCondition(conds, c, generation, now)
+	}
 }
 
 // readyCondition is the Ready condition of one object from the compile result: False with the
@@ -157,7 +178,9 @@ type channelInputs struct {
 	Channel *v1alpha1.ProviderChannel
 	Now     time.Time
 	Ready   metav1.Condition
-	Live    liveView
+	// Accepted and Programmed are set when their Type is.
+	Accepted, Programmed metav1.Condition
+	Live                 liveView
 	// ScoreStep: see Options.ScoreStep.
 	ScoreStep int32
 	// DisabledBy is the field manager that last set spec.disabled.
@@ -228,6 +251,8 @@ func channelStatus(in channelInputs) v1alpha1.ProviderChannelStatus {
 	}
 	st.Disabled = disabled
 
+	setOptional(&st.Conditions, in.Accepted, pc.Generation, in.Now)
+	setOptional(&st.Conditions, in.Programmed, pc.Generation, in.Now)
 	setCondition(&st.Conditions, in.Ready, pc.Generation, in.Now)
 	setCondition(&st.Conditions, channelAvailable(pc, disabled, in.DisabledBy, st.Models), pc.Generation, in.Now)
 	if in.Live.Polled {
@@ -390,6 +415,8 @@ type policyInputs struct {
 	Policy *v1alpha1.RoutingPolicy
 	Now    time.Time
 	Ready  metav1.Condition
+	// Accepted and Programmed are set when their Type is.
+	Accepted, Programmed metav1.Condition
 	// Published is the table the proxies are served: the rows follow what is actually routed.
 	Published *routing.Table
 	// Channels are the ProviderChannels of the policy's namespace by name, with their status.
@@ -428,6 +455,8 @@ func policyStatus(in policyInputs) v1alpha1.RoutingPolicyStatus {
 			}
 		}
 	}
+	setOptional(&st.Conditions, in.Accepted, rp.Generation, in.Now)
+	setOptional(&st.Conditions, in.Programmed, rp.Generation, in.Now)
 	setCondition(&st.Conditions, in.Ready, rp.Generation, in.Now)
 	available, degraded := policyHealth(published, rp.Spec.Models, st.Channels)
 	setCondition(&st.Conditions, available, rp.Generation, in.Now)
@@ -475,4 +504,97 @@ func policyHealth(published bool, models []string, rows []v1alpha1.PolicyChannel
 		degraded.Status, degraded.Reason, degraded.Message = metav1.ConditionTrue, ReasonChannelsUnhealthy, strings.Join(unhealthy, ", ")
 	}
 	return
+}
+
+// objectConditions are the three conditions of the contract's second wave for one object.
+type objectConditions struct {
+	Accepted, Programmed, Ready metav1.Condition
+}
+
+// conditionsFor computes Accepted, Programmed and Ready. compiled is readyCondition's verdict
+// (problems, or whether the compiled form is what is published); monitored says whether the
+// controller polls any proxy at all. Without proxies to poll, Programmed is Unknown and Ready
+// follows compiled, as it did before Programmed existed.
+func conditionsFor(kind, namespace, name string, generation int64, compiled metav1.Condition, res *SyncResult, live liveView, monitored bool) objectConditions {
+	var out objectConditions
+	out.Accepted = metav1.Condition{Type: v1alpha1.ConditionAccepted, Status: metav1.ConditionTrue, Reason: ReasonAccepted,
+		Message: "valid; compiles on its own"}
+	accepted := len(problemsFor(res.Problems, kind, namespace, name)) == 0
+	if !accepted {
+		out.Accepted.Status, out.Accepted.Reason, out.Accepted.Message = metav1.ConditionFalse, compiled.Reason, compiled.Message
+	}
+	out.Programmed = programmedCondition(routing.ObjectKey(kind, namespace, name), generation, accepted, res, live, monitored,
+		publishedAsCompiled(kind, namespace, name, res))
+	out.Ready = compiled
+	switch {
+	case compiled.Status != metav1.ConditionTrue:
+		// A problem, or not published yet: say that, whatever the proxies serve.
+	case out.Programmed.Status == metav1.ConditionTrue:
+		out.Ready.Reason, out.Ready.Message = ReasonReady, "accepted and served by every proxy replica that reports"
+	case out.Programmed.Reason == ReasonNotMonitored:
+		out.Ready.Message = "compiled into the proxy config (the controller polls no proxy, so whether they serve it is not checked)"
+	default:
+		out.Ready = metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: out.Programmed.Reason, Message: out.Programmed.Message}
+	}
+	out.Accepted.Type, out.Programmed.Type, out.Ready.Type = v1alpha1.ConditionAccepted, v1alpha1.ConditionProgrammed, v1alpha1.ConditionReady
+	return out
+}
+
+// programmedCondition compares the generation each reporting replica serves with the object's.
+func programmedCondition(key string, generation int64, accepted bool, res *SyncResult, live liveView, monitored, asCompiled bool) metav1.Condition {
+	c := metav1.Condition{Type: v1alpha1.ConditionProgrammed, Status: metav1.ConditionFalse}
+	if !monitored {
+		c.Status, c.Reason = metav1.ConditionUnknown, ReasonNotMonitored
+		c.Message = "the controller polls no proxy (--proxy-service and --proxy-admin-url are empty)"
+		return c
+	}
+	if !live.Polled {
+		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, ReasonPending, "waiting for the first poll of the proxy replicas"
+		return c
+	}
+	publishedHash := ""
+	if res.Published != nil {
+		publishedHash = res.Published.Hash()
+	}
+	var serving, pending, stale []string
+	var staleGen int64
+	for _, r := range live.Replicas {
+		if !r.Reachable || r.Hash == "" {
+			continue
+		}
+		g, ok := r.Generations[key]
+		if r.Generations == nil && r.Hash == publishedHash && asCompiled {
+			// A proxy that predates generations, serving exactly what is published.
+			g, ok = generation, true
+		}
+		switch {
+		case !ok:
+			pending = append(pending, r.Name)
+		case g < generation:
+			stale, staleGen = append(stale, r.Name), max(staleGen, g)
+		default:
+			serving = append(serving, r.Name)
+		}
+	}
+	switch {
+	case len(serving)+len(pending)+len(stale) == 0:
+		c.Reason = ReasonNoProxies
+		c.Message = fmt.Sprintf("no proxy replica reports a config (%d discovered)", len(live.Replicas))
+	case len(stale) > 0:
+		c.Reason = ReasonStale
+		c.Message = fmt.Sprintf("generation %d is not served: %s serve(s) generation %d", generation, strings.Join(stale, ", "), staleGen)
+		if !accepted {
+			c.Message += ", its last good version, until the problem in Accepted is fixed"
+		}
+	case len(pending) > 0:
+		c.Reason = ReasonPending
+		c.Message = fmt.Sprintf("generation %d is not served yet by %s", generation, strings.Join(pending, ", "))
+		if !accepted {
+			c.Message += ": it is left out of the proxy config until the problem in Accepted is fixed"
+		}
+	default:
+		c.Status, c.Reason = metav1.ConditionTrue, ReasonProgrammed
+		c.Message = fmt.Sprintf("generation %d is served by %d proxy replica(s)", generation, len(serving))
+	}
+	return c
 }

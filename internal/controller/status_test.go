@@ -325,3 +325,72 @@ func TestPolicyStatus(t *testing.T) {
 		t.Errorf("unpublished policy: %+v", st)
 	}
 }
+
+// TestProgrammed: Programmed compares the generation each reporting replica serves with the
+// object's; Ready is Accepted and Programmed.
+func TestProgrammed(t *testing.T) {
+	tbl := &routing.Table{Channels: []routing.Channel{{Name: "a", Namespace: "llm", Generation: 4}}}
+	key := routing.ObjectKey("ProviderChannel", "llm", "a")
+	ok := SyncResult{Compiled: tbl, Published: tbl}
+	broken := SyncResult{Compiled: &routing.Table{}, Published: tbl, Held: []routing.Held{{Kind: "ProviderChannel", Namespace: "llm", Name: "a", Served: routing.ServedLastGood}},
+		Problems: []routing.Problem{{Kind: "ProviderChannel", Namespace: "llm", Name: "a", Reason: routing.ReasonSecretNotFound, Message: "spec.credentialsRef: Secret llm/k not found"}}}
+	replica := func(name string, gen int64) replicaInfo {
+		r := replicaInfo{Name: name, Reachable: true, Hash: "h-" + name, Generations: map[string]int64{}}
+		if gen > 0 {
+			r.Generations[key] = gen
+		}
+		return r
+	}
+	view := func(rs ...replicaInfo) liveView { return liveView{Polled: true, Replicas: rs} }
+	cases := []struct {
+		name                       string
+		gen                        int64
+		res                        SyncResult
+		live                       liveView
+		monitored                  bool
+		accepted, programmed, rdy  metav1.ConditionStatus
+		programmedReason, readyHas string
+	}{
+		{"every replica serves it", 4, ok, view(replica("p0", 4), replica("p1", 4)), true,
+			metav1.ConditionTrue, metav1.ConditionTrue, metav1.ConditionTrue, ReasonProgrammed, "served by every proxy replica"},
+		{"one replica lags", 4, ok, view(replica("p0", 4), replica("p1", 3)), true,
+			metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionFalse, ReasonStale, "p1 serve(s) generation 3"},
+		{"a replica has not loaded it", 4, ok, view(replica("p0", 4), replica("p1", 0)), true,
+			metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionFalse, ReasonPending, "not served yet by p1"},
+		{"unreachable replicas do not count", 4, ok, view(replica("p0", 4), replicaInfo{Name: "p1", Error: "refused"}), true,
+			metav1.ConditionTrue, metav1.ConditionTrue, metav1.ConditionTrue, ReasonProgrammed, "every proxy replica"},
+		{"no replica reports", 4, ok, view(replicaInfo{Name: "p1", Error: "refused"}), true,
+			metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionFalse, ReasonNoProxies, "no proxy replica reports"},
+		{"before the first poll", 4, ok, liveView{}, true,
+			metav1.ConditionTrue, metav1.ConditionUnknown, metav1.ConditionFalse, ReasonPending, "first poll"},
+		{"no proxy is polled", 4, ok, liveView{}, false,
+			metav1.ConditionTrue, metav1.ConditionUnknown, metav1.ConditionTrue, ReasonNotMonitored, "not checked"},
+		{"held at its last good generation", 5, broken, view(replica("p0", 4)), true,
+			metav1.ConditionFalse, metav1.ConditionFalse, metav1.ConditionFalse, ReasonStale, "Secret llm/k not found"},
+		{"a proxy that predates generations, serving what is published", 4, ok,
+			view(replicaInfo{Name: "old", Reachable: true, Hash: tbl.Hash()}), true,
+			metav1.ConditionTrue, metav1.ConditionTrue, metav1.ConditionTrue, ReasonProgrammed, "every proxy replica"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			compiled := readyCondition("ProviderChannel", "llm", "a", &tc.res)
+			got := conditionsFor("ProviderChannel", "llm", "a", tc.gen, compiled, &tc.res, tc.live, tc.monitored)
+			if got.Accepted.Type != v1alpha1.ConditionAccepted || got.Programmed.Type != v1alpha1.ConditionProgrammed || got.Ready.Type != v1alpha1.ConditionReady {
+				t.Fatalf("types: %+v", got)
+			}
+			if got.Accepted.Status != tc.accepted || got.Programmed.Status != tc.programmed || got.Ready.Status != tc.rdy {
+				t.Errorf("Accepted %s, Programmed %s, Ready %s; want %s, %s, %s\n%+v", got.Accepted.Status, got.Programmed.Status, got.Ready.Status,
+					tc.accepted, tc.programmed, tc.rdy, got)
+			}
+			if got.Programmed.Reason != tc.programmedReason {
+				t.Errorf("Programmed reason %s (%s), want %s", got.Programmed.Reason, got.Programmed.Message, tc.programmedReason)
+			}
+			if !strings.Contains(got.Ready.Message, tc.readyHas) {
+				t.Errorf("Ready message %q, want it to mention %q", got.Ready.Message, tc.readyHas)
+			}
+			if tc.accepted == metav1.ConditionFalse && got.Accepted.Reason != routing.ReasonSecretNotFound {
+				t.Errorf("Accepted reason %s, want the problem's", got.Accepted.Reason)
+			}
+		})
+	}
+}

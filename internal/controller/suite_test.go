@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -30,6 +31,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/switchyard-io/switchyard/internal/adminapi"
+	"github.com/switchyard-io/switchyard/internal/routing"
 	"github.com/switchyard-io/switchyard/internal/testenv"
 )
 
@@ -133,6 +135,31 @@ func startControllerWith(t *testing.T, base string, configure func(*Options), wr
 		}
 	})
 	return &harness{t: t, c: e.Client, env: e, ns: ns, clock: clk, opts: opts}
+}
+
+// publishedTable reads the table the proxies are served back from the ConfigMap and its Secret.
+func (h *harness) publishedTable(g Gomega) *routing.Table {
+	s := &corev1.Secret{}
+	g.Expect(h.c.Get(context.Background(), h.key(DefaultConfigMapName+"-credentials"), s)).To(Succeed())
+	t := parsePublished(h.configMap(g), s)
+	g.Expect(t).NotTo(BeNil())
+	return t
+}
+
+// sameButGenerations is a table's JSON with every generation zeroed, to compare two tables whose
+// objects were edited and edited back.
+func sameButGenerations(t *routing.Table) string {
+	c := *t
+	c.Channels = slices.Clone(t.Channels)
+	c.Policies = slices.Clone(t.Policies)
+	for i := range c.Channels {
+		c.Channels[i].Generation = 0
+	}
+	for i := range c.Policies {
+		c.Policies[i].Generation = 0
+	}
+	b, _ := json.Marshal(&c)
+	return string(b)
 }
 
 // id is the routing ID (namespace/name) of a channel in the harness namespace.

@@ -282,7 +282,7 @@ func (s *Server) apply(t *routing.Table, source string, rejected error, problems
 			}
 		}
 	}
-	loaded := adminapi.ConfigState{Source: source, Hash: t.Hash(), LoadedAt: now.UTC()}
+	loaded := adminapi.ConfigState{Source: source, Hash: t.Hash(), LoadedAt: now.UTC(), Generations: t.Generations()}
 	logSource := source
 	if rejected != nil {
 		at := now.UTC()

@@ -234,7 +234,7 @@ func (c *compiler) channel(pc *v1alpha1.ProviderChannel) (ch Channel, key string
 		}
 		key, ch.HasCredentials = v, true
 	}
-	ch.Name, ch.Namespace = pc.Name, pc.Namespace
+	ch.Name, ch.Namespace, ch.Generation = pc.Name, pc.Namespace, pc.Generation
 	ch.Provider = string(spec.Provider)
 	ch.BaseURL = strings.TrimRight(spec.BaseURL, "/")
 	if spec.FailureDomain != nil {
@@ -345,7 +345,7 @@ func (c *compiler) policy(rp *v1alpha1.RoutingPolicy, channels []v1alpha1.Provid
 		return bad(ReasonInvalidSpec, "%v", err)
 	}
 	p := Policy{
-		Name: rp.Name, Namespace: rp.Namespace,
+		Name: rp.Name, Namespace: rp.Namespace, Generation: rp.Generation,
 		Models:                slices.Clone(spec.Models),
 		Strategy:              eff.Strategy,
 		Scenario:              eff.Scenario,

@@ -30,15 +30,18 @@ type Table struct {
 
 // Channel is one compiled ProviderChannel.
 type Channel struct {
-	Name      string         `json:"name"`
-	Namespace string         `json:"namespace,omitempty"`
-	Provider  string         `json:"provider"`
-	BaseURL   string         `json:"baseURL"`
-	Models    []ChannelModel `json:"models"`
-	Weight    int            `json:"weight"`
-	Timeouts  Timeouts       `json:"timeouts"`
-	Domain    FailureDomain  `json:"failureDomain"`
-	Residency string         `json:"residency,omitempty"`
+	Name      string `json:"name"`
+	Namespace string `json:"namespace,omitempty"`
+	// Generation is the ProviderChannel's metadata.generation this form was compiled from; the
+	// proxies report it, so the controller can tell which generation they serve (Programmed).
+	Generation int64          `json:"generation,omitempty"`
+	Provider   string         `json:"provider"`
+	BaseURL    string         `json:"baseURL"`
+	Models     []ChannelModel `json:"models"`
+	Weight     int            `json:"weight"`
+	Timeouts   Timeouts       `json:"timeouts"`
+	Domain     FailureDomain  `json:"failureDomain"`
+	Residency  string         `json:"residency,omitempty"`
 	// HasCredentials says whether Table.Credentials holds a key for this channel.
 	HasCredentials bool            `json:"hasCredentials,omitempty"`
 	Disabled       bool            `json:"disabled,omitempty"`
@@ -96,6 +99,8 @@ type FaultInjection struct {
 type Policy struct {
 	Name      string `json:"name"`
 	Namespace string `json:"namespace,omitempty"`
+	// Generation is the RoutingPolicy's metadata.generation this form was compiled from.
+	Generation int64 `json:"generation,omitempty"`
 	// Models are the public model names the policy routes.
 	Models []string `json:"models"`
 	// Channels are the candidates in order (list order, or name order for a selector), already
@@ -159,6 +164,21 @@ func (t *Table) Hash() string {
 func hashJSON(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8])
+}
+
+// ObjectKey names an object in Table.Generations and the proxies' admin API: kind/namespace/name.
+func ObjectKey(kind, namespace, name string) string { return kind + "/" + qualified(namespace, name) }
+
+// Generations maps every object in the table (ObjectKey) to the generation it was compiled from.
+func (t *Table) Generations() map[string]int64 {
+	out := make(map[string]int64, len(t.Channels)+len(t.Policies))
+	for _, c := range t.Channels {
+		out[ObjectKey("ProviderChannel", c.Namespace, c.Name)] = c.Generation
+	}
+	for _, p := range t.Policies {
+		out[ObjectKey("RoutingPolicy", p.Namespace, p.Name)] = p.Generation
+	}
+	return out
 }
 
 // Channel returns the channel with the given ID (see Channel.ID).
