@@ -281,24 +281,41 @@ func TestFallbackStaysWithinTheFirstPolicysResidency(t *testing.T) {
 	}
 }
 
-// TestLastGoodPolicyNeverUsesAChannelThatLeftItsResidency: team-a's channel changes its residency
-// to us. team-a's policy (requireResidency kz) then has a problem and keeps its last good form,
-// which lists that channel: the proxy still never sends to it, panic routing included.
+// TestLastGoodPolicyNeverUsesAChannelThatLeftItsResidency: team-a's only channel is ejected, then
+// changes its residency to us. team-a's policy (requireResidency kz) then has a problem and keeps
+// its last good form, which lists that channel: the proxy never sends to it again, not even by
+// panic routing (every channel of the model is out, and panic routing is on by default).
 func TestLastGoodPolicyNeverUsesAChannelThatLeftItsResidency(t *testing.T) {
 	r := newTeamRig(t)
+	kz := teams{chanA: "residency: kz", chat: "requireResidency: [kz]", chatFallback: "[]"}
+	if problems := r.publish(kz, kz); len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	for i := 0; i < 3; i++ { // two attempts each (the only channel, then the same again)
+		r.post("/v1/chat/completions", chat("gpt-4o", false))
+	}
+	if p := r.phase("team-a/chan-a", "gpt-4o"); p != "Ejected" {
+		t.Fatalf("team-a/chan-a is %s, want Ejected", p)
+	}
 	r.A.ClearBehavior("gpt-4o")
-	problems := r.publish(teams{chanA: "residency: kz", chat: "requireResidency: [kz]", chatFallback: "[]"},
-		teams{chanA: "residency: us", chat: "requireResidency: [kz]", chatFallback: "[]"})
+	before := r.A.Total()
+	// Panic routing does send to an ejected channel that may serve: the control for what follows.
+	if got := r.post("/v1/chat/completions", chat("gpt-4o", false)); got.status != 200 || r.A.Total() != before+1 {
+		t.Fatalf("panic routing to the ejected kz channel: got %d, A saw %d more", got.status, r.A.Total()-before)
+	}
+
+	problems := r.publish(kz, teams{chanA: "residency: us", chat: "requireResidency: [kz]", chatFallback: "[]"})
 	if len(problems) != 1 || problems[0].Reason != routing.ReasonModelNotServed {
 		t.Fatalf("problems %v, want ModelNotServed on team-a/chat", problems)
 	}
+	before = r.A.Total()
 	for i := 0; i < 3; i++ {
 		if got := r.post("/v1/chat/completions", chat("gpt-4o", false)); got.status != 503 {
 			t.Fatalf("got %d %s; want 503, no resident channel", got.status, got.body)
 		}
 	}
-	if r.A.Total() != 0 {
-		t.Errorf("the channel that left residency kz saw %v", r.A.Counts())
+	if r.A.Total() != before {
+		t.Errorf("the channel that left residency kz saw %d more requests", r.A.Total()-before)
 	}
 }
 
