@@ -103,6 +103,18 @@ type RoutingPolicySpec struct {
 	// +kubebuilder:validation:MaxItems=16
 	ContextOverflowModels []string `json:"contextOverflowModels,omitempty"`
 
+	// acceptFallbackFrom are the namespaces whose policies may fall back onto this policy's models
+	// ("*": any namespace). Without it, fallbackModels and contextOverflowModels never cross a
+	// namespace: another team's fallback would otherwise run on this team's channels, keys and quota.
+	// Consent is given to the namespace of the policy that routed the client's request, on every hop.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:XValidation:rule="self == '*' || self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="each item must be a namespace name (a DNS-1123 label) or \"*\""
+	AcceptFallbackFrom []string `json:"acceptFallbackFrom,omitempty"`
+
 	// requireResidency limits candidates to channels whose residency is listed, even in panic routing.
 	// +optional
 	// +listType=set

@@ -660,6 +660,11 @@ func (in *RoutingPolicySpec) DeepCopyInto(out *RoutingPolicySpec) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.AcceptFallbackFrom != nil {
+		in, out := &in.AcceptFallbackFrom, &out.AcceptFallbackFrom
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.RequireResidency != nil {
 		in, out := &in.RequireResidency, &out.RequireResidency
 		*out = make([]string, len(*in))

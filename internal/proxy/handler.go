@@ -161,6 +161,9 @@ type routeState struct {
 	header    http.Header
 	requestID string
 	drill     bool
+	// first is the requested model's route. Its policy's namespace owns the traffic on every hop
+	// (consent), and its requireResidency binds every hop.
+	first *modelRoute
 
 	attempts    int
 	deadline    time.Time
@@ -179,9 +182,20 @@ type routeState struct {
 // run routes the request: healthy channels of the model → the same channel again only when it is
 // the model's only channel and the failure was not a timeout → fallbackModels in order → panic
 // routing to the least-bad channel of the requested model → a clear 503 (or 429).
+//
+// Every hop (a fallback or context-overflow model, the latter possibly named by a fallback
+// model's policy) stays within what the first policy may reach: a model whose policy is in
+// another namespace is skipped unless it accepts the first policy's namespace (see hopAllowed),
+// and no channel outside the first policy's requireResidency is picked (see resident). Compile
+// reports a fallback without consent as a problem on the policy that names it, but the proxy
+// must enforce both rules itself: a policy with a problem keeps serving its last good form,
+// consent may be withdrawn after it was given, and a hop named by a fallback model's own policy
+// (its contextOverflowModels) is not the first policy's to compile.
+//
 // It returns the outcome class for switchyard_requests_total.
 func (rt *routeState) run(ctx context.Context) string {
 	first := rt.c.models[rt.req.Model]
+	rt.first = first
 	maxAttempts := first.policy.Retry.MaxAttempts
 	first.budget.request(time.Now())
 	rt.allLimited = true
@@ -190,7 +204,7 @@ func (rt *routeState) run(ctx context.Context) string {
 	overflowed := false
 	for i := 0; i < len(chain) && rt.attempts < maxAttempts; i++ {
 		mr := rt.c.models[chain[i]]
-		if mr == nil {
+		if mr == nil || !rt.hopAllowed(mr) {
 			continue
 		}
 		sameAgain := false
@@ -210,7 +224,8 @@ func (rt *routeState) run(ctx context.Context) string {
 				return stop
 			}
 			if res.outcome == health.OutcomeClientError && res.errCode == "context_length_exceeded" {
-				if overflowed || len(mr.policy.ContextOverflowModels) == 0 {
+				if overflowed || !rt.anyHop(mr.policy.ContextOverflowModels) {
+					// No larger model this request may go to: the caller's to fix.
 					rt.passThrough(res, ch)
 					return "client_error"
 				}
@@ -267,8 +282,13 @@ func (rt *routeState) try(ctx context.Context, mr *modelRoute, ch *routing.Chann
 			return result{}, rt.fail()
 		}
 		if rt.prev != nil && rt.prev.ID() != ch.ID() {
-			// A policy's channels share its namespace: the label is the one of both.
-			s.metrics.Failovers.WithLabelValues(ch.Namespace, mr.model, rt.prev.Name, ch.Name, rt.prevReason).Inc()
+			// namespace is the channel that takes over's; a fallback from another namespace (by
+			// consent) names the channel it leaves by namespace/name.
+			from := rt.prev.Name
+			if rt.prev.Namespace != ch.Namespace {
+				from = rt.prev.ID()
+			}
+			s.metrics.Failovers.WithLabelValues(ch.Namespace, mr.model, from, ch.Name, rt.prevReason).Inc()
 		}
 	}
 	rt.attempts++
@@ -353,7 +373,7 @@ func (rt *routeState) pick(mr *modelRoute, panicRouting bool) *routing.Channel {
 			continue
 		}
 		ch := rt.c.channels[route.Channel]
-		if ch == nil {
+		if ch == nil || !rt.resident(ch) {
 			continue
 		}
 		if rt.last == nil || ch.Domain.Differs(rt.last.Domain) {
@@ -366,14 +386,48 @@ func (rt *routeState) pick(mr *modelRoute, panicRouting bool) *routing.Channel {
 	return fallback
 }
 
+// hopAllowed reports whether this request may be routed to mr's model. The traffic belongs to the
+// team of the first policy however many hops it took to get here, so consent is asked of mr's
+// policy for the first policy's namespace, not for the namespace of the policy that named the
+// hop: team-b accepting team-a must not let team-a's traffic through to a team-c that accepts
+// only team-b. The requested model itself is the first policy's own.
+func (rt *routeState) hopAllowed(mr *modelRoute) bool {
+	return mr.policy.AcceptsFallbackFrom(rt.first.policy.Namespace)
+}
+
+// anyHop reports whether some model of a fallback list is routed and allowed to this request.
+func (rt *routeState) anyHop(models []string) bool {
+	for _, m := range models {
+		if mr := rt.c.models[m]; mr != nil && rt.hopAllowed(mr) {
+			return true
+		}
+	}
+	return false
+}
+
+// resident reports whether ch may serve this request: the first policy's requireResidency binds
+// every hop, panic routing included. (A policy's own candidates are filtered by Compile; a
+// fallback model's are filtered by its own policy's requireResidency only, and a policy kept in
+// its last good form may list a channel whose residency has changed since.)
+func (rt *routeState) resident(ch *routing.Channel) bool {
+	want := rt.first.policy.RequireResidency
+	return len(want) == 0 || slices.Contains(want, ch.Residency)
+}
+
 func (rt *routeState) wasTried(k health.Key) bool { return slices.Contains(rt.tried, k) }
 
+// untried are the candidates panic routing may still name: not tried by this request, and
+// resident (the engine picks one least-bad channel; it must pick among those that may serve).
 func (rt *routeState) untried(mr *modelRoute) []health.Candidate {
 	out := make([]health.Candidate, 0, len(mr.candidates))
 	for _, c := range mr.candidates {
-		if !rt.wasTried(health.Key{Channel: c.Channel, Model: mr.model}) {
-			out = append(out, c)
+		if rt.wasTried(health.Key{Channel: c.Channel, Model: mr.model}) {
+			continue
 		}
+		if ch := rt.c.channels[c.Channel]; ch == nil || !rt.resident(ch) {
+			continue
+		}
+		out = append(out, c)
 	}
 	return out
 }

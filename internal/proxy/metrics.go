@@ -69,7 +69,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "switchyard_upstream_ttft_seconds", Help: "Time to the first streamed event (or to headers when not streaming).", Buckets: latencyBuckets,
 		}, []string{"namespace", "channel", "model"}),
 		Failovers: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "switchyard_failovers_total", Help: "Attempts moved from one channel to another, by the reason the first failed.",
+			Name: "switchyard_failovers_total", Help: "Attempts moved from one channel to another, by the reason the first failed (namespace is to_channel's; from_channel is namespace/name when it is another).",
 		}, []string{"namespace", "model", "from_channel", "to_channel", "reason"}),
 		HealthScore: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "switchyard_channel_health_score", Help: "Health score 0-100 of a channel×model.",

@@ -57,6 +57,9 @@ const (
 	ReasonModelConflict       = "ModelConflict"
 	ReasonUnknownModel        = "UnknownModel"
 	ReasonRefNotPermitted     = "RefNotPermitted"
+	// ReasonFallbackNotAccepted: a fallback or context-overflow model is routed by a policy in
+	// another namespace whose acceptFallbackFrom does not list this policy's namespace.
+	ReasonFallbackNotAccepted = "FallbackNotAccepted"
 )
 
 func (p Problem) String() string {
@@ -135,21 +138,7 @@ func Compile(in Inputs) (*Table, []Problem) {
 		}
 		t.Policies = append(t.Policies, p)
 	}
-	for _, p := range t.Policies {
-		for _, list := range [][]string{p.FallbackModels, p.ContextOverflowModels} {
-			for _, m := range list {
-				if slices.Contains(p.Models, m) {
-					c.problem("RoutingPolicy", p.Namespace, p.Name, ReasonInvalidSpec,
-						fmt.Sprintf("fallback model %q is routed by this policy itself", m))
-					continue
-				}
-				if _, ok := claimed[m]; !ok {
-					c.problem("RoutingPolicy", p.Namespace, p.Name, ReasonUnknownModel,
-						fmt.Sprintf("fallback model %q is not routed by any RoutingPolicy", m))
-				}
-			}
-		}
-	}
+	c.checkFallbacks(t)
 	return t, c.problems
 }
 
@@ -353,6 +342,7 @@ func (c *compiler) policy(rp *v1alpha1.RoutingPolicy, channels []v1alpha1.Provid
 		Retry:                 eff.Retry,
 		FallbackModels:        slices.Clone(spec.FallbackModels),
 		ContextOverflowModels: slices.Clone(spec.ContextOverflowModels),
+		AcceptFallbackFrom:    slices.Clone(spec.AcceptFallbackFrom),
 		RequireResidency:      slices.Clone(spec.RequireResidency),
 		PanicRouting:          eff.PanicRouting,
 	}

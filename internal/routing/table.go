@@ -112,6 +112,7 @@ type Policy struct {
 	Retry                 Retry           `json:"retry"`
 	FallbackModels        []string        `json:"fallbackModels,omitempty"`
 	ContextOverflowModels []string        `json:"contextOverflowModels,omitempty"`
+	AcceptFallbackFrom    []string        `json:"acceptFallbackFrom,omitempty"`
 	RequireResidency      []string        `json:"requireResidency,omitempty"`
 	PanicRouting          bool            `json:"panicRouting"`
 }

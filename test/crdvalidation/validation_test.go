@@ -64,6 +64,7 @@ func TestValidObjectsAccepted(t *testing.T) {
 		{"RoutingPolicy", "models: [x]\nchannelSelector: {matchLabels: {team: a}}\nrecovery: {rampSteps: [100], cooldown: 1m, maxCooldown: 1m}"},
 		{"RoutingPolicy", validPolicy + "scenario: batch\ndetection: {recentErrorWindow: 2m}\nrecovery: {maxCooldown: 10m}\nfallbackModels: [gpt-4o-mini]"},
 		{"RoutingPolicy", validPolicy + "detection: {window: 2m, recentErrorWindow: 2m}\nrecovery: {maxCooldown: 5m}"},
+		{"RoutingPolicy", validPolicy + "acceptFallbackFrom: [team-a, search-2, \"*\"]"},
 		{"ProviderChannel", validChannel + "disabled: true\ndisabledUntil: \"2026-11-30T12:30:00Z\"\ndisabledReason: INC-1\ntimeouts: {request: 30s, fallbackRequest: 30s}\nfaultInjection: {hang: true}"},
 	} {
 		if err := env.Client.Create(context.Background(), object(t, c.kind, fmt.Sprintf("ok-%d", i), ns, c.spec)); err != nil {
@@ -124,6 +125,9 @@ func TestInvalidObjectsRejected(t *testing.T) {
 		{"maxCooldown below batch's cooldown", "RoutingPolicy", validPolicy + "scenario: batch\nrecovery: {maxCooldown: 8m}", []string{"spec.recovery.maxCooldown", "at least the cooldown in effect"}},
 		{"fallback onto itself", "RoutingPolicy", validPolicy + "fallbackModels: [gpt-4o-mini, gpt-4o]", []string{"spec.fallbackModels", "must not name a model this policy routes"}},
 		{"context overflow onto itself", "RoutingPolicy", validPolicy + "contextOverflowModels: [gpt-4o]", []string{"spec.contextOverflowModels", "must not name a model this policy routes"}},
+		{"acceptFallbackFrom not a namespace", "RoutingPolicy", validPolicy + "acceptFallbackFrom: [team-a, Team_B]", []string{"spec.acceptFallbackFrom[1]", "DNS-1123 label"}},
+		{"acceptFallbackFrom glob", "RoutingPolicy", validPolicy + "acceptFallbackFrom: [\"team-*\"]", []string{"spec.acceptFallbackFrom[0]", "DNS-1123 label"}},
+		{"acceptFallbackFrom duplicate", "RoutingPolicy", validPolicy + "acceptFallbackFrom: [team-a, team-a]", []string{"spec.acceptFallbackFrom[1]", "Duplicate value"}},
 	}
 	if len(cases) < 20 {
 		t.Fatalf("the issue asks for at least 20 invalid objects, have %d", len(cases))
