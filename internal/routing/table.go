@@ -22,7 +22,8 @@ type Table struct {
 	// Channels sorted by ID (namespace/name). IDs are unique across the table; two teams may each
 	// have a channel named "openai".
 	Channels []Channel `json:"channels"`
-	// Policies sorted by namespace/name.
+	// Policies in Compile's order: oldest first (creation time, then namespace/name), the order
+	// in which a contested model goes to the older policy.
 	Policies []Policy `json:"policies"`
 	// Credentials maps a channel ID to its provider key. Never serialised with the table.
 	Credentials map[string]Secret `json:"-"`
