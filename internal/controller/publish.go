@@ -101,7 +101,11 @@ func parsePublished(cm *corev1.ConfigMap, sec *corev1.Secret) *routing.Table {
 	t.Credentials = map[string]routing.Secret{}
 	if sec != nil {
 		if keys, err := routing.DecodeCredentials(sec.Data[CredentialsKey]); err == nil {
-			t.Credentials = keys
+			for i := range t.Channels {
+				if k, ok := routing.KeyFor(keys, &t.Channels[i]); ok {
+					t.Credentials[t.Channels[i].ID()] = k
+				}
+			}
 		}
 	}
 	return t

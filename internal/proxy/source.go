@@ -48,15 +48,20 @@ func LoadFiles(path string, getenv func(string) string) (*routing.Table, []routi
 // rejected config can still pass its on-call overrides on.
 func compileInputs(in routing.Inputs, getenv func(string) string) (*routing.Table, []v1alpha1.ProviderChannel, []routing.Problem, error) {
 	in.KeyOverrides = map[string]string{}
+	// SWITCHYARD_KEY_<NAME> for a channel without a namespace, SWITCHYARD_KEY_<NAMESPACE>_<NAME>
+	// for one with: never the bare name then, or dev/prod-openai would take prod/openai's key
+	// (both SWITCHYARD_KEY_PROD_OPENAI once upper-cased). Two channels whose variable is the same
+	// refuse the config rather than share a key.
+	owner := map[string]string{}
 	for _, c := range in.Channels {
-		// SWITCHYARD_KEY_<NAMESPACE>_<NAME> first, for manifests where two namespaces share a
-		// channel name; then SWITCHYARD_KEY_<NAME>.
 		id := routing.ChannelID(c.Namespace, c.Name)
-		for _, n := range []string{id, c.Name} {
-			if v := getenv(KeyEnvName(n)); v != "" {
-				in.KeyOverrides[id] = v
-				break
-			}
+		env := KeyEnvName(id)
+		if other, taken := owner[env]; taken && other != id {
+			return nil, in.Channels, nil, fmt.Errorf("channels %s and %s would both take their key from %s: rename one", other, id, env)
+		}
+		owner[env] = id
+		if v := getenv(env); v != "" {
+			in.KeyOverrides[id] = v
 		}
 	}
 	t, problems := routing.Compile(in)

@@ -5,6 +5,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1alpha1 "github.com/switchyard-io/switchyard/api/v1alpha1"
+	"github.com/switchyard-io/switchyard/internal/routing"
 )
 
 // TestFingerprintFollowsOnlyManifests: the poll's fingerprint changes with a manifest, not with
@@ -72,5 +77,35 @@ func TestStandaloneOverrideGetsThroughABrokenConfig(t *testing.T) {
 	}
 	if got := r.post("/v1/chat/completions", chat("gpt-4o", false)); got.status != 200 || got.header.Get("X-Switchyard-Channel") != "chan-b" {
 		t.Errorf("status %d from %q", got.status, got.header.Get("X-Switchyard-Channel"))
+	}
+}
+
+// TestKeyEnvNeverCrossesNamespaces: a namespaced channel takes its key only from
+// SWITCHYARD_KEY_<NAMESPACE>_<NAME>, and two channels whose variables collide refuse the config.
+func TestKeyEnvNeverCrossesNamespaces(t *testing.T) {
+	ch := func(ns, name string) v1alpha1.ProviderChannel {
+		return v1alpha1.ProviderChannel{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: v1alpha1.ProviderChannelSpec{
+			Provider: v1alpha1.ProviderOpenAI, BaseURL: "https://" + name + ".example/v1", Models: []v1alpha1.ChannelModel{{Name: "m-" + ns}}}}
+	}
+	pol := func(ns, channel string) v1alpha1.RoutingPolicy {
+		return v1alpha1.RoutingPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p"}, Spec: v1alpha1.RoutingPolicySpec{
+			Models: []string{"m-" + ns}, Channels: []v1alpha1.ChannelRef{{Name: channel}}}}
+	}
+	env := map[string]string{"SWITCHYARD_KEY_PROD_OPENAI": "sk-prod"}
+	in := routing.Inputs{Channels: []v1alpha1.ProviderChannel{ch("prod", "openai"), ch("dev", "prod-openai")},
+		Policies: []v1alpha1.RoutingPolicy{pol("prod", "openai"), pol("dev", "prod-openai")}}
+	tbl, _, _, err := compileInputs(in, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := tbl.Credentials["prod/openai"]; k.Reveal() != "sk-prod" {
+		t.Errorf("prod/openai has key %q", k.Reveal())
+	}
+	if _, ok := tbl.Credentials["dev/prod-openai"]; ok {
+		t.Error("dev/prod-openai took prod/openai's key")
+	}
+	in = routing.Inputs{Channels: []v1alpha1.ProviderChannel{ch("a", "b-c"), ch("a-b", "c")}, Policies: []v1alpha1.RoutingPolicy{pol("a", "b-c"), pol("a-b", "c")}}
+	if _, _, _, err := compileInputs(in, func(string) string { return "" }); err == nil || !strings.Contains(err.Error(), "SWITCHYARD_KEY_A_B_C") {
+		t.Errorf("colliding variables: %v", err)
 	}
 }

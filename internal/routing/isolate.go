@@ -69,9 +69,12 @@ func Isolate(compiled *Table, problems []Problem, last *Table) (*Table, []Held, 
 		h := Held{Kind: p.Kind, Namespace: p.Namespace, Name: p.Name, Served: ServedLeftOut}
 		if ch, ok := lastChannel(last, p.Namespace, p.Name); ok {
 			// out holds every compiled channel: an ID taken there (a duplicate) stays taken.
-			if _, taken := out.Channel(ch.ID()); !taken {
+			k, hasKey := last.Credentials[ch.ID()]
+			if _, taken := out.Channel(ch.ID()); !taken && (hasKey || !ch.HasCredentials) {
+				// (A channel that needs a key is only restored with it: without, every proxy
+				// would refuse the whole table.)
 				out.Channels = append(out.Channels, ch)
-				if k, ok := last.Credentials[ch.ID()]; ok && ch.HasCredentials {
+				if hasKey && ch.HasCredentials {
 					out.Credentials[ch.ID()] = k
 				}
 				h.Served = ServedLastGood

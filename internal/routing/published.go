@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 )
 
 // PublishedTable is a table in the routing ConfigMap's form: Data or BinaryData holds it (see
@@ -127,7 +128,38 @@ func DecodeTable(data map[string]string, binaryData map[string][]byte) (*Table, 
 	if err := json.Unmarshal(raw, t); err != nil {
 		return nil, fmt.Errorf("not a routing table: %w", err)
 	}
+	t.upgradeChannelRefs()
 	return t, nil
+}
+
+// upgradeChannelRefs reads a table written before channels were namespaced, when a policy named
+// its candidates by channel name alone (names were unique across namespaces then, and a policy's
+// channels are in its namespace): such a name becomes the channel's ID.
+func (t *Table) upgradeChannelRefs() {
+	for i := range t.Policies {
+		p := &t.Policies[i]
+		for j := range p.Channels {
+			ref := &p.Channels[j]
+			if _, ok := t.Channel(ref.Channel); ok || p.Namespace == "" {
+				continue
+			}
+			if id := ChannelID(p.Namespace, ref.Channel); !strings.Contains(ref.Channel, "/") {
+				if _, ok := t.Channel(id); ok {
+					ref.Channel = id
+				}
+			}
+		}
+	}
+}
+
+// KeyFor returns a channel's key from the credentials Secret's keys: by its ID, or by its name
+// alone as controllers wrote them before channels were namespaced.
+func KeyFor(keys map[string]Secret, c *Channel) (Secret, bool) {
+	if k, ok := keys[c.ID()]; ok {
+		return k, true
+	}
+	k, ok := keys[c.Name]
+	return k, ok
 }
 
 // EncodeCredentials renders the keys for the credentials Secret (CredentialsKey), as indented

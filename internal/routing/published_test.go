@@ -198,3 +198,25 @@ func BenchmarkScale(b *testing.B) {
 		}
 	})
 }
+
+// TestDecodeReadsTablesFromBeforeNamespacedChannels: a table an earlier controller wrote names a
+// policy's candidates, and the credentials, by channel name alone; read now, both find the
+// channel by its ID, so upgrading the proxies before the controller keeps serving.
+func TestDecodeReadsTablesFromBeforeNamespacedChannels(t *testing.T) {
+	legacy := `{"channels":[{"name":"openai","namespace":"llm","provider":"openai","baseURL":"https://x/v1","models":[{"name":"gpt-4o","upstream":"gpt-4o"}],"weight":100,"hasCredentials":true}],` +
+		`"policies":[{"name":"chat","namespace":"llm","models":["gpt-4o"],"channels":[{"channel":"openai","weight":100}]}]}`
+	tbl, err := routing.DecodeTable(map[string]string{routing.ConfigMapKey: legacy}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tbl.Policies[0].Channels[0].Channel; got != "llm/openai" {
+		t.Errorf("candidate %q, want llm/openai", got)
+	}
+	keys, err := routing.DecodeCredentials([]byte(`{"openai":"sk-1"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k, ok := routing.KeyFor(keys, &tbl.Channels[0]); !ok || k.Reveal() != "sk-1" {
+		t.Errorf("key by name not found: %v", ok)
+	}
+}

@@ -161,11 +161,12 @@ func decodeTable(cm *corev1.ConfigMap, sec *corev1.Secret) (*routing.Table, erro
 	if err != nil {
 		return nil, fmt.Errorf("the credentials Secret has no valid %s key", CredentialsKey)
 	}
-	for _, c := range t.Channels {
+	for i := range t.Channels {
+		c := &t.Channels[i]
 		if !c.HasCredentials {
 			continue
 		}
-		k, ok := keys[c.ID()]
+		k, ok := routing.KeyFor(keys, c)
 		if !ok {
 			return nil, fmt.Errorf("the credentials Secret has no key for channel %s", c.ID())
 		}
