@@ -184,17 +184,17 @@ func TestRenderRoundTrip(t *testing.T) {
 	tbl := &routing.Table{
 		Channels:    []routing.Channel{{Name: "a", Namespace: "llm", Provider: "openai", BaseURL: "https://a.example/v1", HasCredentials: true, Weight: 100}},
 		Policies:    []routing.Policy{},
-		Credentials: map[string]routing.Secret{"a": routing.NewSecret("sk-secret")},
+		Credentials: map[string]routing.Secret{"llm/a": routing.NewSecret("sk-secret")},
 	}
 	r, err := render(tbl)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(r.table.Data[TableKey], "sk-secret") || !strings.Contains(string(r.credentials), `"a": "sk-secret"`) || r.hash != tbl.Hash() {
+	if strings.Contains(r.table.Data[TableKey], "sk-secret") || !strings.Contains(string(r.credentials), `"llm/a": "sk-secret"`) || r.hash != tbl.Hash() {
 		t.Fatalf("render: table %s credentials %s hash %s", r.table.Data, r.credentials, r.hash)
 	}
 	back := parsePublished(r.objects())
-	if !sameJSON(tbl, back) || back.Credentials["a"].Reveal() != "sk-secret" || back.Hash() != r.hash {
+	if !sameJSON(tbl, back) || back.Credentials["llm/a"].Reveal() != "sk-secret" || back.Hash() != r.hash {
 		t.Errorf("round trip: %+v", back)
 	}
 }
