@@ -22,7 +22,7 @@ import (
 // running proxy (fed from the ConfigMap by kubesource, polled by the controller on its admin API,
 // as in a cluster). Each team has a channel named "a": both are served, each under its own
 // namespace. Team B breaks its objects one way after another (a deleted Secret, a policy naming a
-// missing channel, a newer policy contesting team A's model, a fallback model nobody routes),
+// missing channel, a newer policy contesting team A's model, a model its channels do not serve),
 // undoes each break, and then does them all again. Every time, team A's change (a key rotation, a
 // new channel and a policy edit, the end of a drill, another policy edit) reaches the running
 // proxy, and A's objects are Programmed at their new generation; B's broken objects keep their
@@ -292,20 +292,20 @@ spec:
 			changeA: endDrill,
 			kind:    "RoutingPolicy", obj: "grab", reason: routing.ReasonModelConflict, pReason: ReasonPending,
 			says: "it is left out of the proxy config"},
-		{name: "B's policy falls back to a model nobody routes; A edits its policy",
+		{name: "B's policy routes a model none of its channels serves; A edits its policy",
 			breakB: func() {
-				applyB("apiVersion: switchyard.io/v1alpha1\nkind: RoutingPolicy\nmetadata: {name: claude}\nspec:\n  models: [claude]\n  channels: [{name: b}, {name: a}]\n  fallbackModels: [nobody]\n")
+				applyB("apiVersion: switchyard.io/v1alpha1\nkind: RoutingPolicy\nmetadata: {name: claude}\nspec:\n  models: [claude, claude-opus]\n  channels: [{name: b}, {name: a}]\n")
 			},
 			undoB: func() {
 				applyB("apiVersion: switchyard.io/v1alpha1\nkind: RoutingPolicy\nmetadata: {name: claude}\nspec:\n  models: [claude]\n  channels: [{name: b}, {name: a}]\n")
 			},
 			changeA: editPolicy,
-			kind:    "RoutingPolicy", obj: "claude", reason: routing.ReasonUnknownModel, pReason: ReasonStale,
+			kind:    "RoutingPolicy", obj: "claude", reason: routing.ReasonModelNotServed, pReason: ReasonStale,
 			says: "the proxies keep serving its last good version",
 			stillServed: func(g Gomega, tbl *routing.Table, _ map[string]string) {
 				p, _ := tbl.PolicyFor("claude")
 				g.Expect(p).NotTo(BeNil())
-				g.Expect(p.FallbackModels).To(BeEmpty())
+				g.Expect(p.Models).To(Equal([]string{"claude"}))
 			}},
 	}
 	run := func(br breakage, onTopOfOthers bool) {
@@ -347,6 +347,42 @@ spec:
 		g.Expect(grabbed).To(BeFalse())
 		p, _ := tbl.PolicyFor("claude")
 		g.Expect(p.Channels).To(Equal([]routing.PolicyChannel{{Channel: b("b"), Weight: 100}, {Channel: b("a"), Weight: 100}}))
+	})
+
+	// B falls back to A's model without A's consent: B's policy is still published as written
+	// (the proxy skips the hop) and says so; A's consent, given and withdrawn, never freezes B.
+	applyB("apiVersion: switchyard.io/v1alpha1\nkind: RoutingPolicy\nmetadata: {name: claude}\nspec:\n  models: [claude]\n  channels: [{name: a}, {name: b}]\n  fallbackModels: [gpt-4o]\n")
+	refs := func(status metav1.ConditionStatus, ready metav1.ConditionStatus) {
+		t.Helper()
+		NewWithT(t).Eventually(func(g Gomega) {
+			obj, conds := conditions(g, teamB, "RoutingPolicy", "claude")
+			rr := condition(conds, ConditionResolvedRefs)
+			g.Expect(rr).NotTo(BeNil())
+			g.Expect(rr.Status).To(Equal(status), rr.Message)
+			g.Expect(rr.ObservedGeneration).To(Equal(obj.GetGeneration()))
+			if status == metav1.ConditionFalse {
+				g.Expect(rr.Reason).To(Equal(routing.ReasonFallbackNotAccepted))
+				g.Expect(rr.Message).To(ContainSubstring("acceptFallbackFrom: [" + teamB + "]"))
+			}
+			g.Expect(condition(conds, v1alpha1.ConditionAccepted).Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(condition(conds, v1alpha1.ConditionProgrammed).Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(condition(conds, v1alpha1.ConditionReady).Status).To(Equal(ready))
+		}).WithTimeout(20*time.Second).Should(Succeed(), "ResolvedRefs "+string(status))
+	}
+	refs(metav1.ConditionFalse, metav1.ConditionFalse)
+	servedByProxy("B's edit, with a fallback A does not accept", func(g Gomega, tbl *routing.Table, _ map[string]string) {
+		p, _ := tbl.PolicyFor("claude")
+		g.Expect(p.Channels).To(Equal([]routing.PolicyChannel{{Channel: b("a"), Weight: 100}, {Channel: b("b"), Weight: 100}}))
+		g.Expect(p.FallbackModels).To(Equal([]string{"gpt-4o"}))
+	})
+	h.apply("apiVersion: switchyard.io/v1alpha1\nkind: RoutingPolicy\nmetadata: {name: chat}\nspec:\n  models: [gpt-4o]\n  channels: [{name: a}]\n  acceptFallbackFrom: [" + teamB + "]\n")
+	refs(metav1.ConditionTrue, metav1.ConditionTrue)
+	h.apply("apiVersion: switchyard.io/v1alpha1\nkind: RoutingPolicy\nmetadata: {name: chat}\nspec:\n  models: [gpt-4o]\n  channels: [{name: a}]\n")
+	refs(metav1.ConditionFalse, metav1.ConditionFalse)
+	applyB("apiVersion: switchyard.io/v1alpha1\nkind: RoutingPolicy\nmetadata: {name: claude}\nspec:\n  models: [claude]\n  channels: [{name: b}]\n  fallbackModels: [gpt-4o]\n")
+	servedByProxy("B's next edit, consent withdrawn", func(g Gomega, tbl *routing.Table, _ map[string]string) {
+		p, _ := tbl.PolicyFor("claude")
+		g.Expect(p.Channels).To(Equal([]routing.PolicyChannel{{Channel: b("b"), Weight: 100}}))
 	})
 }
 

@@ -140,7 +140,7 @@ func (p *Publisher) Sync(ctx context.Context) (*SyncResult, error) {
 	res := &SyncResult{Compiled: table, Problems: problems}
 
 	served := table
-	if len(problems) > 0 {
+	if len(routing.Blocking(problems)) > 0 {
 		// Per-object isolation: every object that compiled is published as compiled; one with a
 		// problem keeps its last good form, or is left out when it never had one. The on-call
 		// override of every channel gets through, restored ones included.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -139,7 +140,11 @@ func (r *PolicyReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	ready := readyCondition("RoutingPolicy", rp.Namespace, rp.Name, res)
 	conds := conditionsFor("RoutingPolicy", rp.Namespace, rp.Name, rp.Generation, ready, res, r.live.View(), r.monitored())
 	status := policyStatus(policyInputs{Policy: rp, Now: now, Ready: conds.Ready, Accepted: conds.Accepted, Programmed: conds.Programmed,
-		Published: res.Published, Channels: channels})
+		ResolvedRefs: conds.ResolvedRefs, Published: res.Published, Channels: channels})
+	if ready.Status == metav1.ConditionTrue && conds.ResolvedRefs.Status == metav1.ConditionFalse {
+		// A hop that cannot be followed is journaled like a problem, and its end as resolved.
+		ready = metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: conds.ResolvedRefs.Reason, Message: conds.ResolvedRefs.Message}
+	}
 	for _, e := range readyEvents(rp.Status.Conditions, ready, rp.ResourceVersion, now) {
 		if err := r.journal.Record(ctx, rp, "RoutingPolicy", e); err != nil {
 			return reconcile.Result{}, err

@@ -103,7 +103,7 @@ func setOptional(conds *[]metav1.Condition, c metav1.Condition, generation int64
 // proxies are served; False (ConfigHeldBack) when other objects' problems keep its change from
 // being published.
 func readyCondition(kind, namespace, name string, res *SyncResult) metav1.Condition {
-	if ps := problemsFor(res.Problems, kind, namespace, name); len(ps) > 0 {
+	if ps := problemsFor(routing.Blocking(res.Problems), kind, namespace, name); len(ps) > 0 {
 		msgs := make([]string, len(ps))
 		for i, p := range ps {
 			msgs[i] = p.String()
@@ -123,7 +123,7 @@ func readyCondition(kind, namespace, name string, res *SyncResult) metav1.Condit
 	}
 	msg := "not in the proxy config yet"
 	if res.HeldBack {
-		msg = "not in the proxy config yet: publishing is held back by problems in " + strings.Join(problemObjects(res.Problems), ", ")
+		msg = "not in the proxy config yet: publishing is held back by problems in " + strings.Join(problemObjects(routing.Blocking(res.Problems)), ", ")
 	}
 	return metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonConfigHeldBack, Message: msg}
 }
@@ -415,8 +415,8 @@ type policyInputs struct {
 	Policy *v1alpha1.RoutingPolicy
 	Now    time.Time
 	Ready  metav1.Condition
-	// Accepted and Programmed are set when their Type is.
-	Accepted, Programmed metav1.Condition
+	// Accepted, Programmed and ResolvedRefs are set when their Type is.
+	Accepted, Programmed, ResolvedRefs metav1.Condition
 	// Published is the table the proxies are served: the rows follow what is actually routed.
 	Published *routing.Table
 	// Channels are the ProviderChannels of the policy's namespace by name, with their status.
@@ -457,6 +457,7 @@ func policyStatus(in policyInputs) v1alpha1.RoutingPolicyStatus {
 	}
 	setOptional(&st.Conditions, in.Accepted, rp.Generation, in.Now)
 	setOptional(&st.Conditions, in.Programmed, rp.Generation, in.Now)
+	setOptional(&st.Conditions, in.ResolvedRefs, rp.Generation, in.Now)
 	setCondition(&st.Conditions, in.Ready, rp.Generation, in.Now)
 	available, degraded := policyHealth(published, rp.Spec.Models, st.Channels)
 	setCondition(&st.Conditions, available, rp.Generation, in.Now)
@@ -506,10 +507,19 @@ func policyHealth(published bool, models []string, rows []v1alpha1.PolicyChannel
 	return
 }
 
-// objectConditions are the three conditions of the contract's second wave for one object.
+// objectConditions are the three conditions of the contract's second wave for one object, and
+// ResolvedRefs for a RoutingPolicy.
 type objectConditions struct {
 	Accepted, Programmed, Ready metav1.Condition
+	// ResolvedRefs (RoutingPolicy only): whether every fallback and context-overflow model can
+	// be followed. False does not hold the policy back (the proxy skips the hop), but makes
+	// Ready False, so a GitOps health check shows the dead hop.
+	ResolvedRefs metav1.Condition
 }
+
+// ConditionResolvedRefs is added to the contract's conditions on RoutingPolicies, as Gateway
+// API routes have it for a backend in another namespace that does not consent.
+const ConditionResolvedRefs = "ResolvedRefs"
 
 // conditionsFor computes Accepted, Programmed and Ready. compiled is readyCondition's verdict
 // (problems, or whether the compiled form is what is published); monitored says whether the
@@ -519,7 +529,7 @@ func conditionsFor(kind, namespace, name string, generation int64, compiled meta
 	var out objectConditions
 	out.Accepted = metav1.Condition{Type: v1alpha1.ConditionAccepted, Status: metav1.ConditionTrue, Reason: ReasonAccepted,
 		Message: "valid; compiles on its own"}
-	accepted := len(problemsFor(res.Problems, kind, namespace, name)) == 0
+	accepted := len(problemsFor(routing.Blocking(res.Problems), kind, namespace, name)) == 0
 	if !accepted {
 		out.Accepted.Status, out.Accepted.Reason, out.Accepted.Message = metav1.ConditionFalse, compiled.Reason, compiled.Message
 	}
@@ -535,6 +545,27 @@ func conditionsFor(kind, namespace, name string, generation int64, compiled meta
 		out.Ready.Message = "compiled into the proxy config (the controller polls no proxy, so whether they serve it is not checked)"
 	default:
 		out.Ready = metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: out.Programmed.Reason, Message: out.Programmed.Message}
+	}
+	if kind == "RoutingPolicy" {
+		out.ResolvedRefs = metav1.Condition{Type: ConditionResolvedRefs, Status: metav1.ConditionTrue, Reason: "ResolvedRefs",
+			Message: "every fallback and context-overflow model can be followed"}
+		var msgs []string
+		for _, p := range problemsFor(res.Problems, kind, namespace, name) {
+			if p.HoldsBack() {
+				continue
+			}
+			if len(msgs) == 0 {
+				out.ResolvedRefs.Reason = p.Reason
+			}
+			msgs = append(msgs, p.Message)
+		}
+		if len(msgs) > 0 {
+			out.ResolvedRefs.Status = metav1.ConditionFalse
+			out.ResolvedRefs.Message = strings.Join(msgs, "; ") + "; the proxies serve the policy and skip the hop"
+			if out.Ready.Status == metav1.ConditionTrue {
+				out.Ready = metav1.Condition{Status: metav1.ConditionFalse, Reason: out.ResolvedRefs.Reason, Message: out.ResolvedRefs.Message}
+			}
+		}
 	}
 	out.Accepted.Type, out.Programmed.Type, out.Ready.Type = v1alpha1.ConditionAccepted, v1alpha1.ConditionProgrammed, v1alpha1.ConditionReady
 	return out

@@ -180,10 +180,9 @@ func (r *teamRig) publish(last, now teams) []routing.Problem {
 func (r *teamRig) requests() (a, b, c int) { return r.A.Total(), r.B.Total(), r.C.Total() }
 
 // TestFallbackIntoAnotherNamespaceNeedsItsConsent: team-a's policy falls back to team-b's model.
-// Without team-b's consent the fallback is never attempted, even while team-a's policy keeps
-// serving its last good form (consent withdrawn, or never given: the controller publishes
-// team-b's policy as it is and team-a's last good one); with acceptFallbackFrom listing team-a,
-// or "*", it answers.
+// Without team-b's consent (withdrawn, or given to another team) the fallback is never attempted,
+// though team-a's policy, fallbackModels and all, is published as it is (the controller publishes
+// both policies as they are now); with acceptFallbackFrom listing team-a, or "*", it answers.
 func TestFallbackIntoAnotherNamespaceNeedsItsConsent(t *testing.T) {
 	for _, tt := range []struct {
 		name, accept string
@@ -195,7 +194,7 @@ func TestFallbackIntoAnotherNamespaceNeedsItsConsent(t *testing.T) {
 			r := newTeamRig(t)
 			problems := r.publish(teams{mini: "acceptFallbackFrom: [team-a]"}, teams{mini: tt.accept})
 			if len(problems) != 1 || problems[0].Reason != routing.ReasonFallbackNotAccepted || problems[0].Name != "chat" {
-				t.Fatalf("problems %v, want FallbackNotAccepted on team-a/chat (which keeps its last good form)", problems)
+				t.Fatalf("problems %v, want FallbackNotAccepted on team-a/chat (published as compiled; the proxy skips the hop)", problems)
 			}
 			got := r.post("/v1/chat/completions", chat("gpt-4o", false))
 			if got.status != 503 || !strings.Contains(got.body, "no_channel_available") || !strings.Contains(got.body, "team-a/chan-a") || !strings.Contains(got.body, "team-a provider outage") {

@@ -65,17 +65,18 @@ func compileInputs(in routing.Inputs, getenv func(string) string) (*routing.Tabl
 		}
 	}
 	t, problems := routing.Compile(in)
-	if len(problems) > 0 {
-		msgs := make([]string, len(problems))
-		for i, p := range problems {
+	if blocking := routing.Blocking(problems); len(blocking) > 0 {
+		msgs := make([]string, len(blocking))
+		for i, p := range blocking {
 			msgs[i] = p.String()
 		}
-		return nil, in.Channels, problems, fmt.Errorf("config has %d problem(s): %s", len(problems), strings.Join(msgs, "; "))
+		return nil, in.Channels, problems, fmt.Errorf("config has %d problem(s): %s", len(blocking), strings.Join(msgs, "; "))
 	}
 	if len(t.Policies) == 0 {
 		return nil, in.Channels, nil, errors.New("config has no RoutingPolicy: nothing to serve")
 	}
-	return t, in.Channels, nil, nil
+	// What remains cannot hold the config back: fallback hops the proxy skips.
+	return t, in.Channels, problems, nil
 }
 
 // Timings of FileSource.Watch.
@@ -190,6 +191,9 @@ func (f *FileSource) load(s *Server, force bool) error {
 		return err
 	}
 	s.Apply(t, f.Path)
+	for _, p := range problems {
+		s.log.Warn("A fallback hop will not be followed", "problem", p.String())
+	}
 	f.recorded = ""
 	return nil
 }

@@ -62,12 +62,33 @@ const (
 	ReasonFallbackNotAccepted = "FallbackNotAccepted"
 )
 
+// HoldsBack reports whether the problem keeps its object from being published as compiled. A
+// fallback or context-overflow model that cannot be followed (no policy routes it, or its policy's
+// namespace does not accept this one's) does not: the policy still serves its own models, and the
+// proxy skips such a hop. Holding the policy back would let another team's change (a policy
+// broken or removed, a consent withdrawn) freeze this team's edits.
+func (p Problem) HoldsBack() bool {
+	return !(p.Kind == "RoutingPolicy" && (p.Reason == ReasonUnknownModel || p.Reason == ReasonFallbackNotAccepted))
+}
+
+// Blocking returns the problems that hold their object back (see HoldsBack).
+func Blocking(problems []Problem) []Problem {
+	var out []Problem
+	for _, p := range problems {
+		if p.HoldsBack() {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 func (p Problem) String() string {
 	return fmt.Sprintf("%s %s: %s", p.Kind, qualified(p.Namespace, p.Name), p.Message)
 }
 
 // Compile builds the routing table. It is pure and deterministic: the same inputs give the same
-// table (and Hash) whatever their order. The table is only safe to serve when no Problem is returned.
+// table (and Hash) whatever their order. The table is only safe to serve as a whole when no
+// Problem that HoldsBack is returned (Isolate serves the rest).
 func Compile(in Inputs) (*Table, []Problem) {
 	c := compiler{secrets: map[string]*corev1.Secret{}, reserved: in.ReservedSecrets}
 	for i := range in.Secrets {

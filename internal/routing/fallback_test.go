@@ -108,22 +108,28 @@ func TestFallbackConsentFollowsTheSourceNamespace(t *testing.T) {
 	}
 }
 
-// TestRevokedConsentLeavesTheSourceOnItsLastGoodForm is why the proxy checks consent itself: when
-// team-b withdraws acceptFallbackFrom, team-b's policy compiles and is published as it is now,
-// while team-a's gets the problem and keeps serving its last good form, fallbackModels and all.
-func TestRevokedConsentLeavesTheSourceOnItsLastGoodForm(t *testing.T) {
+// TestRevokedConsentNeverFreezesTheSource: when team-b withdraws acceptFallbackFrom, team-a's
+// policy gets the problem but is not held back (one team's change must not freeze another's
+// edits): it is published as compiled, its own models served, fallbackModels and all. The proxy
+// skips the hop, since the target refuses.
+func TestRevokedConsentNeverFreezesTheSource(t *testing.T) {
 	last, problems := Compile(fallbackInputs("team-b", false, "team-a"))
 	if len(problems) > 0 {
 		t.Fatal(problems)
 	}
-	compiled, problems := Compile(fallbackInputs("team-b", false))
+	in := fallbackInputs("team-b", false)
+	in.Policies[0].Spec.Retry = &v1alpha1.Retry{MaxAttempts: ptr(int32(2))} // team-a edits its policy meanwhile
+	compiled, problems := Compile(in)
+	if len(problems) != 1 || problems[0].HoldsBack() {
+		t.Fatalf("problems %v: want one FallbackNotAccepted that does not hold back", problems)
+	}
 	out, held, extra := Isolate(compiled, problems, last)
-	if len(extra) > 0 || len(held) != 1 || held[0].Namespace != "team-a" || held[0].Served != ServedLastGood {
-		t.Fatalf("held %+v, extra %v; want team-a/chat held in its last good form", held, extra)
+	if len(extra) > 0 || len(held) != 0 {
+		t.Fatalf("held %+v, extra %v; want nothing held", held, extra)
 	}
 	src, _ := out.Policy("team-a", "chat")
 	dst, _ := out.Policy("team-b", "mini")
-	if src == nil || dst == nil || len(src.FallbackModels) != 1 || dst.AcceptsFallbackFrom("team-a") {
-		t.Fatalf("published source %+v, target %+v: want the source still falling back and the target refusing", src, dst)
+	if src == nil || dst == nil || len(src.FallbackModels) != 1 || src.Retry.MaxAttempts != 2 || dst.AcceptsFallbackFrom("team-a") {
+		t.Fatalf("published source %+v, target %+v: want team-a's edit published, still falling back, and the target refusing", src, dst)
 	}
 }

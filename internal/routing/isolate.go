@@ -41,7 +41,7 @@ func Isolate(compiled *Table, problems []Problem, last *Table) (*Table, []Held, 
 	}
 	broken := map[string]bool{}
 	var order []Problem // one per object, in a stable order
-	for _, p := range problems {
+	for _, p := range Blocking(problems) {
 		k := p.Kind + "/" + qualified(p.Namespace, p.Name)
 		if !broken[k] {
 			broken[k] = true
