@@ -211,7 +211,9 @@ func (p *Poller) poll(ctx context.Context) {
 	if prev.Polled == view.Polled && reflect.DeepEqual(prev.Replicas, view.Replicas) {
 		return
 	}
-	// A replica came, went or loaded another config: the policies' Programmed may have changed.
+	// A replica came, went or loaded another config: the Programmed of the policies whose served
+	// generation changed (all of them when a replica came or went) may have changed.
+	moved := replicasMoved(prev, view)
 	for _, ns := range namespacesOrAll(p.opts.WatchNamespaces) {
 		var list v1alpha1.RoutingPolicyList
 		if err := p.client.List(ctx, &list, client.InNamespace(ns)); err != nil {
@@ -219,6 +221,9 @@ func (p *Poller) poll(ctx context.Context) {
 			return
 		}
 		for _, rp := range list.Items {
+			if !moved && !servedChanged(prev, view, routing.ObjectKey("RoutingPolicy", rp.Namespace, rp.Name)) {
+				continue
+			}
 			select {
 			case p.policyChanges <- event.GenericEvent{Object: &v1alpha1.RoutingPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: rp.Namespace, Name: rp.Name}}}:
 			case <-ctx.Done():
@@ -253,12 +258,46 @@ func (p *Poller) journalEntries(ctx context.Context, entries []reportedEvent, ch
 
 // changedFor reports whether a channel's live data differs between two views.
 func changedFor(prev, next liveView, pc *v1alpha1.ProviderChannel) bool {
-	if prev.Polled != next.Polled || !reflect.DeepEqual(prev.Replicas, next.Replicas) {
+	if replicasMoved(prev, next) || servedChanged(prev, next, routing.ObjectKey("ProviderChannel", pc.Namespace, pc.Name)) {
 		return true
 	}
 	for _, m := range pc.Spec.Models {
 		k := modelKey{routing.ChannelID(pc.Namespace, pc.Name), m.Name}
 		if !reflect.DeepEqual(prev.Models[k], next.Models[k]) {
+			return true
+		}
+	}
+	return false
+}
+
+// replicasMoved reports whether the replicas themselves changed between two views (polled at
+// all, which ones, reachable or not), as opposed to what they serve.
+func replicasMoved(prev, next liveView) bool {
+	if prev.Polled != next.Polled || len(prev.Replicas) != len(next.Replicas) {
+		return true
+	}
+	for i := range prev.Replicas {
+		a, b := prev.Replicas[i], next.Replicas[i]
+		if a.Name != b.Name || a.Reachable != b.Reachable || a.Error != b.Error {
+			return true
+		}
+	}
+	return false
+}
+
+// servedChanged reports whether some replica serves another generation of the object (key:
+// routing.ObjectKey) than before; for a replica that reports no generations, another config.
+// Only such objects are reconciled when a replica loads a config: at thousands of objects a
+// reconcile of each per reload would cost minutes of CPU. Call it when !replicasMoved.
+func servedChanged(prev, next liveView, key string) bool {
+	for i := range next.Replicas {
+		a, b := prev.Replicas[i], next.Replicas[i]
+		if (a.Generations == nil) != (b.Generations == nil) || (b.Generations == nil && a.Hash != b.Hash) {
+			return true
+		}
+		ga, oka := a.Generations[key]
+		gb, okb := b.Generations[key]
+		if oka != okb || ga != gb {
 			return true
 		}
 	}

@@ -41,7 +41,7 @@ func (r *ChannelReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	by := disabledBy(pc)
 	ready := readyCondition("ProviderChannel", pc.Namespace, pc.Name, res)
 	live := r.live.View()
-	conds := conditionsFor("ProviderChannel", pc.Namespace, pc.Name, pc.Generation, ready, res, live, r.monitored())
+	conds := conditionsFor("ProviderChannel", pc.Namespace, pc.Name, pc.Generation, ready, res, live, r.monitored(), pc.Status.Conditions)
 	status := channelStatus(channelInputs{
 		Channel:    pc,
 		Now:        now,
@@ -138,7 +138,7 @@ func (r *PolicyReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 
 	now := r.opts.Clock.Now()
 	ready := readyCondition("RoutingPolicy", rp.Namespace, rp.Name, res)
-	conds := conditionsFor("RoutingPolicy", rp.Namespace, rp.Name, rp.Generation, ready, res, r.live.View(), r.monitored())
+	conds := conditionsFor("RoutingPolicy", rp.Namespace, rp.Name, rp.Generation, ready, res, r.live.View(), r.monitored(), rp.Status.Conditions)
 	status := policyStatus(policyInputs{Policy: rp, Now: now, Ready: conds.Ready, Accepted: conds.Accepted, Programmed: conds.Programmed,
 		ResolvedRefs: conds.ResolvedRefs, Published: res.Published, Channels: channels})
 	if ready.Status == metav1.ConditionTrue && conds.ResolvedRefs.Status == metav1.ConditionFalse {

@@ -525,7 +525,11 @@ const ConditionResolvedRefs = "ResolvedRefs"
 // (problems, or whether the compiled form is what is published); monitored says whether the
 // controller polls any proxy at all. Without proxies to poll, Programmed is Unknown and Ready
 // follows compiled, as it did before Programmed existed.
-func conditionsFor(kind, namespace, name string, generation int64, compiled metav1.Condition, res *SyncResult, live liveView, monitored bool) objectConditions {
+//
+// Before the first poll (a controller just started, or a new leader) Programmed keeps what the
+// object's status says for this generation (old): the proxies did not stop serving it because
+// the controller restarted, and Ready must not flap.
+func conditionsFor(kind, namespace, name string, generation int64, compiled metav1.Condition, res *SyncResult, live liveView, monitored bool, old []metav1.Condition) objectConditions {
 	var out objectConditions
 	out.Accepted = metav1.Condition{Type: v1alpha1.ConditionAccepted, Status: metav1.ConditionTrue, Reason: ReasonAccepted,
 		Message: "valid; compiles on its own"}
@@ -535,6 +539,9 @@ func conditionsFor(kind, namespace, name string, generation int64, compiled meta
 	}
 	out.Programmed = programmedCondition(routing.ObjectKey(kind, namespace, name), generation, accepted, res, live, monitored,
 		publishedAsCompiled(kind, namespace, name, res))
+	if prev := meta.FindStatusCondition(old, v1alpha1.ConditionProgrammed); monitored && !live.Polled && prev != nil && prev.ObservedGeneration == generation {
+		out.Programmed = metav1.Condition{Type: prev.Type, Status: prev.Status, Reason: prev.Reason, Message: prev.Message}
+	}
 	out.Ready = compiled
 	switch {
 	case compiled.Status != metav1.ConditionTrue:

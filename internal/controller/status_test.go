@@ -374,7 +374,7 @@ func TestProgrammed(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			compiled := readyCondition("ProviderChannel", "llm", "a", &tc.res)
-			got := conditionsFor("ProviderChannel", "llm", "a", tc.gen, compiled, &tc.res, tc.live, tc.monitored)
+			got := conditionsFor("ProviderChannel", "llm", "a", tc.gen, compiled, &tc.res, tc.live, tc.monitored, nil)
 			if got.Accepted.Type != v1alpha1.ConditionAccepted || got.Programmed.Type != v1alpha1.ConditionProgrammed || got.Ready.Type != v1alpha1.ConditionReady {
 				t.Fatalf("types: %+v", got)
 			}
@@ -392,5 +392,50 @@ func TestProgrammed(t *testing.T) {
 				t.Errorf("Accepted reason %s, want the problem's", got.Accepted.Reason)
 			}
 		})
+	}
+}
+
+// TestProgrammedSurvivesARestart: before the first poll a restarted controller keeps the
+// Programmed it had written for this generation, so Ready does not flap; for a newer generation
+// it waits for the poll.
+func TestProgrammedSurvivesARestart(t *testing.T) {
+	tbl := &routing.Table{Channels: []routing.Channel{{Name: "a", Namespace: "llm", Generation: 4}}}
+	res := SyncResult{Compiled: tbl, Published: tbl}
+	old := []metav1.Condition{{Type: v1alpha1.ConditionProgrammed, Status: metav1.ConditionTrue, Reason: ReasonProgrammed,
+		Message: "generation 4 is served by 2 proxy replica(s)", ObservedGeneration: 4}}
+	compiled := readyCondition("ProviderChannel", "llm", "a", &res)
+	got := conditionsFor("ProviderChannel", "llm", "a", 4, compiled, &res, liveView{}, true, old)
+	if got.Programmed.Status != metav1.ConditionTrue || got.Ready.Status != metav1.ConditionTrue {
+		t.Errorf("after a restart: Programmed %s, Ready %s (%s); want both True", got.Programmed.Status, got.Ready.Status, got.Ready.Message)
+	}
+	got = conditionsFor("ProviderChannel", "llm", "a", 5, compiled, &res, liveView{}, true, old)
+	if got.Programmed.Status != metav1.ConditionUnknown || got.Ready.Status != metav1.ConditionFalse {
+		t.Errorf("a newer generation after a restart: Programmed %s, Ready %s; want Unknown and False", got.Programmed.Status, got.Ready.Status)
+	}
+}
+
+// TestOnlyObjectsWhoseServedGenerationChangedAreReconciled: a replica loading a config that
+// changes one object's generation re-reconciles that object, not every other; a replica coming
+// or going re-reconciles all.
+func TestOnlyObjectsWhoseServedGenerationChangedAreReconciled(t *testing.T) {
+	a, b := routing.ObjectKey("RoutingPolicy", "llm", "a"), routing.ObjectKey("RoutingPolicy", "llm", "b")
+	r := func(hash string, gens map[string]int64) replicaInfo {
+		return replicaInfo{Name: "p0", Reachable: true, Hash: hash, Generations: gens}
+	}
+	prev := liveView{Polled: true, Replicas: []replicaInfo{r("h1", map[string]int64{a: 1, b: 1})}}
+	next := liveView{Polled: true, Replicas: []replicaInfo{r("h2", map[string]int64{a: 2, b: 1})}}
+	if replicasMoved(prev, next) {
+		t.Fatal("a reload is not a replica moving")
+	}
+	if !servedChanged(prev, next, a) || servedChanged(prev, next, b) {
+		t.Errorf("changed: a %v, b %v; want only a", servedChanged(prev, next, a), servedChanged(prev, next, b))
+	}
+	gone := liveView{Polled: true, Replicas: []replicaInfo{{Name: "p0", Error: "refused"}}}
+	if !replicasMoved(next, gone) {
+		t.Error("a replica becoming unreachable is a move")
+	}
+	legacy := liveView{Polled: true, Replicas: []replicaInfo{{Name: "p0", Reachable: true, Hash: "h3"}}}
+	if !servedChanged(legacy, liveView{Polled: true, Replicas: []replicaInfo{{Name: "p0", Reachable: true, Hash: "h4"}}}, b) {
+		t.Error("a replica without generations that loads another config changes every object")
 	}
 }
