@@ -185,6 +185,9 @@ func (p *Poller) poll(ctx context.Context) {
 	}
 	recordReplicas(p.opts.ProxyNamespace, infos)
 	view := liveView{Polled: true, Replicas: infos, Models: aggregate(reports)}
+	if err != nil {
+		view.DiscoveryError = err.Error()
+	}
 
 	p.mu.Lock()
 	prev := p.view
@@ -380,10 +383,28 @@ func (p *Poller) targets(ctx context.Context) ([]target, error) {
 		err = p.client.List(ctx, &list, client.InNamespace(p.opts.ProxyNamespace),
 			client.MatchingLabels{discoveryv1.LabelServiceName: p.opts.ProxyService})
 		if err == nil {
-			out = append(out, sliceTargets(list.Items, p.opts.AdminPortName)...)
+			found := sliceTargets(list.Items, p.opts.AdminPortName)
+			if len(found) == 0 && len(list.Items) > 0 && !slicesHavePort(list.Items, p.opts.AdminPortName) {
+				// The client Service carries no admin port since the admin Service split: a
+				// leftover --proxy-service=switchyard-proxy finds pods but nothing to poll.
+				err = fmt.Errorf("the EndpointSlices of Service %s/%s have no port named %q: point --proxy-service at the proxies' admin Service (%s)",
+					p.opts.ProxyNamespace, p.opts.ProxyService, p.opts.AdminPortName, DefaultProxyService)
+			}
+			out = append(out, found...)
 		}
 	}
 	return uniqueTargets(out), err
+}
+
+func slicesHavePort(slices []discoveryv1.EndpointSlice, portName string) bool {
+	for _, s := range slices {
+		for _, sp := range s.Ports {
+			if sp.Name != nil && *sp.Name == portName {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // sliceTargets lists the admin API roots of the ready endpoints in EndpointSlices.

@@ -58,6 +58,8 @@ type liveView struct {
 	Polled   bool
 	Replicas []replicaInfo
 	Models   map[modelKey]modelAggregate
+	// DiscoveryError is why finding the replicas failed on the last poll ("" when it did not).
+	DiscoveryError string
 }
 
 // replicaInfo is one discovered replica's reachability and, when it reports one, the config it
@@ -618,6 +620,9 @@ func programmedCondition(key string, generation int64, accepted bool, res *SyncR
 	case len(serving)+len(pending)+len(stale) == 0:
 		c.Reason = ReasonNoProxies
 		c.Message = fmt.Sprintf("no proxy replica reports a config (%d discovered)", len(live.Replicas))
+		if live.DiscoveryError != "" {
+			c.Message += ": " + live.DiscoveryError
+		}
 	case len(stale) > 0:
 		c.Reason = ReasonStale
 		c.Message = fmt.Sprintf("generation %d is not served: %s serve(s) generation %d", generation, strings.Join(stale, ", "), staleGen)

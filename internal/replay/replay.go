@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/switchyard-io/switchyard/internal/health"
@@ -130,10 +131,13 @@ type request struct {
 }
 
 type replayer struct {
-	setup *Setup
-	opts  Options
-	eng   *health.Engine
-	rng   *rand.Rand
+	// bareNS: for a channel the manifests name without a namespace, the namespace log lines
+	// name it with (see namespacedLine).
+	bareNS map[string]string
+	setup  *Setup
+	opts   Options
+	eng    *health.Engine
+	rng    *rand.Rand
 
 	keys     []*keyState
 	byName   map[string]map[string]int32 // channel → model → key index
@@ -200,6 +204,9 @@ func Run(ctx context.Context, setup *Setup, log io.Reader, opts Options) (*Repor
 			continue
 		}
 		k, ok := r.byName[string(raw.channel)][string(raw.model)]
+		if !ok {
+			k, ok = r.namespacedLine(string(raw.channel), string(raw.model))
+		}
 		if !ok {
 			r.unknownKey(n, raw.channel, raw.model)
 			continue
@@ -280,6 +287,28 @@ func newReplayer(setup *Setup, opts Options) *replayer {
 		}
 	}
 	return r
+}
+
+// namespacedLine finds the key of a line that names a channel namespace/name (a cluster proxy's
+// log) when the policy's manifests give the channel no namespace (applied with kubectl -n): by
+// its name, as long as the log names it from one namespace only.
+func (r *replayer) namespacedLine(channel, model string) (int32, bool) {
+	ns, name := routing.SplitChannelID(channel)
+	if ns == "" || strings.Contains(name, "/") {
+		return 0, false
+	}
+	k, ok := r.byName[name][model]
+	if !ok || r.keys[k].key.Channel != name {
+		return 0, false // no such channel, or name is itself an alias of a namespaced one
+	}
+	if r.bareNS == nil {
+		r.bareNS = map[string]string{}
+	}
+	if seen, has := r.bareNS[name]; has && seen != ns {
+		return 0, false
+	}
+	r.bareNS[name] = ns
+	return k, true
 }
 
 func (r *replayer) keyOf(k health.Key) *keyState {

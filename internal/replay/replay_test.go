@@ -369,4 +369,24 @@ func TestNamespacedChannels(t *testing.T) {
 	if !bytes.Equal(a, b) {
 		t.Errorf("a log without namespaces replays differently:\n%s\n%s", a, b)
 	}
+
+	// The other way round: manifests without a namespace (applied with kubectl -n) replay a
+	// cluster's log, which names the channels llm/...; a second namespace's lines for the same
+	// name are not mixed in.
+	var l logBuilder
+	for i := range 40 {
+		l.request(t10.Add(time.Duration(i)*time.Second), "gpt-4o", "llm/openai-direct", "server_error", "llm/azure-eastus", "success")
+	}
+	l.request(t10.Add(41*time.Second), "gpt-4o", "other/openai-direct", "success", "", "")
+	setup, err := NewSetup(mustPolicies(t, chatPolicy), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bare, err := Run(context.Background(), setup, bytes.NewReader(l.buf.Bytes()), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bare.Channels[0].Channel != "openai-direct" || bare.Channels[0].Ejections == 0 || len(bare.Problems) != 1 || !strings.Contains(bare.Problems[0].Message, "other/openai-direct") {
+		t.Errorf("bare manifests, namespaced log: channels %+v problems %+v; want openai-direct ejected and the other namespace's line unknown", bare.Channels, bare.Problems)
+	}
 }
