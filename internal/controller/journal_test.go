@@ -198,3 +198,37 @@ func TestRenderRoundTrip(t *testing.T) {
 		t.Errorf("round trip: %+v", back)
 	}
 }
+
+// TestFingerprintSeesWhatCompileReads: a status write changes none of what Compile reads, so the
+// memoized compile is reused; a spec edit, a label, an object deleted and recreated under the same
+// name, a Secret's new data (resourceVersion) each give another fingerprint.
+func TestFingerprintSeesWhatCompileReads(t *testing.T) {
+	base := func() routing.Inputs {
+		return routing.Inputs{
+			Channels: []v1alpha1.ProviderChannel{{ObjectMeta: metav1.ObjectMeta{Namespace: "llm", Name: "a", UID: "u1", Generation: 1, ResourceVersion: "10"}}},
+			Policies: []v1alpha1.RoutingPolicy{{ObjectMeta: metav1.ObjectMeta{Namespace: "llm", Name: "p", UID: "u2", Generation: 1}}},
+			Secrets:  []corev1.Secret{{ObjectMeta: metav1.ObjectMeta{Namespace: "llm", Name: "k", UID: "u3", ResourceVersion: "5"}}},
+		}
+	}
+	fp := fingerprint(base())
+	status := base()
+	status.Channels[0].ResourceVersion = "11"
+	status.Channels[0].Status.Phase = v1alpha1.PhaseEjected
+	if fingerprint(status) != fp {
+		t.Error("a status write changed the fingerprint")
+	}
+	for name, mod := range map[string]func(*routing.Inputs){
+		"spec edit":        func(in *routing.Inputs) { in.Channels[0].Generation = 2 },
+		"label":            func(in *routing.Inputs) { in.Channels[0].Labels = map[string]string{"tier": "gold"} },
+		"recreated":        func(in *routing.Inputs) { in.Policies[0].UID = "u9" },
+		"secret rotated":   func(in *routing.Inputs) { in.Secrets[0].ResourceVersion = "6" },
+		"secret removed":   func(in *routing.Inputs) { in.Secrets = nil },
+		"another reserved": func(in *routing.Inputs) { in.ReservedSecrets = map[string]bool{"x/y": true} },
+	} {
+		in := base()
+		mod(&in)
+		if fingerprint(in) == fp {
+			t.Errorf("%s: same fingerprint", name)
+		}
+	}
+}

@@ -320,3 +320,25 @@ func BenchmarkPublishAtScale(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkReconcileAtScale is what each reconcile pays for the config at the benchmarked scale
+// when nothing it reads changed (a status write, a publication that reconciles every object):
+// the fingerprint that finds the memoized compile, beside the compile and render it saves.
+func BenchmarkReconcileAtScale(b *testing.B) {
+	in := routingtest.ScaleInputs("llm")
+	b.Run("compile+render", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			t, _ := routing.Compile(in)
+			if _, err := render(t); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("fingerprint", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = fingerprint(in)
+		}
+	})
+}
