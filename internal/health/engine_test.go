@@ -298,7 +298,8 @@ func TestEnums(t *testing.T) {
 			t.Errorf("%s.IsFailure() = %v", o, o.IsFailure())
 		}
 	}
-	for status, want := range map[int]Outcome{0: OutcomeConnectionError, 200: OutcomeSuccess, 400: OutcomeClientError,
+	for status, want := range map[int]Outcome{0: OutcomeConnectionError, 200: OutcomeSuccess, 302: OutcomeServerError, 400: OutcomeClientError,
+		401: OutcomeServerError, 403: OutcomeServerError, 404: OutcomeMisconfigured, 405: OutcomeMisconfigured,
 		422: OutcomeClientError, 429: OutcomeRateLimited, 500: OutcomeServerError, 503: OutcomeServerError} {
 		if got := OutcomeFromStatus(status); got != want {
 			t.Errorf("OutcomeFromStatus(%d) = %s, want %s", status, got, want)

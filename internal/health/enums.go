@@ -61,18 +61,29 @@ func ParseOutcome(s string) (Outcome, error) {
 	return 0, fmt.Errorf("unknown outcome %q, want one of %s", s, strings.Join(outcomeNames[:], ", "))
 }
 
-// OutcomeFromStatus classifies an HTTP status for access-log lines that carry no outcome.
-// Status 0 means no response arrived; without more detail it is a connection error.
+// OutcomeFromStatus classifies an upstream HTTP status: the one classification the proxy, replay
+// (for access-log lines that carry no outcome) and injected faults share. Status 0 means no
+// response arrived; without more detail it is a connection error.
+//
+//   - 401 and 403: the provider refused the gateway's own key (revoked, expired, wrong account):
+//     the channel is broken, not the request, so a server error that fails over.
+//   - 404 and 405: the path is the provider's API path and the model the one the channel
+//     declares, so a wrong baseURL or upstreamModel: misconfigured (a failure of the channel).
+//   - 3xx: a provider API does not redirect; the proxy does not follow: a server error.
 func OutcomeFromStatus(status int) Outcome {
 	switch {
 	case status == 0:
 		return OutcomeConnectionError
 	case status == 429:
 		return OutcomeRateLimited
-	case status >= 500:
+	case status >= 500, status == 401, status == 403:
 		return OutcomeServerError
+	case status == 404, status == 405:
+		return OutcomeMisconfigured
 	case status >= 400:
 		return OutcomeClientError
+	case status >= 300:
+		return OutcomeServerError
 	default:
 		return OutcomeSuccess
 	}

@@ -126,17 +126,18 @@ func (s *Server) do(ctx context.Context, w http.ResponseWriter, a *attempt) (res
 	defer resp.Body.Close()
 	res.status = resp.StatusCode
 	res.header = resp.Header
+	// The outcome is health's one classification, shared with replay; the cases below handle
+	// the body each class needs.
+	res.outcome = health.OutcomeFromStatus(resp.StatusCode)
 
 	switch {
 	case resp.StatusCode == http.StatusTooManyRequests:
-		res.outcome = health.OutcomeRateLimited
 		res.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		res.body = a.redact.bytes(b)
 		res.detail = "429 rate limited"
 		return res
 	case resp.StatusCode >= 500:
-		res.outcome = health.OutcomeServerError
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 		res.detail = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, summarize(a.redact.bytes(b)))
 		return res
@@ -144,7 +145,6 @@ func (s *Server) do(ctx context.Context, w http.ResponseWriter, a *attempt) (res
 		// The provider refused the gateway's own key (revoked, expired, wrong account): the
 		// channel is broken, not the request. Fail over, and never hand the provider's message
 		// (which quotes part of the key) to the client.
-		res.outcome = health.OutcomeServerError
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		res.detail = fmt.Sprintf("HTTP %d: the provider rejected the channel's credentials", resp.StatusCode)
 		return res
@@ -152,19 +152,16 @@ func (s *Server) do(ctx context.Context, w http.ResponseWriter, a *attempt) (res
 		// The path is the provider's own API path and the model one the channel declares: a 404
 		// or 405 here is a wrong baseURL or upstreamModel, or an API this provider does not
 		// serve. The channel's fault, not the client's: fail over, and let the channel show it.
-		res.outcome = health.OutcomeMisconfigured
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 		res.detail = fmt.Sprintf("HTTP %d on %s (check the channel's baseURL and upstreamModel): %s", resp.StatusCode, a.path, summarize(a.redact.bytes(b)))
 		return res
 	case resp.StatusCode >= 400:
-		res.outcome = health.OutcomeClientError
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		res.errCode = upstreamErrorCode(b)
 		res.body = a.redact.bytes(b) // passed back to the client
 		res.detail = fmt.Sprintf("HTTP %d %s", resp.StatusCode, res.errCode)
 		return res
 	case resp.StatusCode >= 300:
-		res.outcome = health.OutcomeServerError
 		res.detail = fmt.Sprintf("unexpected HTTP %d from upstream", resp.StatusCode)
 		return res
 	}

@@ -22,7 +22,7 @@ func TestDecodeLine(t *testing.T) {
 		{` { "ts" : "2026-11-30T10:00:00Z" , "channel":"a","model":"m","status":0 } `, "2026-11-30T10:00:00Z", "a", health.OutcomeConnectionError, 0, ""},
 		{`{"ts":"2026-11-30T11:00:00.5+01:00","channel":"a","model":"m","status":429,"latencyMs":1.5}`, "2026-11-30T10:00:00.5Z", "a", health.OutcomeRateLimited, 1500 * time.Microsecond, ""},
 		{`{"ts":"2026-11-30T10:00:00.123456789Z","channel":"a","model":"m","status":200,"outcome":"timeout"}`, "2026-11-30T10:00:00.123456789Z", "a", health.OutcomeTimeout, 0, ""},
-		{`{"ts":"2026-11-30T10:00:00Z","channel":"a\u00e9","model":"m","status":404,"requestId":null,"extra":[{"a":[true,false,null,-1.5e3]}]}`, "2026-11-30T10:00:00Z", "aé", health.OutcomeClientError, 0, ""},
+		{`{"ts":"2026-11-30T10:00:00Z","channel":"a\u00e9","model":"m","status":422,"requestId":null,"extra":[{"a":[true,false,null,-1.5e3]}]}`, "2026-11-30T10:00:00Z", "aé", health.OutcomeClientError, 0, ""},
 	}
 	var p rawLine
 	if err := decodeLine([]byte(`{"ts":"2026-11-30T10:00:00Z","channel":"a","model":"m","status":200,"probe":true}`), &p); err != nil || !p.probe {
