@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -388,5 +389,52 @@ func TestNamespacedChannels(t *testing.T) {
 	}
 	if bare.Channels[0].Channel != "openai-direct" || bare.Channels[0].Ejections == 0 || len(bare.Problems) != 1 || !strings.Contains(bare.Problems[0].Message, "other/openai-direct") {
 		t.Errorf("bare manifests, namespaced log: channels %+v problems %+v; want openai-direct ejected and the other namespace's line unknown", bare.Channels, bare.Problems)
+	}
+}
+
+// TestSetupIsTheCompiledTable: replay's routes are routing.Compile's: for the sample manifests
+// (residency, per-channel weights, two policies) every model has the compiled policy's candidates
+// in its order, with its weights and settings.
+func TestSetupIsTheCompiledTable(t *testing.T) {
+	path := filepath.Join("..", "..", "config", "samples", "chat-gpt4o.yaml")
+	setup, err := LoadSetup(path, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := routing.LoadManifests(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Secrets = nil
+	for i := range in.Channels {
+		in.Channels[i].Spec.CredentialsRef = nil
+	}
+	tbl, problems := routing.Compile(in)
+	if len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	if len(setup.Models) == 0 {
+		t.Fatal("no models")
+	}
+	for _, mr := range setup.Models {
+		p, ok := tbl.PolicyFor(mr.Model)
+		if !ok {
+			t.Fatalf("%s: not in the compiled table", mr.Model)
+		}
+		var want []string
+		for _, pc := range p.Channels {
+			if ch, _ := tbl.Channel(pc.Channel); ch != nil {
+				if _, serves := ch.Upstream(mr.Model); serves {
+					want = append(want, fmt.Sprintf("%s/%d", pc.Channel, pc.Weight))
+				}
+			}
+		}
+		var got []string
+		for _, c := range mr.Candidates {
+			got = append(got, fmt.Sprintf("%s/%d", c.Channel, c.Weight))
+		}
+		if !slices.Equal(got, want) || !reflect.DeepEqual(mr.Settings, p.Settings) || mr.MaxAttempts != p.Retry.MaxAttempts {
+			t.Errorf("%s: replay routes %v (%+v), the compiled table %v (%+v)", mr.Model, got, mr.Settings, want, p.Settings)
+		}
 	}
 }

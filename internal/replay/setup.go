@@ -3,12 +3,10 @@ package replay
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
 	v1alpha1 "github.com/switchyard-io/switchyard/api/v1alpha1"
 	"github.com/switchyard-io/switchyard/internal/health"
@@ -56,70 +54,54 @@ func LoadSetup(policyPath, channelsPath string) (*Setup, error) {
 	return NewSetup(in.Policies, in.Channels)
 }
 
-// NewSetup resolves policies against channels (either may come from anywhere).
+// NewSetup resolves policies against channels (either may come from anywhere) with
+// routing.Compile, the function the controller and the standalone proxy publish with: the same
+// conflict rule (the older policy keeps a contested model; without timestamps, name order), the
+// same candidates in the same order, the same residency filter and weights.
+//
+// Without channel manifests every listed channel is taken to serve every model of its policy with
+// weight 100 (or the policy's per-channel weight): a stand-in channel is made for each. Secrets,
+// base URLs and operator overrides do not matter to a replay of history and are dropped before
+// compiling.
 func NewSetup(policies []v1alpha1.RoutingPolicy, channels []v1alpha1.ProviderChannel) (*Setup, error) {
 	if len(policies) == 0 {
 		return nil, errors.New("no RoutingPolicy in --policy")
 	}
-	byName := map[string]*v1alpha1.ProviderChannel{}
-	for i := range channels {
-		pc := &channels[i]
-		k := qualified(pc.Namespace, pc.Name)
-		if _, dup := byName[k]; dup {
-			return nil, fmt.Errorf("ProviderChannel %s is defined twice", k)
+	in := routing.Inputs{Policies: policies}
+	if len(channels) > 0 {
+		for _, pc := range channels {
+			pc := *pc.DeepCopy()
+			pc.Spec.CredentialsRef, pc.Spec.FaultInjection = nil, nil
+			pc.Spec.Disabled, pc.Spec.DisabledUntil, pc.Spec.DisabledReason = false, nil, ""
+			in.Channels = append(in.Channels, pc)
 		}
-		byName[k] = pc
+	} else {
+		var err error
+		if in.Channels, err = standInChannels(policies); err != nil {
+			return nil, err
+		}
 	}
-	policies = slices.Clone(policies)
-	sort.Slice(policies, func(i, j int) bool {
-		return qualified(policies[i].Namespace, policies[i].Name) < qualified(policies[j].Namespace, policies[j].Name)
-	})
+	t, problems := routing.Compile(in)
+	if blocking := routing.Blocking(problems); len(blocking) > 0 {
+		msgs := make([]string, len(blocking))
+		for i, p := range blocking {
+			msgs[i] = p.String()
+		}
+		return nil, errors.New(strings.Join(msgs, "; "))
+	}
 	s := &Setup{}
-	claimed := map[string]string{}
-	for i := range policies {
-		rp := &policies[i]
-		name := qualified(rp.Namespace, rp.Name)
-		eff, err := routing.ResolvePolicy(&rp.Spec)
-		if err != nil {
-			return nil, fmt.Errorf("RoutingPolicy %s: %w", name, err)
-		}
-		strategy, _ := health.ParseStrategy(eff.Strategy) // validated by ResolvePolicy
-		refs, err := candidateRefs(rp, channels)
-		if err != nil {
-			return nil, fmt.Errorf("RoutingPolicy %s: %w", name, err)
-		}
-		if len(rp.Spec.Models) == 0 {
-			return nil, fmt.Errorf("RoutingPolicy %s: spec.models: at least one model is required", name)
-		}
-		for _, m := range rp.Spec.Models {
-			if other, ok := claimed[m]; ok {
-				return nil, fmt.Errorf("RoutingPolicy %s: model %q is already routed by RoutingPolicy %s; one policy per model", name, m, other)
-			}
-			claimed[m] = name
-			mr := ModelRoute{Model: m, Policy: name, Scenario: eff.Scenario, Strategy: strategy, Settings: eff.Settings,
-				MaxAttempts: eff.Retry.MaxAttempts, PanicRouting: eff.PanicRouting}
-			for _, ref := range refs {
-				w := routing.DefaultWeight
-				if pc, ok := byName[qualified(rp.Namespace, ref.Name)]; ok {
-					if !servesModel(pc, m) {
-						continue
+	for _, p := range t.Policies {
+		strategy, _ := health.ParseStrategy(p.Strategy) // validated by Compile
+		name := qualified(p.Namespace, p.Name)
+		for _, m := range p.Models {
+			mr := ModelRoute{Model: m, Policy: name, Scenario: p.Scenario, Strategy: strategy, Settings: p.Settings,
+				MaxAttempts: p.Retry.MaxAttempts, PanicRouting: p.PanicRouting}
+			for _, pc := range p.Channels {
+				if ch, ok := t.Channel(pc.Channel); ok {
+					if _, serves := ch.Upstream(m); serves {
+						mr.Candidates = append(mr.Candidates, health.Candidate{Channel: pc.Channel, Weight: pc.Weight})
 					}
-					if len(rp.Spec.RequireResidency) > 0 && !slices.Contains(rp.Spec.RequireResidency, pc.Spec.Residency) {
-						continue
-					}
-					if pc.Spec.Weight > 0 {
-						w = int(pc.Spec.Weight)
-					}
-				} else if len(channels) > 0 {
-					return nil, fmt.Errorf("RoutingPolicy %s: ProviderChannel %s not found in the channel manifests", name, qualified(rp.Namespace, ref.Name))
 				}
-				if ref.Weight != nil {
-					w = int(*ref.Weight)
-				}
-				mr.Candidates = append(mr.Candidates, health.Candidate{Channel: routing.ChannelID(rp.Namespace, ref.Name), Weight: w})
-			}
-			if len(mr.Candidates) == 0 {
-				return nil, fmt.Errorf("RoutingPolicy %s: model %q is served by none of the policy's channels", name, m)
 			}
 			s.Models = append(s.Models, mr)
 		}
@@ -128,39 +110,37 @@ func NewSetup(policies []v1alpha1.RoutingPolicy, channels []v1alpha1.ProviderCha
 	return s, nil
 }
 
-func candidateRefs(rp *v1alpha1.RoutingPolicy, channels []v1alpha1.ProviderChannel) ([]v1alpha1.ChannelRef, error) {
-	spec := &rp.Spec
-	if (len(spec.Channels) > 0) == (spec.ChannelSelector != nil) {
-		return nil, errors.New("spec: exactly one of channels or channelSelector is required")
-	}
-	if spec.ChannelSelector == nil {
-		seen := map[string]bool{}
-		for _, r := range spec.Channels {
-			if seen[r.Name] {
-				return nil, fmt.Errorf("spec.channels: %s is listed twice", r.Name)
+// standInChannels makes a channel for every one a policy lists, serving all of the policy's
+// models (and those of every other policy that lists it), for a replay without channel manifests.
+func standInChannels(policies []v1alpha1.RoutingPolicy) ([]v1alpha1.ProviderChannel, error) {
+	byID := map[string]*v1alpha1.ProviderChannel{}
+	var order []string
+	for i := range policies {
+		rp := &policies[i]
+		if rp.Spec.ChannelSelector != nil {
+			return nil, fmt.Errorf("RoutingPolicy %s: spec.channelSelector needs the ProviderChannel manifests (--channels)", qualified(rp.Namespace, rp.Name))
+		}
+		for _, ref := range rp.Spec.Channels {
+			id := routing.ChannelID(rp.Namespace, ref.Name)
+			pc := byID[id]
+			if pc == nil {
+				pc = &v1alpha1.ProviderChannel{ObjectMeta: metav1.ObjectMeta{Namespace: rp.Namespace, Name: ref.Name},
+					Spec: v1alpha1.ProviderChannelSpec{Provider: v1alpha1.ProviderOpenAI, BaseURL: "http://replay.invalid/v1"}}
+				byID[id] = pc
+				order = append(order, id)
 			}
-			seen[r.Name] = true
-		}
-		return spec.Channels, nil
-	}
-	if len(channels) == 0 {
-		return nil, errors.New("spec.channelSelector needs the ProviderChannel manifests (--channels)")
-	}
-	sel, err := metav1.LabelSelectorAsSelector(spec.ChannelSelector)
-	if err != nil {
-		return nil, fmt.Errorf("spec.channelSelector: %w", err)
-	}
-	var refs []v1alpha1.ChannelRef
-	for i := range channels {
-		if channels[i].Namespace == rp.Namespace && sel.Matches(labels.Set(channels[i].Labels)) {
-			refs = append(refs, v1alpha1.ChannelRef{Name: channels[i].Name})
+			for _, m := range rp.Spec.Models {
+				if !servesModel(pc, m) {
+					pc.Spec.Models = append(pc.Spec.Models, v1alpha1.ChannelModel{Name: m})
+				}
+			}
 		}
 	}
-	sort.Slice(refs, func(i, j int) bool { return refs[i].Name < refs[j].Name })
-	if len(refs) == 0 {
-		return nil, errors.New("spec.channelSelector selects no ProviderChannel")
+	out := make([]v1alpha1.ProviderChannel, 0, len(order))
+	for _, id := range order {
+		out = append(out, *byID[id])
 	}
-	return refs, nil
+	return out, nil
 }
 
 func servesModel(pc *v1alpha1.ProviderChannel, m string) bool {
