@@ -167,9 +167,12 @@ type Detection struct {
 	// +kubebuilder:validation:Maximum=10000
 	ConsecutiveFailures *int32 `json:"consecutiveFailures,omitempty"`
 
-	// timeoutRatePercent ejects when timeouts alone reach this share (chat 10).
+	// timeoutRatePercent ejects when timeouts alone reach this share (with minRequests); 0 turns
+	// the rule off. chat 0: its timeouts count in errorRatePercent and consecutiveFailures, so a
+	// network blip of 4 timeouts in 40 requests passes while a channel that hangs is still ejected.
+	// batch 8, below its errorRatePercent, because timeouts clog a batch queue.
 	// +optional
-	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100
 	TimeoutRatePercent *int32 `json:"timeoutRatePercent,omitempty"`
 

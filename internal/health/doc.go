@@ -52,9 +52,12 @@
 //   - ConsecutiveFailures: that many failures in a row, at any volume;
 //   - HealthScoreLow: score < EjectBelow continuously for EjectAfter.
 //
-// A zero threshold turns its rule off. The count rules are checked on every observation and at
-// every bucket boundary (old successes leaving the window raise a rate too); the p95 rule, the
-// score, Degraded and HealthScoreLow are evaluated at every bucket boundary.
+// A zero threshold turns its rule off: chat's profile has no timeout-rate rule (a timeout is a
+// failure, so its error rate and ConsecutiveFailures catch a channel that hangs, and four
+// timeouts among forty requests stay noise); batch's limit is 8%. The count rules are checked on
+// every observation and at every bucket boundary (old successes leaving the window raise a rate
+// too); the p95 rule, the score, Degraded and HealthScoreLow are evaluated at every bucket
+// boundary.
 //
 // # Health score
 //

@@ -26,7 +26,11 @@ type Settings struct {
 	ErrorRatePercent int
 	// ConsecutiveFailures ejects after this many failures in a row, at any volume (chat 5, batch 10).
 	ConsecutiveFailures int
-	// TimeoutRatePercent ejects when timeouts alone reach this share (chat 10, batch 8).
+	// TimeoutRatePercent ejects when timeouts alone reach this share, with MinRequests (chat 0: off,
+	// batch 8). Chat has no timeout limit of its own: a timeout is a failure, so the error rate and
+	// the consecutive rule catch a channel that hangs, while four timeouts in forty requests (a
+	// network blip, four in a row or spread out) are noise that must not eject. Batch keeps one,
+	// below its error rate, because timeouts clog its queue.
 	TimeoutRatePercent int
 
 	// ErrorWeightPercent is the error penalty's share of the score; latency weighs the rest (70).
@@ -76,7 +80,7 @@ func DefaultSettings(scenario string) Settings {
 	}
 	return Settings{
 		Window: 60 * time.Second, RecentErrorWindow: 30 * time.Second, LatencyP95: 20 * time.Second,
-		MinRequests: 20, ErrorRatePercent: 25, ConsecutiveFailures: 5, TimeoutRatePercent: 10,
+		MinRequests: 20, ErrorRatePercent: 25, ConsecutiveFailures: 5, TimeoutRatePercent: 0,
 		ErrorWeightPercent: 70, DegradedBelow: 50, EjectBelow: 30, EjectAfter: 3 * time.Minute,
 		Cooldown: 5 * time.Minute, MaxCooldown: 30 * time.Minute,
 		ProbeInterval: 10 * time.Second, ProbeMaxLatency: 10 * time.Second, ProbeSuccessesRequired: 3,

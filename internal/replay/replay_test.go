@@ -32,6 +32,8 @@ type scenario struct {
 var scenarios = []scenario{
 	{name: "bank", policy: bankPolicy, log: bankLog},
 	{name: "noisy-burst", policy: chatPolicy, log: noisyLog},
+	{name: "noise-spread", policy: chatPolicy, log: noiseSpreadLog},
+	{name: "noise-in-a-row", policy: chatPolicy, log: noiseInARowLog},
 	{name: "rate-limit-storm", policy: chatPolicy, log: rateLimitLog},
 	{name: "recovery-ramp", policy: chatPolicy, log: recoveryLog},
 	{name: "incidents", policy: chatPolicy, log: incidentLog, incidents: incidentFile},
@@ -127,7 +129,7 @@ func TestScenarioStories(t *testing.T) {
 			t.Fatalf("ejections %+v", ej)
 		}
 	})
-	for _, name := range []string{"noisy-burst", "rate-limit-storm"} {
+	for _, name := range []string{"noisy-burst", "noise-spread", "noise-in-a-row", "rate-limit-storm"} {
 		t.Run(name+" does not eject", func(t *testing.T) {
 			rep := runScenario(t, scenarioNamed(name))
 			for _, c := range rep.Channels {
@@ -140,6 +142,41 @@ func TestScenarioStories(t *testing.T) {
 				if len(c.Events) == 0 || c.Events[0].To != "RateLimited" {
 					t.Errorf("no RateLimited phase: %+v", c.Events)
 				}
+			}
+		})
+	}
+	// The same two noise logs under the old chat default: the timeout-rate rule alone ejected,
+	// at the 20th request with 2 timeouts of 20.
+	oldChat := strings.Replace(chatPolicy, "  scenario: chat\n", "  scenario: chat\n  detection:\n    timeoutRatePercent: 10\n", 1)
+	for _, name := range []string{"noise-spread", "noise-in-a-row"} {
+		t.Run(name+" ejects under the old default timeoutRatePercent 10", func(t *testing.T) {
+			runScenario(t, scenarioNamed(name)) // the log in testdata is the builder's
+			setup, err := NewSetup(mustPolicies(t, oldChat), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			log, err := OpenLog(filepath.Join("testdata", name, "log.jsonl"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer log.Close()
+			rep, err := Run(context.Background(), setup, log, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s := rep.Models[0].Settings; s.TimeoutRatePercent != 10 {
+				t.Fatalf("settings %+v, want timeoutRatePercent 10", s)
+			}
+			c := channelReport(t, rep, "openai-direct")
+			var ej []EventReport
+			for _, e := range c.Events {
+				if e.To == "Ejected" {
+					ej = append(ej, e)
+				}
+			}
+			if len(ej) != 1 || ej[0].At != "2026-11-30T10:00:09.5Z" || ej[0].Reason != "TimeoutRateExceeded" ||
+				ej[0].Message != "timeout rate 10.0% (2/20) >= 10% over 1m0s" {
+				t.Fatalf("ejections %+v", ej)
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -161,6 +162,15 @@ func seconds(ns int64) float64 { return math.Round(float64(ns)/1e6) / 1e3 }
 
 func formatTS(ns int64) string { return time.Unix(0, ns).UTC().Format(time.RFC3339Nano) }
 
+// offOr prints a rule threshold, or "off" for the zero that turns the rule off (chat's
+// timeoutRate: "0%" would read as "any timeout ejects").
+func offOr(n int, unit string) string {
+	if n == 0 {
+		return "off"
+	}
+	return strconv.Itoa(n) + unit
+}
+
 func durString(d time.Duration) string {
 	if d == 0 {
 		return "off"
@@ -268,8 +278,9 @@ func (rep *Report) WriteTable(w io.Writer) error {
 	for _, m := range rep.Models {
 		s := m.Settings
 		p("Model %s: policy %s (scenario %s, strategy %s), candidates %s\n", m.Model, m.Policy, m.Scenario, m.Strategy, strings.Join(m.Candidates, ", "))
-		p("  window %s, minRequests %d, errorRate %d%%, consecutive %d, timeoutRate %d%%, p95 limit %s, cooldown %s, ramp %v x %s, maxAttempts %d\n",
-			s.Window, s.MinRequests, s.ErrorRatePercent, s.ConsecutiveFailures, s.TimeoutRatePercent, s.LatencyP95, s.Cooldown, s.RampSteps, s.RampHold, s.MaxAttempts)
+		p("  window %s, minRequests %d, errorRate %s, consecutive %s, timeoutRate %s, p95 limit %s, cooldown %s, ramp %v x %s, maxAttempts %d\n",
+			s.Window, s.MinRequests, offOr(s.ErrorRatePercent, "%"), offOr(s.ConsecutiveFailures, ""), offOr(s.TimeoutRatePercent, "%"),
+			s.LatencyP95, s.Cooldown, s.RampSteps, s.RampHold, s.MaxAttempts)
 	}
 	l := rep.Log
 	p("\nLog: %d lines, %d attempts replayed, %d requests, %d logged probes", l.Lines, l.Attempts, l.Requests, l.Probes)

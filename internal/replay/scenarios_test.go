@@ -85,10 +85,10 @@ spec:
 
 // bankLog: from 09:58 the primary answers normally (2 requests/s, and a burst of 60 at
 // 09:59:59); from 10:00 failures grow, 8 in the first minute and 44 in the second, 20 of the 52
-// timeouts (under the 10% timeout-rate rule). At 10:01:59 the window [09:59:59, now] holds
-// 300 requests with 52 failures (17.3%); at the 10:02:00 bucket boundary the burst leaves it and
-// the window is 52/240 = 21.7% >= 18%. Every failed request was failed over to the backup by
-// the proxy that wrote the log. The outage goes on at 40% to 10:03.
+// timeouts (the bank counts them with the 5xx; chat has no timeout-rate rule). At 10:01:59 the
+// window [09:59:59, now] holds 300 requests with 52 failures (17.3%); at the 10:02:00 bucket
+// boundary the burst leaves it and the window is 52/240 = 21.7% >= 18%. Every failed request was
+// failed over to the backup by the proxy that wrote the log. The outage goes on at 40% to 10:03.
 func bankLog() []byte {
 	var l logBuilder
 	l.steady(t10.Add(-2*time.Minute), t10.Add(-time.Second), 500*time.Millisecond, "gpt-4o", "primary", "backup", nil)
@@ -139,7 +139,7 @@ spec:
 
 // noisyLog: 2 requests/s for 5 min; at 10:02 a network hiccup gives 4 timeouts and 2 server
 // errors within 3 s, never 5 in a row. Chat's rules must not eject (6/120 in the window, 10% of
-// the recent window; 4/120 timeouts < 10%).
+// the recent window).
 func noisyLog() []byte {
 	var l logBuilder
 	burst := map[int]string{240: "timeout", 241: "timeout", 243: "server_error", 244: "timeout", 246: "timeout", 247: "server_error"}
@@ -151,6 +151,32 @@ func noisyLog() []byte {
 	})
 	return l.buf.Bytes()
 }
+
+// noiseLog is the design notes' threshold check: "suppose a provider gave four timeouts out of
+// forty requests during a network blip; if the rule already trips at that level, the route starts
+// to flap for no real benefit". 40 requests in 20 s (2/s) on openai-direct are the whole log, so
+// they are the whole window; timeout(i) picks the four timeouts, each failed over to Azure by the
+// logging proxy. Chat's rules do not eject: the error rate peaks at 4 of 22 (18%, in a row),
+// under 25%, and never 5 fail in a row. The old chat default, timeoutRatePercent 10, ejected both
+// at the 20th request with 2 of 20 (TestScenarioStories).
+func noiseLog(timeout func(i int) bool) func() []byte {
+	return func() []byte {
+		var l logBuilder
+		l.steady(t10, t10.Add(20*time.Second), 500*time.Millisecond, "gpt-4o", "openai-direct", "azure-eastus", func(i int) string {
+			if timeout(i) {
+				return "timeout"
+			}
+			return "success"
+		})
+		return l.buf.Bytes()
+	}
+}
+
+// noiseSpreadLog: the four timeouts spread out, every tenth request from the fifth.
+var noiseSpreadLog = noiseLog(func(i int) bool { return i%10 == 4 })
+
+// noiseInARowLog: the four timeouts in a row in the middle (requests 19-22).
+var noiseInARowLog = noiseLog(func(i int) bool { return i >= 18 && i < 22 })
 
 // rateLimitLog: 2 requests/s for 6 min; from 10:01 to 10:03 the provider answers 429 to 3 of
 // every 5 requests (the logging proxy failed them over to Azure). A 429 is a request to slow

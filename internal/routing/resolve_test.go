@@ -16,11 +16,11 @@ func TestResolvePolicyScenarios(t *testing.T) {
 	batch := health.DefaultSettings("batch")
 	// The figures the contract and DESIGN.md promise for each scenario.
 	if chat.Window != time.Minute || chat.MinRequests != 20 || chat.ErrorRatePercent != 25 || chat.ConsecutiveFailures != 5 ||
-		chat.Cooldown != 5*time.Minute || chat.RampHold != 3*time.Minute {
+		chat.TimeoutRatePercent != 0 || chat.Cooldown != 5*time.Minute || chat.RampHold != 3*time.Minute {
 		t.Fatalf("chat defaults drifted from the contract: %+v", chat)
 	}
 	if batch.Window != 5*time.Minute || batch.MinRequests != 50 || batch.ErrorRatePercent != 12 ||
-		batch.Cooldown != 10*time.Minute || batch.RampHold != 5*time.Minute {
+		batch.TimeoutRatePercent == 0 || batch.Cooldown != 10*time.Minute || batch.RampHold != 5*time.Minute {
 		t.Fatalf("batch defaults drifted from DESIGN.md: %+v", batch)
 	}
 
@@ -40,6 +40,20 @@ func TestResolvePolicyScenarios(t *testing.T) {
 		{"batch supplies batch defaults", v1alpha1.RoutingPolicySpec{Scenario: v1alpha1.ScenarioBatch}, func(t *testing.T, e EffectivePolicy) {
 			if e.Settings.Window != batch.Window || e.Settings.MinRequests != batch.MinRequests || e.Settings.Cooldown != batch.Cooldown {
 				t.Errorf("not batch defaults: %+v", e.Settings)
+			}
+		}},
+		{"timeoutRatePercent 0 turns batch's timeout rule off", v1alpha1.RoutingPolicySpec{
+			Scenario: v1alpha1.ScenarioBatch, Detection: &v1alpha1.Detection{TimeoutRatePercent: ptr(int32(0))},
+		}, func(t *testing.T, e EffectivePolicy) {
+			if e.Settings.TimeoutRatePercent != 0 || e.Settings.ErrorRatePercent != batch.ErrorRatePercent {
+				t.Errorf("settings %+v, want batch's with timeoutRatePercent 0", e.Settings)
+			}
+		}},
+		{"chat takes an explicit timeout rule", v1alpha1.RoutingPolicySpec{
+			Detection: &v1alpha1.Detection{TimeoutRatePercent: ptr(int32(10))},
+		}, func(t *testing.T, e EffectivePolicy) {
+			if e.Settings.TimeoutRatePercent != 10 {
+				t.Errorf("timeoutRatePercent %d, want 10", e.Settings.TimeoutRatePercent)
 			}
 		}},
 		{"explicit field beats the scenario", v1alpha1.RoutingPolicySpec{

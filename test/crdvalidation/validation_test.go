@@ -65,6 +65,8 @@ func TestValidObjectsAccepted(t *testing.T) {
 		{"RoutingPolicy", validPolicy + "scenario: batch\ndetection: {recentErrorWindow: 2m}\nrecovery: {maxCooldown: 10m}\nfallbackModels: [gpt-4o-mini]"},
 		{"RoutingPolicy", validPolicy + "detection: {window: 2m, recentErrorWindow: 2m}\nrecovery: {maxCooldown: 5m}"},
 		{"RoutingPolicy", validPolicy + "acceptFallbackFrom: [team-a, search-2, \"*\"]"},
+		// 0 turns the timeout-rate rule off (chat's default, written out as the contract shows it).
+		{"RoutingPolicy", validPolicy + "scenario: batch\ndetection: {timeoutRatePercent: 0}"},
 		{"ProviderChannel", validChannel + "disabled: true\ndisabledUntil: \"2026-11-30T12:30:00Z\"\ndisabledReason: INC-1\ntimeouts: {request: 30s, fallbackRequest: 30s}\nfaultInjection: {hang: true}"},
 	} {
 		if err := env.Client.Create(context.Background(), object(t, c.kind, fmt.Sprintf("ok-%d", i), ns, c.spec)); err != nil {
@@ -106,6 +108,7 @@ func TestInvalidObjectsRejected(t *testing.T) {
 		{"ramp step zero", "RoutingPolicy", validPolicy + "recovery: {rampSteps: [0, 100]}", []string{"spec.recovery.rampSteps[0]", "greater than or equal to 1"}},
 		{"maxCooldown below cooldown", "RoutingPolicy", validPolicy + "recovery: {cooldown: 5m, maxCooldown: 1m}", []string{"spec.recovery.maxCooldown", "maxCooldown must be at least cooldown"}},
 		{"error rate above 100", "RoutingPolicy", validPolicy + "detection: {errorRatePercent: 101}", []string{"spec.detection.errorRatePercent", "less than or equal to 100"}},
+		{"negative timeout rate", "RoutingPolicy", validPolicy + "detection: {timeoutRatePercent: -1}", []string{"spec.detection.timeoutRatePercent", "greater than or equal to 0"}},
 		{"minRequests zero", "RoutingPolicy", validPolicy + "detection: {minRequests: 0}", []string{"spec.detection.minRequests", "greater than or equal to 1"}},
 		{"negative window", "RoutingPolicy", validPolicy + "detection: {window: -5s}", []string{"spec.detection.window", "should match"}},
 		{"unknown scenario", "RoutingPolicy", validPolicy + "scenario: interactive", []string{"spec.scenario", `Unsupported value: "interactive"`}},
