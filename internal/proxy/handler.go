@@ -154,6 +154,13 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
 		if rt.req, rt.restore, rt.piiMasked, ok = s.applyPII(w, pr, path, body, cr); !ok {
 			return
 		}
+		if rt.req != cr {
+			// The masked copy is held for the whole request too (not against the budget: the
+			// client's body was, and the copy is about its size).
+			n := int64(len(rt.req.body))
+			s.bodyBytes.Add(n)
+			defer s.bodyBytes.Add(-n)
+		}
 	}
 	outcome := rt.run(r.Context())
 	s.metrics.Requests.WithLabelValues(c.models[cr.Model].policy.Namespace, cr.Model, outcome).Inc()

@@ -289,3 +289,26 @@ func TestPIIOtherPoliciesUnaffected(t *testing.T) {
 		t.Errorf("status %d; the other policy's request was changed: %s", got.status, r.A.LastBody())
 	}
 }
+
+// TestPIIThatCannotRunRefusesRequests: a table whose detectors this proxy cannot compile (one
+// written by a newer controller) makes the policy's requests fail closed, never go out unmasked.
+func TestPIIThatCannotRunRefusesRequests(t *testing.T) {
+	r := newRig(t, rigConfig{policy: piiMask})
+	tbl, _, err := LoadFiles(r.dir, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := tbl.Policy("", "chat")
+	p.PII.Detectors = []string{"passport"}
+	r.srv.Apply(tbl, "test")
+	got := r.post("/v1/chat/completions", piiChat(false))
+	if got.status != 503 || !strings.Contains(got.body, `"code":"pii_unavailable"`) {
+		t.Errorf("status %d, want 503 pii_unavailable: %s", got.status, got.body)
+	}
+	if r.A.Total()+r.B.Total() != 0 {
+		t.Error("the request went upstream")
+	}
+	if !strings.Contains(r.logs.String(), "Failed to compile a policy's PII detectors") {
+		t.Errorf("no log line says why:\n%s", r.logs.String())
+	}
+}
