@@ -104,8 +104,8 @@ func TestPIIMaskNonStreamed(t *testing.T) {
 		t.Errorf("access log lacks the masked counts:\n%s", log)
 	}
 	for _, v := range piiValues {
-		if strings.Contains(r.accessLog.String()+r.logs.String(), v) {
-			t.Errorf("%s is in the logs", v)
+		if strings.Contains(r.accessLog.String()+r.logs.String()+r.metrics(), v) {
+			t.Errorf("%s is in the logs or the metrics", v)
 		}
 	}
 	if v := r.metric(`switchyard_pii_masked_total{detector="email",namespace="",policy="chat"}`); v != "3" {
