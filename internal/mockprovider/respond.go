@@ -264,8 +264,16 @@ func (x *exchange) promptTokens() int {
 }
 
 func (x *exchange) usage() map[string]any {
-	p, c := x.promptTokens(), len(x.pieces())
+	p, c := x.promptTokens(), x.completionTokens()
 	return map[string]any{"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
+}
+
+// completionTokens counts one token per content chunk.
+func (x *exchange) completionTokens() int {
+	if x.b.customPieces() {
+		return len(x.pieces())
+	}
+	return x.b.Chunks
 }
 
 func (x *exchange) includeUsage() bool {
@@ -358,7 +366,7 @@ func (x *exchange) response(status string, complete bool) map[string]any {
 		"status": status, "model": x.req.Model, "output": []any{}, "error": nil,
 	}
 	if complete {
-		p, c := x.promptTokens(), len(x.pieces())
+		p, c := x.promptTokens(), x.completionTokens()
 		r["output"] = []any{map[string]any{
 			"type": "message", "id": fmt.Sprintf("msg_mock%d", x.id), "status": "completed", "role": "assistant",
 			"content": []any{map[string]any{"type": "output_text", "text": x.text(), "annotations": []any{}}},
