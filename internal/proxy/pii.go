@@ -82,8 +82,8 @@ func (s *Server) applyPII(w http.ResponseWriter, pr *piiRoute, path string, body
 		s.reject(w, http.StatusInternalServerError, "pii_unavailable", "server_error", "masking personal data failed; the request was not sent", 0)
 		return nil, nil, nil, false
 	}
-	if !pr.restore {
-		ss = nil
+	if !pr.restore || path == "/embeddings" {
+		ss = nil // an embedding has no text to put the values back into
 	}
 	return out, ss, counts, true
 }
