@@ -125,6 +125,81 @@ type RoutingPolicySpec struct {
 	// +optional
 	// +kubebuilder:default=true
 	PanicRouting *bool `json:"panicRouting,omitempty"`
+
+	// pii masks or refuses personal data in prompts before they leave for a provider (default off).
+	// +optional
+	PII *PII `json:"pii,omitempty"`
+}
+
+// PIIMode says what the proxy does with personal data found in a prompt.
+//
+// +kubebuilder:validation:Enum=Off;Mask;Block
+type PIIMode string
+
+const (
+	// PIIOff sends prompts as they are.
+	PIIOff PIIMode = "Off"
+	// PIIMask replaces each value found with a placeholder ([EMAIL_1]) before the prompt goes
+	// upstream, and (with restore) puts the originals back into the answer.
+	PIIMask PIIMode = "Mask"
+	// PIIBlock refuses a request in which anything is found (400, code pii_detected), before
+	// any upstream attempt.
+	PIIBlock PIIMode = "Block"
+)
+
+// PIIDetector names a builtin detector.
+//
+// +kubebuilder:validation:Enum=email;phone;card;iban;kz-iin;ru-inn;ru-snils;ipv4
+type PIIDetector string
+
+// PII configures personal-data masking on the prompts of a policy's models. The text of messages,
+// tool calls and tool results is scanned (see README "PII masking" for the fields); everything
+// else in a request goes upstream unchanged.
+type PII struct {
+	// mode: Off (default), Mask or Block. Write it quoted in YAML ("Off"): unquoted, YAML 1.1
+	// reads Off as false.
+	// +optional
+	// +kubebuilder:default="Off"
+	Mode PIIMode `json:"mode,omitempty"`
+
+	// detectors are the builtin detectors to run; empty: all of them.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=8
+	Detectors []PIIDetector `json:"detectors,omitempty"`
+
+	// restore puts the original values back into the answer, streamed or not (Mask only; default true).
+	// +optional
+	// +kubebuilder:default=true
+	Restore *bool `json:"restore,omitempty"`
+
+	// customDetectors are detectors of the policy's own, each a regular expression (RE2 syntax).
+	// A Switchyard addition to the contract's pii block.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	CustomDetectors []PIICustomDetector `json:"customDetectors,omitempty"`
+}
+
+// PIICustomDetector is a detector defined by a regular expression.
+//
+// +kubebuilder:validation:XValidation:rule="!(self.name in ['email', 'phone', 'card', 'iban', 'kz-iin', 'ru-inn', 'ru-snils', 'ipv4'])",message="name must not be a builtin detector's",fieldPath=".name"
+type PIICustomDetector struct {
+	// name of the detector, in metrics, the access log and its placeholders ([EMPLOYEE_ID_1] for
+	// employee-id): lower-case letters, digits and '-', starting with a letter.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// pattern is an RE2 regular expression (Go's regexp syntax); every match is masked. An
+	// invalid one makes the policy Accepted=False, reason InvalidSpec.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	Pattern string `json:"pattern"`
 }
 
 // ChannelRef names a candidate ProviderChannel.

@@ -41,6 +41,10 @@ const (
 	ModeContextLength Mode = "context_length_exceeded"
 	// ModeContentPolicy answers 400 with code content_policy_violation.
 	ModeContentPolicy Mode = "content_policy_violation"
+	// ModeEcho answers normally with the text of the last user message (chat), the prompt
+	// (completions) or the input (responses) as the answer: a test sees what the provider got.
+	// Streamed, the text is one content chunk unless ChunkBytes or Splits cut it.
+	ModeEcho Mode = "echo"
 )
 
 // DefaultFirstTokenDelay is the FirstTokenDelay of ModeSlowFirstToken when none is set.
@@ -57,7 +61,7 @@ const (
 var knownModes = map[Mode]bool{
 	ModeOK: true, ModeFailOnce: true, ModeStatus: true, ModeRateLimit: true, ModeReset: true,
 	ModeHang: true, ModeSlowFirstToken: true, ModeCut: true, ModeStall: true, ModeGarbage: true,
-	ModeNoDone: true, ModeContextLength: true, ModeContentPolicy: true,
+	ModeNoDone: true, ModeContextLength: true, ModeContentPolicy: true, ModeEcho: true,
 }
 
 // Behavior says how the mock answers. The zero value answers normally at once.
@@ -102,6 +106,13 @@ type Behavior struct {
 	SeparateUsage bool `json:"separate_usage,omitempty"`
 	// Message replaces the message of error answers.
 	Message string `json:"message,omitempty"`
+	// ChunkBytes, when > 0, cuts the answer text into content chunks of this many bytes (the
+	// last may be shorter), instead of Chunks pieces of the mock's own text.
+	ChunkBytes int `json:"chunk_bytes,omitempty"`
+	// Splits, when set, cuts the answer text at these byte offsets, written "3,7,12"
+	// (increasing; offsets past the end are ignored), instead of Chunks pieces or ChunkBytes.
+	// A string, so that a Behavior stays comparable.
+	Splits string `json:"splits,omitempty"`
 }
 
 // normalized resolves aliases and defaults: the behaviour actually played.
@@ -140,10 +151,34 @@ func (b Behavior) normalized() Behavior {
 	if b.Chunks == 0 {
 		b.Chunks = DefaultChunks
 	}
-	if b.After > b.Chunks {
+	if b.After > b.Chunks && !b.customPieces() {
 		b.After = b.Chunks
 	}
 	return b
+}
+
+// customPieces: the answer text is cut by ChunkBytes or Splits, or echoed, not Chunks pieces.
+func (b Behavior) customPieces() bool {
+	return b.Mode == ModeEcho || b.ChunkBytes > 0 || b.Splits != ""
+}
+
+// splitOffsets parses Splits.
+func (b Behavior) splitOffsets() ([]int, error) {
+	if strings.TrimSpace(b.Splits) == "" {
+		return nil, nil
+	}
+	var out []int
+	for _, f := range strings.Split(b.Splits, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 || len(out) > 0 && n <= out[len(out)-1] {
+			return nil, fmt.Errorf("splits %q: want increasing positive byte offsets such as 3,7", b.Splits)
+		}
+		out = append(out, n)
+	}
+	if len(out) > maxChunks {
+		return nil, fmt.Errorf("%d splits over %d", len(out), maxChunks)
+	}
+	return out, nil
 }
 
 // Validate reports whether b can be played.
@@ -160,6 +195,12 @@ func (b Behavior) Validate() error {
 	}
 	if b.Chunks > maxChunks {
 		return fmt.Errorf("chunks %d over %d", b.Chunks, maxChunks)
+	}
+	if b.ChunkBytes < 0 {
+		return errors.New("chunk_bytes must not be negative")
+	}
+	if _, err := b.splitOffsets(); err != nil {
+		return err
 	}
 	for _, d := range []time.Duration{b.Delay, b.Latency, b.FirstTokenDelay, b.ChunkDelay} {
 		if d < 0 || d > maxDuration {
@@ -178,7 +219,8 @@ func (b Behavior) Validate() error {
 // delay). Params (names as in Behavior's JSON): status (alias code), retry_after,
 // fail_first (alias n), delay, latency, first_token_delay, chunk_delay (Go
 // durations such as "150ms", or a bare integer of milliseconds), headers_first,
-// separate_usage (booleans; a bare name means true), chunks, after, message.
+// separate_usage (booleans; a bare name means true), chunks, after, chunk_bytes, splits
+// (byte offsets separated by commas), message.
 // Whitespace around items is ignored. The result is validated.
 func ParseBehavior(s string) (Behavior, error) {
 	var b Behavior
@@ -248,6 +290,14 @@ func (b *Behavior) setParam(key, val string, hasVal bool) error {
 		return intVal(&b.Chunks)
 	case "after":
 		return intVal(&b.After)
+	case "chunk_bytes":
+		return intVal(&b.ChunkBytes)
+	case "splits":
+		if !hasVal {
+			return errors.New("param splits: want byte offsets such as 3,7")
+		}
+		b.Splits = val
+		return nil
 	case "delay":
 		return durVal(&b.Delay)
 	case "latency":
@@ -335,6 +385,8 @@ type behaviorJSON struct {
 	After           int          `json:"after,omitempty"`
 	SeparateUsage   bool         `json:"separate_usage,omitempty"`
 	Message         string       `json:"message,omitempty"`
+	ChunkBytes      int          `json:"chunk_bytes,omitempty"`
+	Splits          string       `json:"splits,omitempty"`
 }
 
 // MarshalJSON writes durations as Go duration strings ("150ms").
@@ -344,7 +396,7 @@ func (b Behavior) MarshalJSON() ([]byte, error) {
 		Delay: jsonDuration(b.Delay), Latency: jsonDuration(b.Latency),
 		FirstTokenDelay: jsonDuration(b.FirstTokenDelay), HeadersFirst: b.HeadersFirst,
 		Chunks: b.Chunks, ChunkDelay: jsonDuration(b.ChunkDelay), After: b.After,
-		SeparateUsage: b.SeparateUsage, Message: b.Message,
+		SeparateUsage: b.SeparateUsage, Message: b.Message, ChunkBytes: b.ChunkBytes, Splits: b.Splits,
 	})
 }
 
@@ -359,7 +411,7 @@ func (b *Behavior) UnmarshalJSON(data []byte) error {
 		Delay: time.Duration(j.Delay), Latency: time.Duration(j.Latency),
 		FirstTokenDelay: time.Duration(j.FirstTokenDelay), HeadersFirst: j.HeadersFirst,
 		Chunks: j.Chunks, ChunkDelay: time.Duration(j.ChunkDelay), After: j.After,
-		SeparateUsage: j.SeparateUsage, Message: j.Message,
+		SeparateUsage: j.SeparateUsage, Message: j.Message, ChunkBytes: j.ChunkBytes, Splits: j.Splits,
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -104,8 +105,9 @@ func (x *exchange) stream(p streamPlan) {
 			return
 		}
 	}
+	after := min(x.b.After, len(p.content)) // custom pieces: a cut or stall still comes before the finish
 	for i := 0; i <= len(p.content); i++ {
-		if i == x.b.After {
+		if i == after {
 			switch x.b.Mode {
 			case ModeCut:
 				start()
@@ -149,6 +151,10 @@ func sseEvent(typ string, v any) string {
 
 // pieces is the answer text, one piece per content chunk.
 func (x *exchange) pieces() []string {
+	if x.b.customPieces() {
+		splits, _ := x.b.splitOffsets() // validated
+		return cut(x.answerText(), x.b.ChunkBytes, splits)
+	}
 	out := make([]string, x.b.Chunks)
 	for i := range out {
 		switch i {
@@ -173,14 +179,101 @@ func (x *exchange) text() string {
 	return s
 }
 
+// answerText is the whole answer of a behaviour whose pieces are cut from it: the echo, or the
+// mock's own text.
+func (x *exchange) answerText() string {
+	if x.b.Mode == ModeEcho {
+		return x.echo()
+	}
+	b := x.b
+	b.ChunkBytes, b.Splits = 0, ""
+	y := *x
+	y.b = b
+	return y.text()
+}
+
+// cut splits s at the offsets of splits, or every size bytes, or not at all. An empty s is one
+// empty piece, so a stream still has a content chunk.
+func cut(s string, size int, splits []int) []string {
+	var out []string
+	prev := 0
+	switch {
+	case len(splits) > 0:
+		for _, at := range splits {
+			if at >= len(s) {
+				break
+			}
+			out = append(out, s[prev:at])
+			prev = at
+		}
+	case size > 0:
+		for prev+size < len(s) {
+			out = append(out, s[prev:prev+size])
+			prev += size
+		}
+	}
+	return append(out, s[prev:])
+}
+
+// echo is the text the request asked about: the last user message's (its content, or the text of
+// its parts), the prompt, or the input.
+func (x *exchange) echo() string {
+	var str string
+	if x.ep == epCompletions {
+		if json.Unmarshal(x.req.Prompt, &str) == nil {
+			return str
+		}
+		var all []string
+		_ = json.Unmarshal(x.req.Prompt, &all)
+		return strings.Join(all, "")
+	}
+	raw := x.req.Messages
+	if x.ep == epResponses {
+		if json.Unmarshal(x.req.Input, &str) == nil {
+			return str
+		}
+		raw = x.req.Input
+	}
+	var msgs []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	}
+	_ = json.Unmarshal(raw, &msgs)
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role != "user" {
+			continue
+		}
+		if json.Unmarshal(msgs[i].Content, &str) == nil {
+			return str
+		}
+		var parts []struct {
+			Text string `json:"text"`
+		}
+		_ = json.Unmarshal(msgs[i].Content, &parts)
+		for _, p := range parts {
+			str += p.Text
+		}
+		return str
+	}
+	return ""
+}
+
 func (x *exchange) promptTokens() int {
 	n := len(x.req.Messages) + len(x.req.Prompt) + len(x.req.Input)
 	return 1 + n/4
 }
 
 func (x *exchange) usage() map[string]any {
-	p, c := x.promptTokens(), x.b.Chunks
+	p, c := x.promptTokens(), x.completionTokens()
 	return map[string]any{"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
+}
+
+// completionTokens counts one token per content chunk.
+func (x *exchange) completionTokens() int {
+	if x.b.customPieces() {
+		return len(x.pieces())
+	}
+	return x.b.Chunks
 }
 
 func (x *exchange) includeUsage() bool {
@@ -273,7 +366,7 @@ func (x *exchange) response(status string, complete bool) map[string]any {
 		"status": status, "model": x.req.Model, "output": []any{}, "error": nil,
 	}
 	if complete {
-		p, c := x.promptTokens(), x.b.Chunks
+		p, c := x.promptTokens(), x.completionTokens()
 		r["output"] = []any{map[string]any{
 			"type": "message", "id": fmt.Sprintf("msg_mock%d", x.id), "status": "completed", "role": "assistant",
 			"content": []any{map[string]any{"type": "output_text", "text": x.text(), "annotations": []any{}}},

@@ -69,6 +69,7 @@ type Server struct {
 	counts      map[string]int
 	total       int
 	lastHeaders http.Header
+	lastBody    []byte
 }
 
 // New returns a mock provider that answers every model normally until told otherwise.
@@ -180,7 +181,15 @@ func (s *Server) LastHeaders() http.Header {
 	return s.lastHeaders.Clone()
 }
 
-// Reset forgets the counts, the last headers and the FailFirst progress.
+// LastBody returns a copy of the body of the last API request (nil if none): what a test asserts
+// went upstream.
+func (s *Server) LastBody() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]byte(nil), s.lastBody...)
+}
+
+// Reset forgets the counts, the last headers and body, and the FailFirst progress.
 // Behaviours stay (see ClearBehaviors).
 func (s *Server) Reset() {
 	s.mu.Lock()
@@ -188,6 +197,7 @@ func (s *Server) Reset() {
 	s.counts = map[string]int{}
 	s.total = 0
 	s.lastHeaders = nil
+	s.lastBody = nil
 	s.failed = map[string]int{}
 }
 
@@ -298,6 +308,7 @@ func (x *exchange) serve() {
 	s.counts[x.req.Model]++
 	s.total++
 	s.lastHeaders = r.Header.Clone()
+	s.lastBody = append(s.lastBody[:0:0], body...)
 	var b Behavior
 	source := ""
 	if hdr == "" {

@@ -21,6 +21,8 @@ type accessLogLine struct {
 	Stream    bool      `json:"stream"`
 	Probe     bool      `json:"probe,omitempty"`
 	Error     string    `json:"error,omitempty"`
+	// PII counts the values masked in the request, per detector; absent when none was.
+	PII map[string]int `json:"pii,omitempty"`
 }
 
 // accessLog writes one JSON line per attempt with a single Write, so lines never interleave.

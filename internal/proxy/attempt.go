@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/switchyard-io/switchyard/internal/health"
+	"github.com/switchyard-io/switchyard/internal/pii"
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
 
@@ -40,6 +41,10 @@ type attempt struct {
 	// if none completed since.
 	answered       *atomic.Uint64
 	answeredBefore uint64
+	// restore, when set, puts the originals of the request's masked values back into the answer.
+	restore *pii.Session
+	// piiMasked counts the values masked in the request, per detector (access log).
+	piiMasked map[string]int
 }
 
 // result is what happened. When committed, bytes went to the client and nothing more may be sent.
@@ -192,6 +197,9 @@ func (s *Server) do(ctx context.Context, w http.ResponseWriter, a *attempt) (res
 		s.addTokens(a, &u)
 		res.outputTokens = u.CompletionTokens + u.OutputTokens
 	}
+	if a.restore != nil {
+		body = restoreAll(body, a.restore)
+	}
 	writeAnswerHeaders(w, a, resp.Header)
 	// The length is known: without it net/http sends an answer over 2 KiB chunked.
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
@@ -257,6 +265,10 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 	}()
 	var complete bool
 	pending := false // events written to the client but not flushed yet
+	var restore *streamRestore
+	if a.restore != nil {
+		restore = newStreamRestore(a.restore, a.path)
+	}
 	for {
 		// Events that arrived together go out in one write: flush only when no complete event
 		// is waiting behind the ones written, so a burst costs one syscall and nothing waits.
@@ -271,6 +283,9 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 				if !sr.sawDone && res.committed {
 					// A clean close after finish_reason is a complete answer: end it now for the
 					// client, with the terminator clients wait for.
+					if restore != nil {
+						_, _ = w.Write(restore.end())
+					}
 					_, _ = io.WriteString(w, "data: [DONE]\n\n")
 					flushIf(flusher)
 				}
@@ -289,6 +304,9 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 			if res.committed {
 				// Bytes already went to the client: a cut, stall or broken stream counts as stream_cut.
 				r.outcome = health.OutcomeStreamCut
+				if restore != nil {
+					_, _ = w.Write(restore.end())
+				}
 				writeStreamError(w, flusher, r.detail)
 			}
 			r.status, r.committed, r.ttft = res.status, res.committed, res.ttft
@@ -300,6 +318,9 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 		if ev.upstreamError {
 			detail := "upstream sent an error event mid-stream"
 			if res.committed {
+				if restore != nil {
+					_, _ = w.Write(restore.end())
+				}
 				writeStreamError(w, flusher, detail)
 			}
 			return result{outcome: health.OutcomeStreamCut, status: res.status, committed: res.committed, ttft: res.ttft, detail: detail}
@@ -333,7 +354,11 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 			s.addTokens(a, ev.usage)
 		}
 		wd.extend()
-		if _, err := w.Write(ev.raw); err != nil {
+		out := ev.raw
+		if restore != nil {
+			out = restore.event(&ev)
+		}
+		if _, err := w.Write(out); err != nil {
 			return result{outcome: health.OutcomeClientError, canceled: true, committed: true, status: res.status, ttft: res.ttft, detail: "client went away"}
 		}
 		pending = true
@@ -408,7 +433,7 @@ func (s *Server) finishAttempt(a *attempt, r *result) {
 	}
 	line := &accessLogLine{TS: now.UTC(), RequestID: a.requestID, Channel: a.channel.ID(), Model: a.model, Attempt: a.number,
 		Status: r.status, Outcome: r.outcome.String(), LatencyMs: r.latency.Milliseconds(), TTFTMs: r.ttft.Milliseconds(),
-		Stream: a.stream, Probe: a.probe}
+		Stream: a.stream, Probe: a.probe, PII: a.piiMasked}
 	if r.outcome != health.OutcomeSuccess {
 		line.Error = r.detail
 	}
@@ -560,6 +585,7 @@ type sseReader struct {
 
 type sseEvent struct {
 	raw           []byte // the event as received, terminated by a blank line; valid until the next event is read
+	data          []byte // its data lines joined; valid until the next event is read
 	done          bool   // data: [DONE]
 	finished      bool   // carries a finish_reason (chat/completions) or response.completed
 	malformed     bool
@@ -655,6 +681,7 @@ func (s *sseReader) next() (sseEvent, error) {
 			typ = strings.TrimSpace(string(trimmed[len("event:"):]))
 		}
 	}
+	ev.data = data
 	switch {
 	case len(data) == 0:
 		ev.noData = true

@@ -1,13 +1,17 @@
 package proxy
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/switchyard-io/switchyard/internal/pii"
 )
 
 // BenchmarkHotPath measures route + forward through the proxy's handler against an in-process
@@ -133,4 +137,148 @@ func BenchmarkAnswerUsage(b *testing.B) {
 			}
 		}
 	})
+}
+
+// piiBenchPrompt is a chat body whose user message is about kb KiB of prose with an e-mail
+// address every 512 bytes.
+func piiBenchPrompt(kb int) []byte {
+	var text strings.Builder
+	for text.Len() < kb<<10 {
+		text.WriteString("Please forward the quarterly figures to the finance team and copy ann.lee@example.com on the thread; ")
+		for text.Len()%512 > 100 {
+			text.WriteString("the numbers for the northern region are still pending review by the controller. ")
+		}
+	}
+	b, _ := json.Marshal(map[string]any{"model": "gpt-4o", "messages": []any{
+		map[string]any{"role": "system", "content": "You are a helpful assistant."},
+		map[string]any{"role": "user", "content": text.String()},
+	}})
+	return b
+}
+
+// BenchmarkHotPathPII: the whole request path (route, forward, answer) with the policy's PII
+// masking off and in Mask mode (e-mail detector, restore on), on the same request, per prompt
+// size. ns/KB is the time per KiB of request body.
+func BenchmarkHotPathPII(b *testing.B) {
+	up := httptest.NewServer(http.HandlerFunc(fixedAnswer))
+	defer up.Close()
+	for _, kb := range []int{1, 16, 64} {
+		body := piiBenchPrompt(kb)
+		for _, mode := range []string{"off", "mask"} {
+			b.Run(fmt.Sprintf("prompt=%dKB/pii=%s", kb, mode), func(b *testing.B) {
+				policy := ""
+				if mode == "mask" {
+					policy = "pii: {mode: Mask, detectors: [email]}"
+				}
+				dir := b.TempDir()
+				if err := writeFileErr(dir, rigConfig{policy: policy}.render(up.URL, up.URL)); err != nil {
+					b.Fatal(err)
+				}
+				t, _, err := LoadFiles(dir, func(string) string { return "" })
+				if err != nil {
+					b.Fatal(err)
+				}
+				s := New(Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+				s.Apply(t, dir)
+				front := httptest.NewServer(s.Handler())
+				defer front.Close()
+				client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+				b.SetBytes(int64(len(body)))
+				b.ReportAllocs()
+				b.ResetTimer()
+				for b.Loop() {
+					resp, err := client.Post(front.URL+"/v1/chat/completions", "application/json", bytes.NewReader(body))
+					if err != nil {
+						b.Fatal(err)
+					}
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != 200 {
+						b.Fatalf("status %d", resp.StatusCode)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(body))*1024, "ns/KB")
+			})
+		}
+	}
+}
+
+// BenchmarkMaskRequest: masking alone (walk the body, scan every text, splice the placeholders
+// in), per KiB of prompt, against parsing the body for routing, which every request pays, and
+// against the walk alone (no detector).
+func BenchmarkMaskRequest(b *testing.B) {
+	sc, err := pii.Compile(pii.Config{Detectors: []string{pii.Email}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, kb := range []int{1, 16, 64} {
+		body := piiBenchPrompt(kb)
+		b.Run(fmt.Sprintf("prompt=%dKB/parse", kb), func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := parseRequest(body); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("prompt=%dKB/walk", kb), func(b *testing.B) {
+			// The walker with a detector that finds nothing: what the proxy adds to the detectors.
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := maskRequest("/chat/completions", body, func(s string) string { return s }); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("prompt=%dKB/mask", kb), func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := maskRequest("/chat/completions", body, sc.NewSession().Mask); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkStreamEventPII: one chat.completion.chunk through the relay's per-event work with PII
+// off (the event is read and written as it came) and with restore on (its content delta goes
+// through the choice's stream restorer).
+func BenchmarkStreamEventPII(b *testing.B) {
+	ev := []byte("data: " + `{"id":"chatcmpl-123","object":"chat.completion.chunk","created":1700000000,"model":"gpt-4o","system_fingerprint":"fp_1","choices":[{"index":0,"delta":{"content":" token"},"logprobs":null,"finish_reason":null}]}` + "\n\n")
+	sc, _ := pii.Compile(pii.Config{Detectors: []string{pii.Email}})
+	ss := sc.NewSession()
+	ss.Mask("ann@example.com")
+	for _, mode := range []string{"off", "restore"} {
+		b.Run("pii="+mode, func(b *testing.B) {
+			stream := bytes.Repeat(ev, 1024)
+			var sr *streamRestore
+			if mode == "restore" {
+				sr = newStreamRestore(ss, "/chat/completions")
+			}
+			b.ReportAllocs()
+			n := 0
+			r := newSSEReader(bytes.NewReader(stream))
+			for b.Loop() {
+				if n == 1024 {
+					r, n = newSSEReader(bytes.NewReader(stream)), 0
+				}
+				e, err := r.next()
+				if err != nil {
+					b.Fatal(err)
+				}
+				n++
+				out := e.raw
+				if sr != nil {
+					out = sr.event(&e)
+				}
+				if len(out) == 0 {
+					b.Fatal("empty")
+				}
+			}
+		})
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/switchyard-io/switchyard/internal/health"
+	"github.com/switchyard-io/switchyard/internal/pii"
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
 
@@ -147,6 +148,20 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
 		s: s, c: c, w: w, req: cr, path: path, header: r.Header, requestID: reqID,
 		drill: strings.EqualFold(r.Header.Get("X-Switchyard-Drill"), "true"),
 	}
+	if pr := c.models[cr.Model].pii; pr != nil {
+		// The requested model's policy masks for every hop: fallbacks get the same masked body.
+		var ok bool
+		if rt.req, rt.restore, rt.piiMasked, ok = s.applyPII(w, pr, path, body, cr); !ok {
+			return
+		}
+		if rt.req != cr {
+			// The masked copy is held for the whole request too (not against the budget: the
+			// client's body was, and the copy is about its size).
+			n := int64(len(rt.req.body))
+			s.bodyBytes.Add(n)
+			defer s.bodyBytes.Add(-n)
+		}
+	}
 	outcome := rt.run(r.Context())
 	s.metrics.Requests.WithLabelValues(c.models[cr.Model].policy.Namespace, cr.Model, outcome).Inc()
 }
@@ -177,6 +192,8 @@ type routeState struct {
 	routes      []health.Route
 	prev        *routing.Channel // the channel of the previous attempt, whatever its outcome
 	prevReason  string
+	restore     *pii.Session   // the masked values to put back into the answer; nil for none
+	piiMasked   map[string]int // values masked per detector, for the access log
 }
 
 // run routes the request: healthy channels of the model → the same channel again only when it is
@@ -294,7 +311,7 @@ func (rt *routeState) try(ctx context.Context, mr *modelRoute, ch *routing.Chann
 	rt.attempts++
 	a := &attempt{channel: ch, key: rt.key(ch), model: mr.model, upstream: upstream, path: rt.path, body: body,
 		stream: rt.req.Stream, timeout: timeout, header: rt.header, requestID: rt.requestID, number: rt.attempts, drill: rt.drill,
-		redact: rt.c.redact}
+		redact: rt.c.redact, restore: rt.restore, piiMasked: rt.piiMasked}
 	res := s.do(ctx, rt.w, a)
 	rt.prev, rt.prevReason = ch, res.outcome.String()
 	if res.errCode != "" {

@@ -29,6 +29,7 @@ type Metrics struct {
 	ConfigLastLoaded prometheus.Gauge
 	ConfigStale      prometheus.Gauge
 	Rejected         *prometheus.CounterVec
+	PIIMasked        *prometheus.CounterVec
 	InFlight         prometheus.GaugeFunc
 	BodyBytes        prometheus.GaugeFunc
 	// UpstreamOpen and UpstreamIdle read the upstream transport's connection counts (connStats).
@@ -104,8 +105,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	m.Rejected = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "switchyard_rejected_requests_total",
-		Help: "Client requests refused before any upstream attempt, by reason (overloaded, body_too_large, body_timeout, invalid_request, ...).",
+		Help: "Client requests refused before any upstream attempt, by reason (overloaded, body_too_large, body_timeout, invalid_request, pii_detected, ...).",
 	}, []string{"reason"})
+	m.PIIMasked = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "switchyard_pii_masked_total",
+		Help: "Values of personal data masked in prompts before they went upstream, by policy and detector (RoutingPolicy spec.pii, mode Mask).",
+	}, []string{"namespace", "policy", "detector"})
 	m.status = map[health.Key]*statusSeries{}
 	// HTTP/1.1 upstream: one connection per request in flight. On a cloud's outbound NAT each
 	// holds a port, so their number is worth watching.
@@ -117,7 +122,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}, func() float64 { _, i := m.conns(); return float64(i) })
 	reg.MustRegister(m.Requests, m.Attempts, m.Duration, m.TTFT, m.Failovers, m.HealthScore, m.Phase, m.Traffic,
 		m.Ejections, m.BudgetExhausted, m.Tokens, m.Panic, m.ConfigLoads, m.ConfigLastLoaded, m.ConfigStale,
-		m.UpstreamOpen, m.UpstreamIdle, m.Rejected)
+		m.UpstreamOpen, m.UpstreamIdle, m.Rejected, m.PIIMasked)
 	return m
 }
 

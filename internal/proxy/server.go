@@ -124,6 +124,7 @@ type modelRoute struct {
 	strategy   health.Strategy
 	candidates []health.Candidate // channels of the policy that serve this model, in policy order
 	budget     *retryBudget
+	pii        *piiRoute // the policy's masking, shared by its models; nil when off
 }
 
 // New creates a proxy with no configuration: it answers 503 until Apply succeeds.
@@ -237,8 +238,14 @@ func (s *Server) apply(t *routing.Table, source string, rejected error, problems
 		strategy, _ := health.ParseStrategy(p.Strategy)
 		bkey := p.Namespace + "/" + p.Name
 		b, _ := s.budgets.LoadOrStore(bkey, newRetryBudget())
+		var pr *piiRoute
+		if p.PII != nil {
+			if pr = newPIIRoute(p); pr.err != nil {
+				s.log.Error("Failed to compile a policy's PII detectors; its requests are refused", "policy", bkey, "error", pr.err.Error())
+			}
+		}
 		for _, model := range p.Models {
-			mr := &modelRoute{model: model, policy: p, strategy: strategy, budget: b.(*retryBudget)}
+			mr := &modelRoute{model: model, policy: p, strategy: strategy, budget: b.(*retryBudget), pii: pr}
 			for _, pc := range p.Channels {
 				ch := c.channels[pc.Channel]
 				if ch == nil {

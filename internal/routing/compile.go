@@ -367,6 +367,9 @@ func (c *compiler) policy(rp *v1alpha1.RoutingPolicy, channels []v1alpha1.Provid
 		RequireResidency:      slices.Clone(spec.RequireResidency),
 		PanicRouting:          eff.PanicRouting,
 	}
+	if p.PII, err = compilePII(spec.PII); err != nil {
+		return bad(ReasonInvalidSpec, "%v", err)
+	}
 
 	// Candidates: the listed channels in list order, or the selected ones in name order.
 	var refs []v1alpha1.ChannelRef

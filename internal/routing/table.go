@@ -116,6 +116,8 @@ type Policy struct {
 	AcceptFallbackFrom    []string        `json:"acceptFallbackFrom,omitempty"`
 	RequireResidency      []string        `json:"requireResidency,omitempty"`
 	PanicRouting          bool            `json:"panicRouting"`
+	// PII is the policy's personal-data masking; nil when it is off.
+	PII *PII `json:"pii,omitempty"`
 }
 
 // PolicyChannel is one candidate channel with its effective weight for this policy.

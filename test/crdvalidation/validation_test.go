@@ -67,6 +67,8 @@ func TestValidObjectsAccepted(t *testing.T) {
 		{"RoutingPolicy", validPolicy + "acceptFallbackFrom: [team-a, search-2, \"*\"]"},
 		// 0 turns the timeout-rate rule off (chat's default, written out as the contract shows it).
 		{"RoutingPolicy", validPolicy + "scenario: batch\ndetection: {timeoutRatePercent: 0}"},
+		{"RoutingPolicy", validPolicy + "pii: {mode: Mask, detectors: [email, kz-iin], restore: false, customDetectors: [{name: employee-id, pattern: 'EMP-[0-9]{6}'}]}"},
+		{"RoutingPolicy", validPolicy + "pii: {mode: \"Off\", customDetectors: [{name: ticket, pattern: 'T-\\d+'}]}"},
 		{"ProviderChannel", validChannel + "disabled: true\ndisabledUntil: \"2026-11-30T12:30:00Z\"\ndisabledReason: INC-1\ntimeouts: {request: 30s, fallbackRequest: 30s}\nfaultInjection: {hang: true}"},
 	} {
 		if err := env.Client.Create(context.Background(), object(t, c.kind, fmt.Sprintf("ok-%d", i), ns, c.spec)); err != nil {
@@ -130,6 +132,15 @@ func TestInvalidObjectsRejected(t *testing.T) {
 		{"context overflow onto itself", "RoutingPolicy", validPolicy + "contextOverflowModels: [gpt-4o]", []string{"spec.contextOverflowModels", "must not name a model this policy routes"}},
 		{"acceptFallbackFrom not a namespace", "RoutingPolicy", validPolicy + "acceptFallbackFrom: [team-a, Team_B]", []string{"spec.acceptFallbackFrom[1]", "DNS-1123 label"}},
 		{"acceptFallbackFrom glob", "RoutingPolicy", validPolicy + "acceptFallbackFrom: [\"team-*\"]", []string{"spec.acceptFallbackFrom[0]", "DNS-1123 label"}},
+		{"pii mode unknown", "RoutingPolicy", validPolicy + "pii: {mode: Redact}", []string{"spec.pii.mode", `Unsupported value: "Redact"`}},
+		{"pii mode Off unquoted (YAML reads false)", "RoutingPolicy", validPolicy + "pii: {mode: Off}", []string{"spec.pii.mode", "must be of type string"}},
+		{"pii unknown detector", "RoutingPolicy", validPolicy + "pii: {mode: Mask, detectors: [email, passport]}", []string{"spec.pii.detectors[1]", `Unsupported value: "passport"`}},
+		{"pii duplicate detector", "RoutingPolicy", validPolicy + "pii: {mode: Mask, detectors: [email, email]}", []string{"spec.pii.detectors[1]", "Duplicate value"}},
+		{"pii custom name upper-case", "RoutingPolicy", validPolicy + "pii: {mode: Mask, customDetectors: [{name: Employee_ID, pattern: x}]}", []string{"spec.pii.customDetectors[0].name", "should match"}},
+		{"pii custom name a builtin's", "RoutingPolicy", validPolicy + "pii: {mode: Mask, customDetectors: [{name: email, pattern: x}]}", []string{"spec.pii.customDetectors[0].name", "must not be a builtin detector's"}},
+		{"pii custom name twice", "RoutingPolicy", validPolicy + "pii: {mode: Mask, customDetectors: [{name: a, pattern: x}, {name: a, pattern: y}]}", []string{"spec.pii.customDetectors[1]", "Duplicate value"}},
+		{"pii custom pattern empty", "RoutingPolicy", validPolicy + "pii: {mode: Mask, customDetectors: [{name: a, pattern: ''}]}", []string{"spec.pii.customDetectors[0].pattern", "at least 1"}},
+		{"pii custom pattern too long", "RoutingPolicy", validPolicy + "pii: {mode: Mask, customDetectors: [{name: a, pattern: '" + strings.Repeat("x", 1025) + "'}]}", []string{"spec.pii.customDetectors[0].pattern", "may not be more than 1024"}},
 		{"acceptFallbackFrom duplicate", "RoutingPolicy", validPolicy + "acceptFallbackFrom: [team-a, team-a]", []string{"spec.acceptFallbackFrom[1]", "Duplicate value"}},
 	}
 	if len(cases) < 20 {

@@ -1,0 +1,314 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/switchyard-io/switchyard/internal/pii"
+	"github.com/switchyard-io/switchyard/internal/routing"
+)
+
+// Personal-data masking (RoutingPolicy spec.pii). The requested model's policy decides: its
+// scanner runs over the text of the client's prompt before any attempt, and every attempt
+// (failover and fallback models included) sends the same masked body. Only the text members
+// listed in maskRequest are rewritten, each spliced into the client's bytes, so every other
+// member (unknown ones included) goes upstream byte for byte. With restore, the session's
+// placeholders are put back into the answer: every string of a non-streamed answer, and the
+// text deltas of a stream (see streamRestore). A policy with masking off costs nothing: no
+// scanner, no session, no event is parsed beyond what the proxy reads anyway.
+
+// piiRoute is one policy's compiled masking, shared by its models' routes.
+type piiRoute struct {
+	namespace, policy string
+	mode              string // routing.PIIMask or routing.PIIBlock
+	restore           bool
+	scanner           *pii.Scanner
+	// err is set when the table's detectors do not compile in this proxy (a table from a newer
+	// controller): the policy's requests are refused rather than sent unmasked.
+	err error
+}
+
+func newPIIRoute(p *routing.Policy) *piiRoute {
+	r := &piiRoute{namespace: p.Namespace, policy: p.Name, mode: p.PII.Mode, restore: p.PII.Restore}
+	r.scanner, r.err = pii.Compile(p.PII.Config())
+	if r.err == nil && r.mode != routing.PIIMask && r.mode != routing.PIIBlock {
+		r.err = fmt.Errorf("unknown mode %q", r.mode)
+	}
+	return r
+}
+
+// errUnscannable: the body is JSON the walker cannot follow (parseRequest accepted it, so this
+// does not happen for valid JSON); it is refused rather than sent unscanned.
+var errUnscannable = errors.New("the request body could not be scanned for personal data")
+
+// applyPII runs the policy's masking over a parsed request. It returns the request to route (the
+// masked one in Mask mode), the session whose placeholders the answer gets back (nil when there
+// is nothing to restore), and false when it has answered the client itself.
+func (s *Server) applyPII(w http.ResponseWriter, pr *piiRoute, path string, body []byte, cr *clientRequest) (*clientRequest, *pii.Session, map[string]int, bool) {
+	if pr.err != nil {
+		s.reject(w, http.StatusServiceUnavailable, "pii_unavailable", "server_error",
+			fmt.Sprintf("the personal-data masking of policy %s cannot run on this gateway (%v); the request was not sent", qualifiedName(pr.namespace, pr.policy), pr.err), 0)
+		return nil, nil, nil, false
+	}
+	ss := pr.scanner.NewSession()
+	masked, err := maskRequest(path, body, ss.Mask)
+	if err != nil {
+		s.reject(w, http.StatusBadRequest, "invalid_request", "invalid_request_error", err.Error(), 0)
+		return nil, nil, nil, false
+	}
+	found := ss.Found()
+	if len(found) == 0 {
+		return cr, nil, nil, true
+	}
+	if pr.mode == routing.PIIBlock {
+		// The detector names only: the values never go into a response, a log or a metric.
+		s.reject(w, http.StatusBadRequest, "pii_detected", "invalid_request_error",
+			fmt.Sprintf("the request contains personal data (%s), which policy %s does not let leave the gateway; remove it and retry",
+				strings.Join(found, ", "), qualifiedName(pr.namespace, pr.policy)), 0)
+		return nil, nil, nil, false
+	}
+	counts := ss.Counts()
+	for det, n := range counts {
+		s.metrics.PIIMasked.WithLabelValues(pr.namespace, pr.policy, det).Add(float64(n))
+	}
+	out, err := parseRequest(masked)
+	if err != nil || out.Model != cr.Model || out.Stream != cr.Stream {
+		// Masking rewrites string values only; a body that no longer parses the same is a bug.
+		s.reject(w, http.StatusInternalServerError, "pii_unavailable", "server_error", "masking personal data failed; the request was not sent", 0)
+		return nil, nil, nil, false
+	}
+	if !pr.restore || path == "/embeddings" {
+		ss = nil // an embedding has no text to put the values back into
+	}
+	return out, ss, counts, true
+}
+
+func qualifiedName(ns, name string) string {
+	if ns == "" {
+		return name
+	}
+	return ns + "/" + name
+}
+
+// splice collects replacements of byte ranges of src, in increasing order.
+type splice struct {
+	src   []byte
+	edits []spliceEdit
+	ok    bool // every value walked was one the walker understood
+}
+
+type spliceEdit struct {
+	start, end int
+	repl       []byte
+}
+
+func (sp *splice) result() []byte {
+	if len(sp.edits) == 0 {
+		return sp.src
+	}
+	sort.Slice(sp.edits, func(i, j int) bool { return sp.edits[i].start < sp.edits[j].start })
+	n := len(sp.src)
+	for _, e := range sp.edits {
+		n += len(e.repl) - (e.end - e.start)
+	}
+	out := make([]byte, 0, n)
+	prev := 0
+	for _, e := range sp.edits {
+		out = append(out, sp.src[prev:e.start]...)
+		out = append(out, e.repl...)
+		prev = e.end
+	}
+	return append(out, sp.src[prev:]...)
+}
+
+// decodeString is the Go value of the raw JSON string v.
+func decodeString(v []byte) (string, bool) {
+	if s, ok := plainString(v); ok {
+		return s, true
+	}
+	var s string
+	if json.Unmarshal(v, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// str rewrites the string at src[start:end] with f; a value of another type is left alone.
+func (sp *splice) str(start, end int, f func(string) string) {
+	v := sp.src[start:end]
+	if v[0] != '"' {
+		return
+	}
+	s, ok := decodeString(v)
+	if !ok {
+		sp.ok = false
+		return
+	}
+	if out := f(s); out != s {
+		sp.edits = append(sp.edits, spliceEdit{start, end, appendJSONString(nil, out)})
+	}
+}
+
+// members walks the object at src[start:]; a value that is not an object is left alone.
+func (sp *splice) members(start int, fn func(key []byte, s, e int)) {
+	if sp.src[start] != '{' {
+		return
+	}
+	if !eachMember(sp.src, start, func(key []byte, s, e int) bool { fn(key, s, e); return true }) {
+		sp.ok = false
+	}
+}
+
+// elements walks the array at src[start:]; a value that is not an array is left alone.
+func (sp *splice) elements(start int, fn func(s, e int)) {
+	if sp.src[start] != '[' {
+		return
+	}
+	if !eachElement(sp.src, start, func(s, e int) bool { fn(s, e); return true }) {
+		sp.ok = false
+	}
+}
+
+// maskRequest returns body with f applied to the prompt text of the endpoint's request:
+//
+//   - /chat/completions: messages[].content (a string, or the text of each content part),
+//     messages[].tool_calls[].function.arguments and the legacy messages[].function_call.arguments
+//     (tool results are messages with role tool: their content);
+//   - /responses: instructions, and input (a string, or items: their content as above, a
+//     function call's arguments and a function call output's output);
+//   - /completions: prompt (a string or strings) and suffix;
+//   - /embeddings: input (a string or strings; token arrays are left as they are).
+//
+// Member names match as encoding/json matches them (any case), and every duplicate is masked:
+// what an upstream parser may read as the field is the field. Names (messages[].name, function
+// names), tool definitions, response_format, metadata and user are not scanned.
+func maskRequest(path string, body []byte, f func(string) string) ([]byte, error) {
+	sp := &splice{src: body, ok: true}
+	i := skipSpace(body, 0)
+	if i >= len(body) || body[i] != '{' {
+		return nil, errUnscannable
+	}
+	// texts masks a string, or each string (and each part's text) of an array.
+	var texts func(s, e int)
+	texts = func(s, e int) {
+		switch body[s] {
+		case '"':
+			sp.str(s, e, f)
+		case '[':
+			sp.elements(s, func(s, e int) {
+				switch body[s] {
+				case '"':
+					sp.str(s, e, f)
+				case '{':
+					sp.members(s, func(key []byte, s, e int) {
+						if keyFolds(key, "text") {
+							sp.str(s, e, f)
+						}
+					})
+				}
+			})
+		}
+	}
+	arguments := func(s, e int) {
+		sp.members(s, func(key []byte, s, e int) {
+			if keyFolds(key, "arguments") {
+				sp.str(s, e, f)
+			}
+		})
+	}
+	message := func(s, e int) {
+		sp.members(s, func(key []byte, s, e int) {
+			switch {
+			case keyFolds(key, "content"):
+				texts(s, e)
+			case keyFolds(key, "tool_calls"):
+				sp.elements(s, func(s, e int) {
+					sp.members(s, func(key []byte, s, e int) {
+						if keyFolds(key, "function") {
+							arguments(s, e)
+						}
+					})
+				})
+			case keyFolds(key, "function_call"):
+				arguments(s, e)
+			case keyFolds(key, "arguments"), keyFolds(key, "output"):
+				sp.str(s, e, f) // Responses items: function_call, function_call_output
+			}
+		})
+	}
+	sp.members(i, func(key []byte, s, e int) {
+		switch path {
+		case "/chat/completions":
+			if keyFolds(key, "messages") {
+				sp.elements(s, message)
+			}
+		case "/responses":
+			switch {
+			case keyFolds(key, "instructions"):
+				sp.str(s, e, f)
+			case keyFolds(key, "input"):
+				if body[s] == '"' {
+					sp.str(s, e, f)
+				} else {
+					sp.elements(s, func(s, e int) {
+						if body[s] == '"' {
+							sp.str(s, e, f)
+						} else {
+							message(s, e)
+						}
+					})
+				}
+			}
+		case "/completions":
+			if keyFolds(key, "prompt") || keyFolds(key, "suffix") {
+				texts(s, e)
+			}
+		case "/embeddings":
+			if keyFolds(key, "input") {
+				texts(s, e)
+			}
+		}
+	})
+	if !sp.ok {
+		return nil, errUnscannable
+	}
+	return sp.result(), nil
+}
+
+// restoreAll puts the session's originals back into every string value of a JSON document
+// (a non-streamed answer: message content, tool call arguments, refusals, Responses output).
+// Anything that is not valid JSON is returned as it is.
+func restoreAll(doc []byte, ss *pii.Session) []byte {
+	if !json.Valid(doc) {
+		return doc
+	}
+	sp := &splice{src: doc, ok: true}
+	restoreValue(sp, skipSpace(doc, 0), ss)
+	if !sp.ok {
+		return doc
+	}
+	return sp.result()
+}
+
+func restoreValue(sp *splice, start int, ss *pii.Session) {
+	switch sp.src[start] {
+	case '"':
+		end := skipString(sp.src, start)
+		if end < 0 {
+			sp.ok = false
+			return
+		}
+		if v := sp.src[start:end]; bytes.IndexByte(v, '[') >= 0 || bytes.IndexByte(v, '\\') >= 0 {
+			sp.str(start, end, ss.Restore)
+		}
+	case '{':
+		sp.members(start, func(_ []byte, s, _ int) { restoreValue(sp, s, ss) })
+	case '[':
+		sp.elements(start, func(s, _ int) { restoreValue(sp, s, ss) })
+	}
+}
