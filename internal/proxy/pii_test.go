@@ -312,3 +312,56 @@ func TestPIIThatCannotRunRefusesRequests(t *testing.T) {
 		t.Errorf("no log line says why:\n%s", r.logs.String())
 	}
 }
+
+// TestPIIEveryDetectorStreamedAtEverySplitPoint: with every builtin detector on, a customer's
+// card, Kazakh IIN, Russian INN and SNILS, IBAN, phone, IP address and e-mail never reach the
+// provider, and an answer that echoes them comes back with the originals in place wherever the
+// provider cuts its stream.
+func TestPIIEveryDetectorStreamedAtEverySplitPoint(t *testing.T) {
+	values := []string{"5038 5423 1194 1682", "900124444516", "630596721727", "495 389 911 65", "ES62 0723 7368 1454 2246 9418",
+		"+7 (705) 264-14-97", "10.145.249.42", "ann@example.com"}
+	prompt := fmt.Sprintf("Клиент: карта %s, ИИН %s, ИНН %s, СНИЛС %s, IBAN %s, тел. %s, IP %s, почта %s. Карта снова: %s.",
+		values[0], values[1], values[2], values[3], values[4], values[5], values[6], values[7], values[0])
+	body := func() string {
+		return fmt.Sprintf(`{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":%q}]}`, prompt)
+	}
+	r := newRig(t, rigConfig{policy: `pii: {mode: Mask}`})
+	r.A.SetDefault(mockprovider.Behavior{Mode: mockprovider.ModeEcho})
+	if got := r.post("/v1/chat/completions", body()); got.status != 200 {
+		t.Fatalf("status %d: %s", got.status, got.body)
+	}
+	var req struct {
+		Messages []struct{ Content string } `json:"messages"`
+	}
+	if err := json.Unmarshal(r.A.LastBody(), &req); err != nil || len(req.Messages) != 1 {
+		t.Fatalf("upstream body %s: %v", r.A.LastBody(), err)
+	}
+	masked := req.Messages[0].Content
+	for _, v := range values {
+		if strings.Contains(string(r.A.LastBody()), v) {
+			t.Errorf("the provider got %q: %s", v, masked)
+		}
+	}
+	for _, ph := range []string{"[CARD_1]", "[KZ_IIN_1]", "[RU_INN_1]", "[RU_SNILS_1]", "[IBAN_1]", "[PHONE_1]", "[IPV4_1]", "[EMAIL_1]"} {
+		if !strings.Contains(masked, ph) {
+			t.Errorf("masked prompt has no %s: %s", ph, masked)
+		}
+	}
+	if strings.Count(masked, "[CARD_1]") != 2 {
+		t.Errorf("the same card twice is not the same placeholder twice: %s", masked)
+	}
+	// Every split point a provider can make: each event's JSON carries whole characters.
+	for at := range masked {
+		if at == 0 {
+			continue
+		}
+		r.A.SetDefault(mockprovider.Behavior{Mode: mockprovider.ModeEcho, Splits: fmt.Sprint(at)})
+		got := r.post("/v1/chat/completions", body())
+		if text, fin, done := streamedText(t, got.body); text != prompt || !fin || !done {
+			t.Fatalf("cut at byte %d of %q: got %q (finished=%v, [DONE]=%v)", at, masked, text, fin, done)
+		}
+	}
+	if !strings.Contains(r.metrics(), `switchyard_pii_masked_total{detector="card",namespace="",policy="chat"}`) {
+		t.Errorf("no card count in the metrics")
+	}
+}
