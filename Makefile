@@ -82,8 +82,10 @@ test-flakes: envtest ## Repeat the suites that touch time or the network FLAKE_C
 	done
 
 .PHONY: bench
-bench: ## Measure the gateway's overhead, failover cost and ejection time against a mock upstream (~2 min; BENCH_FLAGS=--quick for ~40 s).
+bench: ## Measure the gateway's overhead, failover cost and ejection time against a mock upstream, and PII masking off vs on (~2.5 min; BENCH_FLAGS=--quick for ~1 min).
 	$(GO) run ./hack/bench $(BENCH_FLAGS)
+	@echo "PII masking, off and on side by side (per KB of prompt, per stream event):"
+	$(GO) test -run '^$$' -bench 'HotPathPII|StreamEventPII|MaskRequest' -benchmem ./internal/proxy/
 
 .PHONY: bench-go
 bench-go: ## Run the package micro-benchmarks (health engine, proxy hot path, replay).
