@@ -1,12 +1,15 @@
 package demo
 
 import (
-	"bufio"
 	"fmt"
 	"io"
-	"math"
+	"maps"
+	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // Sample is one line of the Prometheus text exposition format: a metric name, its labels and
@@ -21,119 +24,61 @@ type Sample struct {
 type Metrics []Sample
 
 // ParseMetrics reads the Prometheus text exposition format (what promhttp serves without
-// content negotiation). Comments and blank lines are skipped; a malformed line is an error that
-// names it.
+// content negotiation) with the Prometheus library's own parser, into one Sample per line of the
+// format: a histogram gives its _bucket (with le), _sum and _count samples, a summary its
+// quantiles, _sum and _count. A malformed exposition is an error that names the line.
 func ParseMetrics(r io.Reader) (Metrics, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(r)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	names := make([]string, 0, len(fams))
+	for n := range fams {
+		names = append(names, n)
+	}
+	sort.Strings(names)
 	var out Metrics
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		s, err := parseSample(line)
-		if err != nil {
-			return nil, fmt.Errorf("metrics line %d: %w: %q", n, err, line)
-		}
-		out = append(out, s)
-	}
-	return out, sc.Err()
-}
-
-func parseSample(line string) (Sample, error) {
-	s := Sample{Labels: map[string]string{}}
-	i := strings.IndexAny(line, "{ \t")
-	if i <= 0 {
-		return s, fmt.Errorf("no value")
-	}
-	s.Name = line[:i]
-	rest := line[i:]
-	if rest[0] == '{' {
-		var err error
-		rest, err = parseLabels(rest[1:], s.Labels)
-		if err != nil {
-			return s, err
-		}
-	}
-	fields := strings.Fields(rest)
-	if len(fields) == 0 || len(fields) > 2 {
-		return s, fmt.Errorf("want a value and an optional timestamp")
-	}
-	v, err := parseValue(fields[0])
-	if err != nil {
-		return s, err
-	}
-	s.Value = v
-	return s, nil
-}
-
-// parseLabels reads `name="value",...}` into into and returns what follows the closing brace.
-func parseLabels(s string, into map[string]string) (string, error) {
-	for {
-		s = strings.TrimLeft(s, " \t")
-		if strings.HasPrefix(s, "}") {
-			return s[1:], nil
-		}
-		eq := strings.IndexByte(s, '=')
-		if eq <= 0 {
-			return "", fmt.Errorf("bad label")
-		}
-		name := strings.TrimSpace(s[:eq])
-		s = strings.TrimLeft(s[eq+1:], " \t")
-		if !strings.HasPrefix(s, `"`) {
-			return "", fmt.Errorf("label %s: value not quoted", name)
-		}
-		var b strings.Builder
-		j := 1
-		closed := false
-		for ; j < len(s); j++ {
-			c := s[j]
-			if c == '\\' && j+1 < len(s) {
-				j++
-				switch s[j] {
-				case 'n':
-					b.WriteByte('\n')
-				default: // \\ and \"
-					b.WriteByte(s[j])
+	for _, name := range names {
+		for _, m := range fams[name].GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			add := func(suffix string, v float64, extra ...string) {
+				ls := labels
+				if len(extra) == 2 {
+					ls = maps.Clone(labels)
+					ls[extra[0]] = extra[1]
 				}
-				continue
+				out = append(out, Sample{Name: name + suffix, Labels: ls, Value: v})
 			}
-			if c == '"' {
-				closed = true
-				break
+			switch {
+			case m.Counter != nil:
+				add("", m.GetCounter().GetValue())
+			case m.Gauge != nil:
+				add("", m.GetGauge().GetValue())
+			case m.Untyped != nil:
+				add("", m.GetUntyped().GetValue())
+			case m.Histogram != nil:
+				h := m.GetHistogram()
+				for _, b := range h.GetBucket() {
+					add("_bucket", float64(b.GetCumulativeCount()), "le", strconv.FormatFloat(b.GetUpperBound(), 'g', -1, 64))
+				}
+				add("_bucket", float64(h.GetSampleCount()), "le", "+Inf")
+				add("_sum", h.GetSampleSum())
+				add("_count", float64(h.GetSampleCount()))
+			case m.Summary != nil:
+				sm := m.GetSummary()
+				for _, q := range sm.GetQuantile() {
+					add("", q.GetValue(), "quantile", strconv.FormatFloat(q.GetQuantile(), 'g', -1, 64))
+				}
+				add("_sum", sm.GetSampleSum())
+				add("_count", float64(sm.GetSampleCount()))
 			}
-			b.WriteByte(c)
-		}
-		if !closed {
-			return "", fmt.Errorf("label %s: unterminated value", name)
-		}
-		into[name] = b.String()
-		s = strings.TrimLeft(s[j+1:], " \t")
-		switch {
-		case strings.HasPrefix(s, ","):
-			s = s[1:]
-		case strings.HasPrefix(s, "}"):
-		default:
-			return "", fmt.Errorf("label %s: want , or }", name)
 		}
 	}
-}
-
-func parseValue(s string) (float64, error) {
-	switch s {
-	case "+Inf", "Inf":
-		return math.Inf(1), nil
-	case "-Inf":
-		return math.Inf(-1), nil
-	case "NaN":
-		return math.NaN(), nil
-	}
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		return 0, fmt.Errorf("bad value %q", s)
-	}
-	return v, nil
+	return out, nil
 }
 
 // matches reports whether every label in match has that value on s.
