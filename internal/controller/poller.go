@@ -2,11 +2,8 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"reflect"
 	"slices"
 	"sort"
@@ -51,8 +48,8 @@ type Poller struct {
 
 // replicaState is what the poll loop remembers of one replica.
 type replicaState struct {
-	bootID string
-	seq    uint64
+	// cursor is where the replica's journal has been read to, across its restarts.
+	cursor adminapi.Cursor
 	// misses counts polls failed in a row; lastErr is the last failure.
 	misses  int
 	lastErr string
@@ -117,16 +114,14 @@ func (p *Poller) poll(ctx context.Context) {
 	results := make([]pollResult, len(targets))
 	var wg sync.WaitGroup
 	for i, t := range targets {
-		st := p.replicas[t.URL]
-		var bootID string
-		var since uint64
-		if st != nil {
-			bootID, since = st.bootID, st.seq
+		var cursor adminapi.Cursor
+		if st := p.replicas[t.URL]; st != nil {
+			cursor = st.cursor
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i] = p.pollReplica(ctx, t, bootID, since)
+			results[i] = p.pollReplica(ctx, t, cursor)
 		}()
 	}
 	wg.Wait()
@@ -151,16 +146,12 @@ func (p *Poller) poll(ctx context.Context) {
 			}
 		} else {
 			st.misses, st.lastErr, st.last = 0, "", r.channels
-			if st.bootID != r.channels.BootID {
-				st.bootID, st.seq = r.channels.BootID, 0
-			}
-			if r.events != nil && r.events.BootID == st.bootID {
-				for _, e := range r.events.Events {
-					if e.Seq <= st.seq {
-						continue
-					}
-					st.seq = e.Seq
-					news = append(news, reportedEvent{Replica: orDefault(r.events.Replica, r.target.Name), BootID: st.bootID, Event: e})
+			// A journal from another boot than the live state (a restart between the two
+			// reads) is read again from the start on the next poll.
+			if r.events != nil && r.events.BootID == r.channels.BootID {
+				fresh, _ := st.cursor.Next(r.events)
+				for _, e := range fresh {
+					news = append(news, reportedEvent{Replica: orDefault(r.events.Replica, r.target.Name), BootID: st.cursor.BootID(), Event: e})
 				}
 			}
 		}
@@ -327,46 +318,25 @@ func namespacesOrAll(ns []string) []string {
 	return ns
 }
 
-// pollReplica reads one replica's live state and its journal since seq (all of it after a restart).
-func (p *Poller) pollReplica(ctx context.Context, t target, bootID string, since uint64) pollResult {
+// pollReplica reads one replica's live state and its journal from where cursor stands (all of
+// it after a restart).
+func (p *Poller) pollReplica(ctx context.Context, t target, cursor adminapi.Cursor) pollResult {
 	ctx, cancel := context.WithTimeout(ctx, p.opts.PollTimeout)
 	defer cancel()
 	res := pollResult{target: t}
-	var ch adminapi.ChannelsResponse
-	if res.err = p.getJSON(ctx, t.URL+adminapi.ChannelsPath, &ch); res.err != nil {
+	c := adminapi.Client{HTTP: p.opts.HTTPClient, BaseURL: t.URL}
+	if res.channels, res.err = c.Channels(ctx); res.err != nil {
+		res.channels = nil
 		return res
 	}
-	res.channels = &ch
-	if ch.BootID != bootID {
-		since = 0
-	}
-	var ev adminapi.EventsResponse
-	if err := p.getJSON(ctx, t.URL+adminapi.EventsPath+"?since="+strconv.FormatUint(since, 10), &ev); err != nil {
+	ev, err := c.Events(ctx, cursor.Since(res.channels.BootID))
+	if err != nil {
 		// Live state without the journal is still live; the journal is read again next time.
 		logf.FromContext(ctx).Info("Failed to read a proxy journal", "replica", t.Name, "error", err.Error())
 		return res
 	}
-	res.events = &ev
+	res.events = ev
 	return res
-}
-
-func (p *Poller) getJSON(ctx context.Context, url string, into any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := p.opts.HTTPClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 32<<20)).Decode(into); err != nil {
-		return fmt.Errorf("GET %s: bad JSON: %w", url, err)
-	}
-	return nil
 }
 
 // targets are the replicas to poll: the --proxy-admin-url ones and the ready endpoints of the

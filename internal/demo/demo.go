@@ -300,12 +300,12 @@ type monitor struct {
 	gen     *generator
 	mk      marks
 
-	stage     string
-	stageEnd  time.Time
-	banner    string
-	events    []adminapi.Event
-	lastSeq   uint64
-	bootID    string
+	stage    string
+	stageEnd time.Time
+	banner   string
+	events   []adminapi.Event
+	// journal is where the proxy's journal has been read to, across its restarts.
+	journal   adminapi.Cursor
 	channels  adminapi.ChannelsResponse
 	metrics   Metrics
 	log       []string
@@ -489,36 +489,29 @@ func (m *monitor) backToHealthy() bool {
 // poll reads the journal, the live state and the metrics from the proxy's admin port.
 func (m *monitor) poll(ctx context.Context) {
 	var errs []error
-	var ev adminapi.EventsResponse
-	if b, err := get(ctx, m.hc, m.admin+adminapi.EventsPath+"?since="+strconv.FormatUint(m.lastSeq, 10)); err != nil {
-		errs = append(errs, err)
-	} else if err := json.Unmarshal(b, &ev); err != nil {
-		errs = append(errs, err)
-	} else {
-		if m.bootID != "" && ev.BootID != m.bootID {
-			m.action("the proxy restarted: its journal starts over")
-		}
-		m.bootID = ev.BootID
-		for _, e := range ev.Events {
-			if e.Seq <= m.lastSeq {
-				continue
-			}
-			m.lastSeq = e.Seq
-			m.events = append(m.events, e)
-			m.log = append(m.log, formatEvent(e, m.mk.Start))
-		}
-	}
-	if b, err := get(ctx, m.hc, m.admin+adminapi.ChannelsPath); err != nil {
+	admin := adminapi.Client{HTTP: m.hc, BaseURL: m.admin}
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	// The live state first: its BootID says where to read the journal from (all of it after a
+	// restart, which numbers events from 1 again).
+	if cr, err := admin.Channels(pctx); err != nil {
 		errs = append(errs, err)
 	} else {
-		var cr adminapi.ChannelsResponse
-		if err := json.Unmarshal(b, &cr); err != nil {
+		slices.SortFunc(cr.Channels, func(a, b adminapi.ChannelState) int {
+			return strings.Compare(a.Channel+"|"+a.Model, b.Channel+"|"+b.Model)
+		})
+		m.channels = *cr
+		if ev, err := admin.Events(pctx, m.journal.Since(cr.BootID)); err != nil {
 			errs = append(errs, err)
 		} else {
-			slices.SortFunc(cr.Channels, func(a, b adminapi.ChannelState) int {
-				return strings.Compare(a.Channel+"|"+a.Model, b.Channel+"|"+b.Model)
-			})
-			m.channels = cr
+			fresh, restarted := m.journal.Next(ev)
+			if restarted {
+				m.action("the proxy restarted: its journal starts over")
+			}
+			for _, e := range fresh {
+				m.events = append(m.events, e)
+				m.log = append(m.log, formatEvent(e, m.mk.Start))
+			}
 		}
 	}
 	if b, err := get(ctx, m.hc, m.admin+"/metrics"); err != nil {
