@@ -93,3 +93,55 @@ func BenchmarkGCWith5000Keys(b *testing.B) {
 	}
 	runtime.KeepAlive(e)
 }
+
+// BenchmarkSweepsWith5000Keys is one round of the proxy's background work (Tick, ProbesDue,
+// Updates, every 250 ms) with 5,000 channel×models configured, of which one model's five take
+// traffic: sweep=all visits every key, as the sweeps did before they skipped the keys at rest
+// (TestSweepsSkipKeysAtRest), sweep=active is the engine as it is.
+func BenchmarkSweepsWith5000Keys(b *testing.B) {
+	for _, all := range []bool{true, false} {
+		name := "sweep=active"
+		if all {
+			name = "sweep=all"
+		}
+		b.Run(name, func(b *testing.B) {
+			e := NewEngine(0)
+			e.sweepAll = all
+			targets := make([]Target, 0, 5000)
+			for c := range 1000 {
+				for m := range 5 {
+					targets = append(targets, Target{Key: Key{Channel: fmt.Sprintf("channel-%04d", c), Model: fmt.Sprintf("model-%04d-%d", c/5, m)}, Settings: DefaultSettings("chat")})
+				}
+			}
+			e.Configure(t0, targets)
+			var cands []Candidate
+			for c := 500; c < 505; c++ {
+				cands = append(cands, Candidate{Channel: fmt.Sprintf("channel-%04d", c), Weight: 100})
+			}
+			model := "model-0100-2"
+			var routes []Route
+			var sts []Status
+			var due []Key
+			now := t0
+			i := 0
+			b.ReportAllocs()
+			for b.Loop() {
+				// 250 requests to the busy model between two rounds (1,000 req/s), not timed.
+				b.StopTimer()
+				for range 250 {
+					now = now.Add(time.Millisecond)
+					routes = e.Select(now, model, cands, StrategyHealthScore, true, float64(i%1000)/1000, routes)
+					e.Observe(Key{Channel: routes[0].Channel, Model: model}, benchObservation(i))
+					i++
+				}
+				b.StartTimer()
+				e.Tick(now)
+				due = e.ProbesDue(now, due[:0])
+				sts = e.Updates(now, sts[:0])
+			}
+			if len(sts) == 0 || !all && len(sts) > 5 || all && len(sts) != 5000 {
+				b.Fatalf("%d statuses updated", len(sts))
+			}
+		})
+	}
+}

@@ -68,14 +68,33 @@ const (
 )
 
 // Engine holds the state of every configured channel×model. It is safe for concurrent use: one
-// mutex, held for one key's bookkeeping (Tick, Status and ProbesDue take it key by key; Select
-// for the candidates of one model; Configure for the reload).
+// mutex, held for one key's bookkeeping (Tick, Status, ProbesDue and Updates take it key by key;
+// Select for the candidates of one model; Configure for the reload).
+//
+// The periodic sweeps (Tick, ProbesDue, Updates) visit only the keys that time can change (see
+// state.atRest) and the keys touched since the last Updates, not every key: with thousands of
+// channel×models, nearly all of them idle, a sweep over all of them every tick took milliseconds
+// of CPU in one burst, and the requests that arrived meanwhile waited for it (docs/benchmarks.md,
+// "Tail latency at scale").
 type Engine struct {
 	mu      sync.Mutex
 	states  map[Key]*state
 	byModel map[string]map[string]*state // model → channel → state: Select hashes each name once
 	order   []*state                     // sorted by channel, model: sweeps walk it deterministically
 	scratch []selItem
+
+	active []*state // keys not at rest (state.listed): the only ones a sweep must advance
+	dirty  []*state // keys touched since the last Updates (state.dirty)
+	// swept is the latest time Tick advanced the keys to and sweeps counts the Ticks: a key at
+	// rest is not visited, and catches up with swept when next used (advance).
+	swept  int64
+	sweeps uint64
+	// sweepMu serialises the sweeps over active and dirty, which share sweepBuf.
+	sweepMu  sync.Mutex
+	sweepBuf []*state
+	// sweepAll makes the sweeps visit every key (and Updates report every key), as they did
+	// before they skipped the keys at rest: the reference the tests and benchmarks compare with.
+	sweepAll bool
 
 	journal []Event // ring of the last cap(journal) events
 	next    int     // ring position of the next event once the ring is full
@@ -128,12 +147,18 @@ func (e *Engine) Configure(now time.Time, targets []Target) {
 		}
 		if s == nil {
 			s = newState(tg.Key, set, t)
+			s.sweeps = e.sweeps // joins the Ticks from now on, not the ones before it existed
 		} else {
 			e.advance(s, t)
 			s.reconfigure(set)
 		}
 		next[tg.Key] = s
 		e.applyDisabled(s, tg)
+	}
+	for k, s := range e.states {
+		if next[k] != s {
+			s.gone = true // a sweep that still holds it skips it
+		}
 	}
 	order := make([]*state, 0, len(next)) // a new slice: sweeps may still walk the old one
 	for _, s := range next {
@@ -142,6 +167,14 @@ func (e *Engine) Configure(now time.Time, targets []Target) {
 	slices.SortFunc(order, func(a, b *state) int {
 		return cmp.Or(cmp.Compare(a.key.Channel, b.key.Channel), cmp.Compare(a.key.Model, b.key.Model))
 	})
+	// Every key is touched: the next Updates reports them all (new keys, changed overrides).
+	clear(e.active)
+	clear(e.dirty)
+	e.active, e.dirty = e.active[:0], e.dirty[:0]
+	for i, s := range order {
+		s.pos, s.listed, s.dirty = i, false, false
+		e.touch(s)
+	}
 	byModel := map[string]map[string]*state{}
 	for k, s := range next {
 		if byModel[k.Model] == nil {
@@ -161,12 +194,67 @@ func (e *Engine) each(fn func(s *state)) {
 	e.mu.Unlock()
 	for _, s := range order {
 		e.mu.Lock()
-		if e.states[s.key] == s {
+		if !s.gone {
 			fn(s)
 		}
 		e.mu.Unlock()
 	}
 }
+
+// touch records that s was used (called with mu held): the next Updates reports it, and the
+// sweeps visit it for as long as it is not at rest.
+func (e *Engine) touch(s *state) {
+	if !s.dirty {
+		s.dirty = true
+		e.dirty = append(e.dirty, s)
+	}
+	e.list(s)
+}
+
+// list puts s on the active list unless it is at rest or there already (mu held).
+func (e *Engine) list(s *state) {
+	if !s.listed && !s.atRest() {
+		s.listed = true
+		e.active = append(e.active, s)
+	}
+}
+
+// eachActive is each over the keys that are not at rest, in channel, model order: for every
+// other key, advancing it would change nothing (state.atRest). A key that fn brings to rest
+// leaves the list, and is reported by the next Updates as touched.
+func (e *Engine) eachActive(fn func(s *state)) {
+	if e.sweepAll {
+		e.each(fn)
+		return
+	}
+	e.sweepMu.Lock()
+	defer e.sweepMu.Unlock()
+	e.mu.Lock()
+	list := append(e.sweepBuf[:0], e.active...)
+	for _, s := range list {
+		s.listed = false // a concurrent touch may list it again; list below does not twice
+	}
+	clear(e.active)
+	e.active = e.active[:0]
+	slices.SortFunc(list, byPos)
+	e.mu.Unlock()
+	for _, s := range list {
+		e.mu.Lock()
+		if !s.gone {
+			fn(s)
+			if s.atRest() {
+				e.touch(s) // its last change, if any, is still to be reported
+			} else {
+				e.list(s)
+			}
+		}
+		e.mu.Unlock()
+	}
+	clear(list) // the buffer must not keep removed keys alive
+	e.sweepBuf = list[:0]
+}
+
+func byPos(a, b *state) int { return cmp.Compare(a.pos, b.pos) }
 
 // Observe records the result of one attempt. It is the proxy's hot path: no allocation unless the
 // observation causes a transition. Unknown keys and client errors change nothing.
@@ -178,15 +266,21 @@ func (e *Engine) Observe(k Key, o Observation) {
 	defer e.mu.Unlock()
 	if s := e.states[k]; s != nil {
 		e.observe(s, o)
+		e.touch(s)
 	}
 }
 
 // Tick applies every time-driven transition due by now. Observe, Select, Status and ProbesDue
 // apply them lazily for the keys they touch, and each transition is stamped with the moment it
 // became due, so how often Tick runs changes when the journal is written, never what it says.
+// It visits only the keys not at rest; the others take the time when next used.
 func (e *Engine) Tick(now time.Time) {
 	t := nanos(now)
-	e.each(func(s *state) { e.advance(s, t) })
+	e.mu.Lock()
+	e.swept = max(e.swept, t)
+	e.sweeps++
+	e.mu.Unlock()
+	e.eachActive(func(s *state) { e.advance(s, t) })
 }
 
 // ProbesDue appends to dst the keys in Probing whose next probe is due at now and marks each as
@@ -195,7 +289,7 @@ func (e *Engine) Tick(now time.Time) {
 // Keys are appended in channel, model order.
 func (e *Engine) ProbesDue(now time.Time, dst []Key) []Key {
 	t := nanos(now)
-	e.each(func(s *state) {
+	e.eachActive(func(s *state) { // a key in Probing is never at rest
 		switch s.base {
 		case PhaseEjected, PhaseProbing, PhaseDisabled: // only these can be Probing by now
 			e.advance(s, t)
@@ -221,6 +315,46 @@ func (e *Engine) Status(now time.Time) []Status {
 		out = append(out, s.status())
 	})
 	return out
+}
+
+// Updates appends to dst, in channel, model order, the live state at now of every key whose
+// Status may have changed since the previous call: the keys touched since (observed, selected,
+// reconfigured: after Configure, every key) and those time can change. Any other key's Status is
+// the one the previous call reported, or Configure's. It is meant for one consumer, the publisher
+// of the health gauges: a second caller would take the first one's updates.
+func (e *Engine) Updates(now time.Time, dst []Status) []Status {
+	t := nanos(now)
+	e.sweepMu.Lock()
+	defer e.sweepMu.Unlock()
+	e.mu.Lock()
+	for _, s := range e.active {
+		if !s.dirty {
+			s.dirty = true
+			e.dirty = append(e.dirty, s)
+		}
+	}
+	list := append(e.sweepBuf[:0], e.dirty...)
+	for _, s := range list {
+		s.dirty = false // touched again from here on: reported again next time
+	}
+	clear(e.dirty)
+	e.dirty = e.dirty[:0]
+	slices.SortFunc(list, byPos)
+	if e.sweepAll {
+		list = append(list[:0], e.order...)
+	}
+	e.mu.Unlock()
+	for _, s := range list {
+		e.mu.Lock()
+		if !s.gone {
+			e.advance(s, t)
+			dst = append(dst, s.status())
+		}
+		e.mu.Unlock()
+	}
+	clear(list)
+	e.sweepBuf = list[:0]
+	return dst
 }
 
 // StatusOf returns one key's live state at now.

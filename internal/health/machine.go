@@ -68,6 +68,12 @@ type state struct {
 	lastAt                  int64
 	lastReason, lastMessage string
 
+	// The engine's bookkeeping of its sweeps (Engine.active, Engine.dirty).
+	pos           int    // index in Engine.order
+	sweeps        uint64 // Engine.sweeps when the key last caught up with Engine.swept
+	listed, dirty bool   // on Engine.active, on Engine.dirty
+	gone          bool   // dropped by Configure
+
 	// win is most of the state's bytes; its only pointer is its first field. It stays the last
 	// field: the garbage collector scans an object only up to its last pointer, so a pointer
 	// after win's arrays would have every GC cycle walk every key's window too
@@ -186,11 +192,24 @@ func (s *state) status() Status {
 
 // ---- time ----
 
+// atRest says that time alone cannot change s: its window is empty and evaluated, no
+// transition is scheduled and it is not probing. Advancing it would only move its clock, so the
+// sweeps skip it and advance lets it catch up with the Ticks it missed when next used.
+func (s *state) atRest() bool {
+	return s.idle && s.base != PhaseProbing && s.nextTimer() == math.MaxInt64
+}
+
 // advance brings s to time t, processing in order every bucket boundary (window-derived
 // verdicts: score, Degraded, p95 and rate rules, HealthScoreLow) and every scheduled transition
 // (cooldown over, ramp step held, override expired, rate limit healed) that falls in between,
 // each stamped with its own time. Earlier times are ignored: a key's clock never goes back.
 func (e *Engine) advance(s *state, t int64) {
+	if s.sweeps != e.sweeps {
+		// Ticks skipped the key while it was at rest (or were the last to visit it): it is where
+		// they would have left it, at the latest Tick's time.
+		s.sweeps = e.sweeps
+		t = max(t, e.swept)
+	}
 	for {
 		nb := int64(math.MaxInt64)
 		if !s.idle {

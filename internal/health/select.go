@@ -122,6 +122,7 @@ func (e *Engine) Select(now time.Time, model string, cands []Candidate, strategy
 	}
 	for i := range items {
 		items[i].s.panic = items[i].s == chosen
+		e.touch(items[i].s)
 	}
 	clear(items) // drop the state pointers: the scratch must not keep removed keys alive
 	return dst

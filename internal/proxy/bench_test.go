@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,8 +11,12 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/switchyard-io/switchyard/internal/health"
 	"github.com/switchyard-io/switchyard/internal/pii"
+	"github.com/switchyard-io/switchyard/internal/routing"
+	"github.com/switchyard-io/switchyard/internal/routing/routingtest"
 )
 
 // BenchmarkHotPath measures route + forward through the proxy's handler against an in-process
@@ -278,6 +283,43 @@ func BenchmarkStreamEventPII(b *testing.B) {
 				if len(out) == 0 {
 					b.Fatal("empty")
 				}
+			}
+		})
+	}
+}
+
+// BenchmarkStep is one round of the proxy's background work (Server.Step, every 250 ms: the
+// engine's Tick and ProbesDue, the health gauges, the journal) with a few channels (one team of
+// routingtest, 25 channel×models) and at the benchmarked scale (200 teams, 5,000), with 250
+// requests to one model between rounds (1,000 req/s; not timed). Before the sweeps skipped the
+// keys at rest, a round at scale walked every key three times (docs/benchmarks.md, "Tail latency
+// at scale").
+func BenchmarkStep(b *testing.B) {
+	for _, teams := range []int{1, routingtest.ScaleTeams} {
+		b.Run(fmt.Sprintf("keys=%d", teams*routingtest.ScaleGroup*routingtest.ScaleModels), func(b *testing.B) {
+			tbl, problems := routing.Compile(routingtest.Teams("llm", teams))
+			if len(routing.Blocking(problems)) > 0 {
+				b.Fatal(problems)
+			}
+			clk := &fakeClock{t: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+			s := New(Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Clock: clk})
+			s.Apply(tbl, "routingtest")
+			mr := s.cfg.Load().models[fmt.Sprintf("team-%03d-gpt-4o-2024-08-06", teams/2)]
+			var routes []health.Route
+			i := 0
+			b.ReportAllocs()
+			for b.Loop() {
+				b.StopTimer()
+				for range 250 {
+					clk.Advance(time.Millisecond)
+					now := clk.Now()
+					routes = s.engine.Select(now, mr.model, mr.candidates, mr.strategy, true, float64(i%1000)/1000, routes)
+					s.engine.Observe(health.Key{Channel: routes[0].Channel, Model: mr.model},
+						health.Observation{At: now, Outcome: health.OutcomeSuccess, Latency: time.Duration(200+i%800) * time.Millisecond})
+					i++
+				}
+				b.StartTimer()
+				s.Step(context.Background())
 			}
 		})
 	}

@@ -1,12 +1,16 @@
 package proxy
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/switchyard-io/switchyard/internal/health"
+	"github.com/switchyard-io/switchyard/internal/mockprovider"
+	"github.com/switchyard-io/switchyard/internal/routing"
 )
 
 // TestObserveStatusGauges: the health gauges follow every change of score, traffic and phase
@@ -81,3 +85,94 @@ func TestObserveStatusGauges(t *testing.T) {
 }
 
 func gaugeValue(m *dto.Metric) float64 { return m.GetGauge().GetValue() }
+
+// TestHealthGaugesFollowEveryKey: Step publishes only the keys whose status may have changed
+// (engine.Updates), and still every key's gauges and every model's panic gauge say what the
+// engine says, through ejection, panic routing, probes and the ramp, a rate limit that heals
+// without traffic, and after a reload.
+func TestHealthGaugesFollowEveryKey(t *testing.T) {
+	r := newRig(t, rigConfig{})
+	check := func(when string) {
+		t.Helper()
+		fams, err := r.srv.Registry().Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]float64{}
+		for _, f := range fams {
+			for _, m := range f.GetMetric() {
+				key := f.GetName()
+				for _, l := range m.GetLabel() {
+					key += "/" + l.GetName() + "=" + l.GetValue()
+				}
+				got[key] = gaugeValue(m)
+			}
+		}
+		want := map[string]float64{}
+		panicked := map[string]bool{}
+		for _, st := range r.srv.Engine().Status(r.clock.Now()) {
+			ns, name := routing.SplitChannelID(st.Channel)
+			labels := "/channel=" + name + "/model=" + st.Model + "/namespace=" + ns
+			want["switchyard_channel_health_score"+labels] = float64(st.Score)
+			want["switchyard_channel_traffic_percent"+labels] = float64(st.TrafficPercent)
+			for _, p := range allPhases {
+				v := 0.0
+				if p == st.Phase {
+					v = 1
+				}
+				want["switchyard_channel_phase"+labels+"/phase="+p.String()] = v
+			}
+			panicked[st.Model] = panicked[st.Model] || st.Panic
+		}
+		for m, p := range panicked {
+			v := 0.0
+			if p {
+				v = 1
+			}
+			want["switchyard_model_panic_routing/model="+m+"/namespace="] = v
+		}
+		for k, v := range want {
+			if g, ok := got[k]; !ok || g != v {
+				t.Errorf("%s: %s = %v (present %v), want %v", when, k, g, ok, v)
+			}
+		}
+	}
+	r.step(0)
+	check("at start")
+	r.A.SetBehavior("gpt-4o", mockprovider.Behavior{Mode: mockprovider.ModeStatus, Status: 500})
+	r.B.SetBehavior("gpt-4o", mockprovider.Behavior{Mode: mockprovider.ModeStatus, Status: 500})
+	for range 8 {
+		r.post("/v1/chat/completions", chat("gpt-4o", false))
+	}
+	r.post("/v1/chat/completions", chat("gpt-4o-mini", false))
+	// A answers one 429 on gpt-4.1 (Retry-After longer than the proxy waits: B answers). A's
+	// share of gpt-4.1 then heals with time alone, no request touching it.
+	r.A.SetBehavior("gpt-4.1", mockprovider.Behavior{Mode: mockprovider.ModeRateLimit, RetryAfter: 5})
+	r.post("/v1/chat/completions", chat("gpt-4.1", false))
+	r.A.SetBehavior("gpt-4.1", mockprovider.Behavior{})
+	r.step(0)
+	check("both ejected")
+	r.B.SetBehavior("gpt-4o", mockprovider.Behavior{})
+	r.post("/v1/chat/completions", chat("gpt-4o", false)) // panic routing
+	r.step(0)
+	check("panic routing")
+	r.A.SetBehavior("gpt-4o", mockprovider.Behavior{})
+	for i := range 60 {
+		r.step(10 * time.Second) // cooldown, probes, the ramp; the other models' windows drain
+		for range 5 {
+			r.post("/v1/chat/completions", chat("gpt-4o", false))
+		}
+		r.step(0)
+		check(fmt.Sprintf("after %ds", (i+1)*10))
+	}
+	if p := r.phase("chan-b", "gpt-4o"); p != "RampingUp" && p != "Healthy" {
+		t.Fatalf("B should be back by now, is %s", p)
+	}
+	r.write(rigConfig{channelA: "disabled: true"})
+	if err := r.src.Load(r.srv); err != nil {
+		t.Fatal(err)
+	}
+	check("after a reload that disables A")
+	r.step(time.Second)
+	check("a step after the reload")
+}

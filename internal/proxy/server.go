@@ -96,15 +96,21 @@ type Server struct {
 	load    adminapi.ConfigState
 	budgets sync.Map // policy key -> *retryBudget, kept across reloads
 
-	draining     atomic.Bool
-	inFlight     atomic.Int64 // API requests being served
-	bodyBytes    atomic.Int64 // request body buffers held, in bytes
-	probeWG      sync.WaitGroup
-	lastSeq      atomic.Uint64 // journal events already turned into metrics
-	eventsMu     sync.Mutex
-	panicScratch map[string]bool // publishStatus's per-model panic flags, reused (under cfgMu)
-	apiPaths     sync.Map        // health.Key -> the API path of its last successful request, for probes
-	answered     sync.Map        // health.Key -> *atomic.Uint64, answers completed (see answeredCounter)
+	draining  atomic.Bool
+	inFlight  atomic.Int64 // API requests being served
+	bodyBytes atomic.Int64 // request body buffers held, in bytes
+	probeWG   sync.WaitGroup
+	lastSeq   atomic.Uint64 // journal events already turned into metrics
+	eventsMu  sync.Mutex
+	apiPaths  sync.Map // health.Key -> the API path of its last successful request, for probes
+	answered  sync.Map // health.Key -> *atomic.Uint64, answers completed (see answeredCounter)
+
+	// publishStatus's state (under cfgMu): the statuses of one round, the keys last seen panic
+	// routed and how many per model, and the models whose panic gauge is to be set.
+	statusScratch []health.Status
+	panicKeys     map[health.Key]bool
+	panicModels   map[string]int
+	panicTouched  map[string]bool
 }
 
 // config is one compiled table plus the indexes the request path needs. It is immutable once
@@ -174,7 +180,9 @@ func New(opts Options) *Server {
 		transport:    opts.Transport,
 		accessLog:    newAccessLog(opts.AccessLog),
 		bootID:       hex.EncodeToString(b),
-		panicScratch: map[string]bool{},
+		panicKeys:    map[health.Key]bool{},
+		panicModels:  map[string]int{},
+		panicTouched: map[string]bool{},
 	}
 	// The runtime's and the process's own figures (heap, goroutines, RSS, open files) beside the
 	// gateway's: the first thing to look at when a replica runs out of memory or file descriptors.
@@ -281,6 +289,10 @@ func (s *Server) apply(t *routing.Table, source string, rejected error, problems
 		for _, k := range old.keys {
 			if !keep[k] {
 				s.metrics.forget(k)
+				if s.panicKeys[k] {
+					delete(s.panicKeys, k)
+					s.panicModels[k.Model]--
+				}
 			}
 		}
 		for m, omr := range old.models {
@@ -309,7 +321,7 @@ func (s *Server) apply(t *routing.Table, source string, rejected error, problems
 	} else {
 		s.metrics.ConfigStale.Set(0)
 	}
-	s.publishStatus(now)
+	s.publishStatus(now, true)
 }
 
 // RejectConfig records a config that failed to load or compile. The last good table keeps serving.
@@ -361,33 +373,55 @@ func (s *Server) Step(ctx context.Context) {
 	s.engine.Tick(now)
 	s.startProbes(ctx, now)
 	s.cfgMu.Lock()
-	s.publishStatus(now)
+	s.publishStatus(now, false)
 	s.cfgMu.Unlock()
 }
 
 // WaitProbes waits for the probes started so far (tests).
 func (s *Server) WaitProbes() { s.probeWG.Wait() }
 
-// publishStatus (called with cfgMu held) refreshes the health gauges and turns new journal events into metrics and logs.
-func (s *Server) publishStatus(now time.Time) {
-	// Key by key rather than engine.Status: with thousands of keys, one slice of every status per
-	// tick was most of this sweep's cost.
+// publishStatus (called with cfgMu held) refreshes the health gauges and turns new journal
+// events into metrics and logs. Only the keys whose status may have changed are visited
+// (engine.Updates: those touched since the last round, and those time can change), and only their
+// models' panic gauges are set; after a reload (all) every model's is.
+func (s *Server) publishStatus(now time.Time, all bool) {
 	if c := s.cfg.Load(); c != nil {
-		clear(s.panicScratch)
-		for _, k := range c.keys {
-			if st, ok := s.engine.StatusOf(now, k); ok {
-				s.metrics.observeStatus(st)
-				s.panicScratch[k.Model] = s.panicScratch[k.Model] || st.Panic
+		s.statusScratch = s.engine.Updates(now, s.statusScratch[:0])
+		for i := range s.statusScratch {
+			st := &s.statusScratch[i]
+			s.metrics.observeStatus(*st)
+			if was := s.panicKeys[st.Key]; st.Panic != was {
+				if st.Panic {
+					s.panicKeys[st.Key] = true
+					s.panicModels[st.Model]++
+				} else {
+					delete(s.panicKeys, st.Key)
+					s.panicModels[st.Model]--
+				}
+				s.panicTouched[st.Model] = true
 			}
 		}
+		clear(s.statusScratch) // no strings of removed keys kept until the next round
 		// Per model, 1 while its last routing decision was panic routing, back to 0 after.
-		for m, mr := range c.models {
+		set := func(m string, mr *modelRoute) {
 			v := 0.0
-			if s.panicScratch[m] {
+			if s.panicModels[m] > 0 {
 				v = 1
 			}
 			s.metrics.Panic.WithLabelValues(mr.policy.Namespace, m).Set(v)
 		}
+		if all {
+			for m, mr := range c.models {
+				set(m, mr)
+			}
+		} else {
+			for m := range s.panicTouched {
+				if mr := c.models[m]; mr != nil {
+					set(m, mr)
+				}
+			}
+		}
+		clear(s.panicTouched)
 	}
 	s.eventsMu.Lock()
 	defer s.eventsMu.Unlock()
