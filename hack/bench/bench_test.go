@@ -2,13 +2,17 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/switchyard-io/switchyard/internal/proxy"
 )
 
 func TestQuantileIsNearestRank(t *testing.T) {
@@ -276,6 +280,55 @@ func TestUpstream(t *testing.T) {
 		}
 	}
 
+	// Random gaps between the gap and its maximum, still on a schedule from the first chunk; a
+	// maximum below the gap is refused.
+	resp = post("/main/v1/chat/completions", string(streamBody), map[string]string{eventsHeader: "4", gapHeader: "5ms", gapMaxHeader: "15ms"})
+	stamps = stamps[:0]
+	sc = bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if st, ok := eventStamp(sc.Bytes()); ok {
+			stamps = append(stamps, st)
+		}
+	}
+	resp.Body.Close()
+	if len(stamps) != 4 {
+		t.Fatalf("random gaps: %d stamped chunks, want 4", len(stamps))
+	}
+	for i := 1; i < len(stamps); i++ {
+		if d := time.Duration(stamps[i] - stamps[i-1]); d < 5*time.Millisecond-time.Millisecond {
+			t.Errorf("chunk %d written %v after the one before, want about 5-15ms", i, d)
+		}
+	}
+	// Held for X-Stainless-Bench-Delay: a plain answer, and a stream's first chunk.
+	start := time.Now()
+	resp = post("/main/v1/chat/completions", string(plainBody), map[string]string{delayHeader: "30ms"})
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if d := time.Since(start); resp.StatusCode != 200 || d < 30*time.Millisecond {
+		t.Errorf("delayed answer: %d after %v, want 200 after at least 30ms", resp.StatusCode, d)
+	}
+	start = time.Now()
+	resp = post("/main/v1/chat/completions", string(streamBody), map[string]string{delayHeader: "30ms", eventsHeader: "2"})
+	sc = bufio.NewScanner(resp.Body)
+	first := time.Duration(0)
+	for sc.Scan() {
+		if first == 0 && strings.HasPrefix(sc.Text(), "data:") {
+			first = time.Since(start)
+		}
+	}
+	resp.Body.Close()
+	if first < 30*time.Millisecond {
+		t.Errorf("delayed stream: first chunk after %v, want at least 30ms", first)
+	}
+	for h, bad := range map[string]string{delayHeader: "6s", gapMaxHeader: "1ms"} {
+		resp := post("/main/v1/chat/completions", string(streamBody), map[string]string{gapHeader: "2ms", h: bad})
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), h) {
+			t.Errorf("%s: %q: %d %s", h, bad, resp.StatusCode, b)
+		}
+	}
+
 	if resp := post("/fo-a/v1/chat/completions", "{}", map[string]string{failHeader: "1"}); resp.StatusCode != 503 {
 		t.Fatalf("fo-a with %s: %d", failHeader, resp.StatusCode)
 	}
@@ -294,9 +347,59 @@ func TestUpstream(t *testing.T) {
 	}
 }
 
+// The bench's control headers reach the mock upstream through the proxy's own handler, which
+// forwards only an allowlist of client headers: a failing first attempt fails over, and a
+// paced stream is paced through the proxy too.
+func TestControlHeadersPassTheProxy(t *testing.T) {
+	u := &upstream{}
+	up := httptest.NewServer(u)
+	defer up.Close()
+	dir, err := writeConfig(t.TempDir(), "main", mainConfig(strings.TrimPrefix(up.URL, "http://")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := proxy.New(proxy.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err := (&proxy.FileSource{Path: dir, Getenv: func(string) string { return "" }}).Load(srv); err != nil {
+		t.Fatal(err)
+	}
+	front := httptest.NewServer(srv.Handler())
+	defer front.Close()
+	post := func(body []byte, hdr map[string]string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, front.URL+chatPath, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	resp := post(bodyFor(modelFailover, false), map[string]string{failHeader: "1"})
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("X-Switchyard-Attempts") != "2" || u.fo503.Load() != 1 {
+		t.Errorf("failover: %d, attempts %q, upstream 503s %d; want 200 after 2 attempts", resp.StatusCode, resp.Header.Get("X-Switchyard-Attempts"), u.fo503.Load())
+	}
+	resp = post(streamBody, map[string]string{eventsHeader: "3", gapHeader: "10ms"})
+	var stamps []int64
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if st, ok := eventStamp(sc.Bytes()); ok {
+			stamps = append(stamps, st)
+		}
+	}
+	resp.Body.Close()
+	if len(stamps) != 3 || time.Duration(stamps[2]-stamps[0]) < 20*time.Millisecond {
+		t.Errorf("paced stream through the proxy: stamps %v, want 3 chunks 10ms apart", stamps)
+	}
+}
+
 // TestConfigsCompile: the manifests the bench writes load and compile with the proxy's own code.
 func TestConfigsCompile(t *testing.T) {
-	for name, cfg := range map[string]string{"main": mainConfig("127.0.0.1:1"), "scale": scaleConfig("127.0.0.1:1")} {
+	for name, cfg := range map[string]string{"main": mainConfig("127.0.0.1:1"), "scale": scaleConfig("127.0.0.1:1"), "realistic": realConfig("127.0.0.1:1", "127.0.0.1:2")} {
 		dir, err := writeConfig(t.TempDir(), name, cfg)
 		if err != nil {
 			t.Fatal(err)

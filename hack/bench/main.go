@@ -114,10 +114,18 @@ type options struct {
 	pprofAt  int
 	noScale  bool
 	noNginx  bool
-	only     map[string]bool // nil: every part
+	only     map[string]bool // nil: every part but realistic
+	real     realPlan
 }
 
-func (o options) runs(part string) bool { return o.only == nil || o.only[part] }
+// runs reports whether a part is measured. The realistic run takes about ten minutes and runs
+// only when named.
+func (o options) runs(part string) bool {
+	if o.only == nil {
+		return part != "realistic"
+	}
+	return o.only[part]
+}
 
 func run(args []string) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
@@ -138,7 +146,11 @@ func run(args []string) error {
 		proxyEnv = append(proxyEnv, v)
 		return nil
 	})
-	only := fs.String("only", "", "run only these parts, comma-separated: overhead, saturation, streaming, failover, ejection, scale, goproxy, nginx (the table is partial); goproxy and nginx add those floors to the overhead and saturation runs, in the same slices")
+	only := fs.String("only", "", "run only these parts, comma-separated: overhead, saturation, streaming, failover, ejection, scale, goproxy, nginx, realistic (the table is partial); goproxy and nginx add those floors to the overhead and saturation runs, in the same slices; realistic (about 10 minutes) runs only when named")
+	realConns := fs.String("realistic-conns", "200,1000,2000", "with --only realistic: the requests in flight, comma-separated")
+	realRounds := fs.Int("realistic-rounds", 0, "with --only realistic: slices per path and load (default 2, 1 with --quick)")
+	realNoTLS := fs.Bool("realistic-no-tls", false, "with --only realistic: plain HTTP upstream only")
+	realNoStreams := fs.Bool("realistic-no-streams", false, "with --only realistic: plain answers only")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: go run ./hack/bench [flags]\n\nMeasures the gateway's overhead, failover cost and ejection time against a mock upstream on loopback.\n\nFlags:")
 		fs.PrintDefaults()
@@ -151,7 +163,7 @@ func run(args []string) error {
 	}
 	if *only != "" {
 		o.only = map[string]bool{}
-		known := []string{"overhead", "saturation", "streaming", "failover", "ejection", "scale", "goproxy", "nginx"}
+		known := []string{"overhead", "saturation", "streaming", "failover", "ejection", "scale", "goproxy", "nginx", "realistic"}
 		for _, p := range strings.Split(*only, ",") {
 			p = strings.TrimSpace(p)
 			if !slices.Contains(known, p) {
@@ -160,6 +172,19 @@ func run(args []string) error {
 			o.only[p] = true
 		}
 	}
+	o.real = defaultRealPlan(o.quick)
+	o.real.conns = nil
+	for _, f := range strings.Split(*realConns, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > 4000 {
+			return fmt.Errorf("--realistic-conns: %q is not a count from 1 to 4000", f)
+		}
+		o.real.conns = append(o.real.conns, n)
+	}
+	if *realRounds > 0 {
+		o.real.rounds = *realRounds
+	}
+	o.real.tls, o.real.streams = !*realNoTLS, !*realNoStreams
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	debug.SetGCPercent(400) // the load generator should disturb the measurement as little as it can
@@ -177,7 +202,7 @@ func run(args []string) error {
 	}
 	defer os.RemoveAll(tmp)
 
-	b := &bench{ctx: ctx, opts: o, plan: defaultPlan(o.quick), tmp: tmp, began: time.Now()}
+	b := &bench{ctx: ctx, opts: o, plan: defaultPlan(o.quick), real: o.real, tmp: tmp, began: time.Now()}
 	b.res.Date = b.began.UTC().Format(time.RFC3339)
 	b.res.Mode = map[bool]string{true: "quick", false: "default"}[o.quick]
 	b.res.Machine = machine{Cores: runtime.NumCPU(), CPU: cpuModel(), Memory: memTotal(), OS: runtime.GOOS + "/" + runtime.GOARCH,
@@ -234,6 +259,7 @@ type bench struct {
 	ctx   context.Context
 	opts  options
 	plan  plan
+	real  realPlan
 	tmp   string
 	began time.Time
 	res   results
@@ -295,6 +321,7 @@ func (b *bench) runAll() error {
 		{"streaming", b.streaming},
 		{"failover", b.failover},
 		{"ejection", b.ejection},
+		{"realistic", b.realistic},
 	}
 	for _, s := range steps {
 		if err := b.ctx.Err(); err != nil {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -163,6 +164,11 @@ type proxyProc struct {
 
 // startProxy runs `switchyard proxy --config cfg` on two free loopback ports and waits for /readyz.
 func startProxy(ctx context.Context, name, dir, bin, cfg string, extra ...string) (*proxyProc, error) {
+	return startProxyEnv(ctx, name, dir, bin, cfg, nil, extra...)
+}
+
+// startProxyEnv is startProxy with env added to the proxy's environment (after proxyEnv).
+func startProxyEnv(ctx context.Context, name, dir, bin, cfg string, env []string, extra ...string) (*proxyProc, error) {
 	for attempt := 0; attempt < 3; attempt++ {
 		api, err := freePort()
 		if err != nil {
@@ -181,7 +187,7 @@ func startProxy(ctx context.Context, name, dir, bin, cfg string, extra ...string
 			bin, args = self, append([]string{profileMode}, args[1:]...)
 		}
 		start := time.Now()
-		c, stdout, err := startChildEnv(name, dir, proxyEnv, bin, args...)
+		c, stdout, err := startChildEnv(name, dir, append(slices.Clip(proxyEnv), env...), bin, args...)
 		if err != nil {
 			return nil, err
 		}

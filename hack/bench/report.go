@@ -9,25 +9,26 @@ import (
 
 // results is the JSON document (--json). Latencies are in microseconds, memory in MiB.
 type results struct {
-	Date         string           `json:"date"`
-	Mode         string           `json:"mode"`
-	Seconds      float64          `json:"seconds"`
-	Binary       string           `json:"binary"`
-	ProxyEnv     []string         `json:"proxyEnv,omitempty"`
-	Machine      machine          `json:"machine"`
-	Overhead     []overheadResult `json:"overhead"`
-	Saturation   saturationResult `json:"saturation"`
-	Proxy        procResult       `json:"proxy"`
-	Streaming    streamResult     `json:"streaming"`
-	Failover     failoverResult   `json:"failover"`
-	Ejection     ejectResult      `json:"ejection"`
-	Scale        scaleResult      `json:"scale"`
-	GoProxy      *floorResult     `json:"goReverseProxy,omitempty"`
-	Nginx        *floorResult     `json:"nginx,omitempty"`
-	Baseline     *baselineResult  `json:"baseline,omitempty"`
-	Targets      []targetResult   `json:"targets"`
-	Profile      string           `json:"profile,omitempty"`
-	ProfileScale string           `json:"profileScale,omitempty"`
+	Date         string            `json:"date"`
+	Mode         string            `json:"mode"`
+	Seconds      float64           `json:"seconds"`
+	Binary       string            `json:"binary"`
+	ProxyEnv     []string          `json:"proxyEnv,omitempty"`
+	Machine      machine           `json:"machine"`
+	Overhead     []overheadResult  `json:"overhead"`
+	Saturation   saturationResult  `json:"saturation"`
+	Proxy        procResult        `json:"proxy"`
+	Streaming    streamResult      `json:"streaming"`
+	Failover     failoverResult    `json:"failover"`
+	Ejection     ejectResult       `json:"ejection"`
+	Scale        scaleResult       `json:"scale"`
+	GoProxy      *floorResult      `json:"goReverseProxy,omitempty"`
+	Nginx        *floorResult      `json:"nginx,omitempty"`
+	Baseline     *baselineResult   `json:"baseline,omitempty"`
+	Realistic    []realisticResult `json:"realistic,omitempty"`
+	Targets      []targetResult    `json:"targets"`
+	Profile      string            `json:"profile,omitempty"`
+	ProfileScale string            `json:"profileScale,omitempty"`
 }
 
 type machine struct {
@@ -381,6 +382,7 @@ func (b *bench) markdown() string {
 	if len(notes) > 0 {
 		sb.WriteString("\nErrors: " + strings.Join(notes, "; ") + "\n")
 	}
+	sb.WriteString(realisticMarkdown(r.Realistic))
 	return sb.String()
 }
 

@@ -205,11 +205,6 @@ func New(opts Options) *Server {
 	return s
 }
 
-// defaultTransport is the upstream client. It never consults proxy environment variables (the
-// upstream URL comes from the channel only) and never asks for compression (bytes pass through;
-// streams must not be buffered by a decompressor).
-func defaultTransport() http.RoundTripper { return newH1Transport() }
-
 // Engine exposes the health engine (admin API, tests).
 func (s *Server) Engine() *health.Engine { return s.engine }
 
