@@ -112,17 +112,22 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		}
 	}
 
+	// Every port at once, each held until all are chosen: a port closed as soon as it was
+	// picked can be handed out again by the next pick, and two processes would share it (a
+	// proxy's admin port answering 404 as another proxy's API port).
+	addrs := freeAddrs(2 + 2*opts.Proxies)
+	next := func() string { a := addrs[0]; addrs = addrs[1:]; return a }
 	c.MockA = c.proc("mock-a", "mock-provider", "--name", "provider-a", "--api-key", "sk-dev-provider-a")
 	c.MockB = c.proc("mock-b", "mock-provider", "--name", "provider-b", "--api-key", "dev-provider-b-key")
 	for _, m := range []*Proc{c.MockA, c.MockB} {
-		m.Addr = freeAddr()
+		m.Addr = next()
 		m.Args = append(m.Args, "--listen", m.Addr)
 	}
 	for i := 0; i < opts.Proxies; i++ {
 		p := c.proc(fmt.Sprintf("proxy-%d", i), "proxy", "--configmap", ProxyNamespace+"/"+ConfigMapName,
 			"--kubeconfig", env.Kubeconfig, "--drain-timeout", "10s",
 			"--access-log", filepath.Join(c.Dir, fmt.Sprintf("proxy-%d-access.jsonl", i)))
-		p.Addr, p.Admin = freeAddr(), freeAddr()
+		p.Addr, p.Admin = next(), next()
 		p.Args = append(p.Args, "--listen", p.Addr, "--admin-listen", p.Admin)
 		p.Env = append(p.Env, "POD_NAME="+p.Name)
 		c.Proxies = append(c.Proxies, p)
@@ -258,13 +263,18 @@ func (c *Cluster) DumpLogs(w io.Writer) {
 	}
 }
 
-func freeAddr() string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
+// freeAddrs returns n distinct loopback addresses no process listens on now.
+func freeAddrs(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			panic(err)
+		}
+		defer ln.Close()
+		out[i] = ln.Addr().String()
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return out
 }
 
 func waitHTTP(ctx context.Context, url string, limit time.Duration) error {
