@@ -140,13 +140,12 @@ func (t *Table) upgradeChannelRefs() {
 		p := &t.Policies[i]
 		for j := range p.Channels {
 			ref := &p.Channels[j]
-			if _, ok := t.Channel(ref.Channel); ok || p.Namespace == "" {
+			if _, ok := t.Channel(ref.Channel); ok || p.Namespace == "" || strings.Contains(ref.Channel, "/") {
 				continue
 			}
-			if id := ChannelID(p.Namespace, ref.Channel); !strings.Contains(ref.Channel, "/") {
-				if _, ok := t.Channel(id); ok {
-					ref.Channel = id
-				}
+			id := ChannelID(p.Namespace, ref.Channel)
+			if _, ok := t.Channel(id); ok {
+				ref.Channel = id
 			}
 		}
 	}
