@@ -65,6 +65,9 @@ func BenchmarkTailAtScale(b *testing.B) {
 		}
 		for _, sz := range sizes {
 			env := []string{"SWITCHYARD_TAIL_UPSTREAM=" + up.addr, "SWITCHYARD_TAIL_TEAMS=" + strconv.Itoa(sz.teams), "SWITCHYARD_TAIL_TICK=" + sz.tick}
+			if pe := os.Getenv("SWITCHYARD_TAIL_PROXY_ENV"); pe != "" {
+				env = append(env, strings.Split(pe, ",")...) // GOGC=off, GOMAXPROCS=1, ...
+			}
 			c := startTailChild(b, bin.bin, "proxy", env)
 			// The scale measurement sends to a model in the middle of the table, as make bench does.
 			model := fmt.Sprintf("team-%03d-gpt-4o-2024-08-06", sz.teams/2)
@@ -96,17 +99,25 @@ func BenchmarkTailAtScale(b *testing.B) {
 		round++
 	}
 	b.StopTimer()
-	dq := direct.quantiles()
-	b.Logf("%d rounds of %s per path at %d req/s, open loop; added = the path's quantile - direct's", round, tailSlice, tailRate)
-	b.Logf("%-18s %7s %9s %9s %9s %9s %9s %9s %6s", "path", "n", "p50", "p99", "p99.9", "+p50", "+p99", "+p99.9", "errors")
+	dq := quantiles(direct.lat)
+	b.Logf("%d rounds of %s per path at %d req/s, open loop; added = the path's quantile - direct's over all rounds;", round, tailSlice, tailRate)
+	b.Logf("paired = the median over rounds of the same difference within each round (a burst of load from elsewhere lands in one round)")
+	b.Logf("%-18s %7s %9s %9s %9s %9s %9s %9s %12s %12s %6s", "path", "n", "p50", "p99", "p99.9", "+p50", "+p99", "+p99.9", "paired +p50", "paired +p99", "errors")
 	for _, p := range paths {
-		q := p.quantiles()
-		b.Logf("%-18s %7d %9s %9s %9s %9s %9s %9s %6d", p.name, len(p.lat), us(q[0]), us(q[1]), us(q[2]),
-			us(q[0]-dq[0]), us(q[1]-dq[1]), us(q[2]-dq[2]), p.errors)
+		q := quantiles(p.lat)
+		var pair [2][]time.Duration
+		for r := range p.rounds {
+			for i := range pair {
+				pair[i] = append(pair[i], p.rounds[r][i]-direct.rounds[r][i])
+			}
+		}
+		pq := [2]time.Duration{median(pair[0]), median(pair[1])}
+		b.Logf("%-18s %7d %9s %9s %9s %9s %9s %9s %12s %12s %6d", p.name, len(p.lat), us(q[0]), us(q[1]), us(q[2]),
+			us(q[0]-dq[0]), us(q[1]-dq[1]), us(q[2]-dq[2]), us(pq[0]), us(pq[1]), p.errors)
 		if p != direct {
 			name := strings.ReplaceAll(strings.ReplaceAll(p.name, " (", "-"), ")", "")
 			b.ReportMetric(float64(q[1]-dq[1])/1e3, name+"-added-p99-µs")
-			b.ReportMetric(float64(q[0]-dq[0])/1e3, name+"-added-p50-µs")
+			b.ReportMetric(float64(pq[1])/1e3, name+"-paired-p99-µs")
 		}
 		if p.errors > 0 {
 			b.Errorf("%s: %d errors, the first: %v", p.name, p.errors, p.firstErr)
@@ -130,6 +141,7 @@ type tailPath struct {
 	child    *tailChild
 	mu       sync.Mutex
 	lat      []time.Duration
+	rounds   [][3]time.Duration // p50, p99, p99.9 of each recorded slice
 	errors   int
 	firstErr error
 }
@@ -148,6 +160,7 @@ func (p *tailPath) run(rate int, d time.Duration, record bool) {
 	n := int(d.Seconds() * float64(rate))
 	interval := time.Second / time.Duration(rate)
 	var wg sync.WaitGroup
+	n0 := len(p.lat)
 	start := time.Now()
 	for i := range n {
 		if w := time.Until(start.Add(time.Duration(i) * interval)); w > 0 {
@@ -172,6 +185,9 @@ func (p *tailPath) run(rate int, d time.Duration, record bool) {
 		}()
 	}
 	wg.Wait()
+	if record {
+		p.rounds = append(p.rounds, quantiles(p.lat[n0:]))
+	}
 }
 
 // do sends one request and reads the whole answer: the latency is from just before the request
@@ -196,9 +212,9 @@ func (p *tailPath) do() (time.Duration, error) {
 	return lat, err
 }
 
-// quantiles are p50, p99 and p99.9 of the recorded latencies.
-func (p *tailPath) quantiles() [3]time.Duration {
-	s := slices.Clone(p.lat)
+// quantiles are p50, p99 and p99.9 of lat.
+func quantiles(lat []time.Duration) [3]time.Duration {
+	s := slices.Clone(lat)
 	slices.Sort(s)
 	var out [3]time.Duration
 	if len(s) == 0 {
@@ -208,6 +224,15 @@ func (p *tailPath) quantiles() [3]time.Duration {
 		out[i] = s[min(len(s)-1, int(q*float64(len(s))))]
 	}
 	return out
+}
+
+func median(d []time.Duration) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
 
 // tailChild is a child process started by BenchmarkTailAtScale.
