@@ -35,7 +35,11 @@ import (
 // One iteration is one round: every path takes one slice (tailSlice at tailRate) in an order that
 // changes each round. So -benchtime=10x is 10 rounds. With SWITCHYARD_TAIL_BASELINE=PATH (a test
 // binary of this package built from another commit: go test -c -o PATH ./internal/proxy) that
-// build's two proxies take part too, in the same rounds: before and after side by side.
+// build's two proxies take part too, in the same rounds: before and after side by side. Other
+// switches: SWITCHYARD_TAIL_NOTICK=1 adds a scale proxy whose background loop never runs (what
+// the periodic work costs the requests), SWITCHYARD_TAIL_PROXY_ENV=K=V,... sets the proxies'
+// environment (GOGC, GOMAXPROCS), SWITCHYARD_TAIL_PPROF=1 has every child serve net/http/pprof
+// (its address goes to stderr). The table of figures is in the benchmark's log.
 //
 //	go test ./internal/proxy -run '^$' -bench TailAtScale -benchtime 10x
 func BenchmarkTailAtScale(b *testing.B) {
