@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -324,5 +325,46 @@ func BenchmarkStep(b *testing.B) {
 			}
 			b.ReportMetric(float64(step.Nanoseconds())/float64(b.N), "step-ns")
 		})
+	}
+}
+
+// BenchmarkGCAtScale is one full garbage collection of a proxy with the benchmarked scale
+// applied (1,000 channels × 5 models, 5,000 keys, every key's health gauges published), with
+// the heap's live objects: what marking costs in every GC cycle, which runs concurrently with
+// the requests (BenchmarkGCWith5000Keys in internal/health is the engine's share of it).
+func BenchmarkGCAtScale(b *testing.B) {
+	tbl, problems := routing.Compile(routingtest.ScaleInputs("llm"))
+	if len(routing.Blocking(problems)) > 0 {
+		b.Fatal(problems)
+	}
+	s := New(Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	s.Apply(tbl, "routingtest")
+	s.Step(context.Background())
+	tbl = nil
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b.ResetTimer()
+	for b.Loop() {
+		runtime.GC()
+	}
+	b.ReportMetric(float64(ms.HeapObjects), "heap-objects")
+	b.ReportMetric(float64(ms.HeapAlloc)/(1<<20), "heap-MiB")
+	runtime.KeepAlive(s)
+}
+
+// BenchmarkScrapeAtScale is one Gather of the registry (what /metrics serves) with 5,000 keys.
+func BenchmarkScrapeAtScale(b *testing.B) {
+	tbl, problems := routing.Compile(routingtest.ScaleInputs("llm"))
+	if len(routing.Blocking(problems)) > 0 {
+		b.Fatal(problems)
+	}
+	s := New(Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	s.Apply(tbl, "routingtest")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.Registry().Gather(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

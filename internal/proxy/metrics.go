@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/switchyard-io/switchyard/internal/health"
 	"github.com/switchyard-io/switchyard/internal/routing"
@@ -18,9 +19,6 @@ type Metrics struct {
 	Duration         *prometheus.HistogramVec
 	TTFT             *prometheus.HistogramVec
 	Failovers        *prometheus.CounterVec
-	HealthScore      *prometheus.GaugeVec
-	Phase            *prometheus.GaugeVec
-	Traffic          *prometheus.GaugeVec
 	Ejections        *prometheus.CounterVec
 	BudgetExhausted  *prometheus.CounterVec
 	Tokens           *prometheus.CounterVec
@@ -37,18 +35,23 @@ type Metrics struct {
 
 	connStats atomic.Pointer[func() (open, idle int)]
 
+	// The health gauges of every channel×model (switchyard_channel_health_score,
+	// switchyard_channel_traffic_percent, switchyard_channel_phase) are plain values here, turned
+	// into series only when scraped (healthCollector). As one GaugeVec child per series, 5,000
+	// keys were 45,000 gauges of a dozen small heap objects each: three quarters of the objects
+	// of a proxy at scale, which every garbage collection cycle had to mark (BenchmarkGCAtScale).
 	statusMu sync.Mutex
-	status   map[health.Key]*statusSeries // the health gauges of each channel×model, resolved once
+	status   map[health.Key]statusSeries
+	scrape   []statusSeries // Collect's copy of status, reused (under scrapeMu)
+	scrapeMu sync.Mutex
+	health   *healthCollector
 }
 
-// statusSeries holds one channel×model's health gauges and the values last set on them, so that a
-// sweep over thousands of keys neither hashes label values nor writes what did not change.
+// statusSeries is one channel×model's health gauges: its labels and the values last published.
 type statusSeries struct {
-	score, traffic prometheus.Gauge
-	phases         [len(allPhases)]prometheus.Gauge
-	lastScore      int
-	lastTraffic    int
-	lastPhase      health.Phase
+	namespace, channel, model string
+	score, traffic            int
+	phase                     health.Phase
 }
 
 // latencyBuckets span 5 ms to 2 min: LLM calls are slow, and the tail is what matters.
@@ -72,15 +75,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Failovers: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchyard_failovers_total", Help: "Attempts moved from one channel to another, by the reason the first failed (namespace is to_channel's; from_channel is namespace/name when it is another).",
 		}, []string{"namespace", "model", "from_channel", "to_channel", "reason"}),
-		HealthScore: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "switchyard_channel_health_score", Help: "Health score 0-100 of a channel×model.",
-		}, []string{"namespace", "channel", "model"}),
-		Phase: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "switchyard_channel_phase", Help: "1 for the current phase of a channel×model, 0 for the others.",
-		}, []string{"namespace", "channel", "model", "phase"}),
-		Traffic: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "switchyard_channel_traffic_percent", Help: "Share of its normal traffic a channel×model may take (ramp, rate limit).",
-		}, []string{"namespace", "channel", "model"}),
 		Ejections: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchyard_ejections_total", Help: "Ejections of a channel×model by the rule that fired.",
 		}, []string{"namespace", "channel", "model", "reason"}),
@@ -111,7 +105,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Name: "switchyard_pii_masked_total",
 		Help: "Values of personal data masked in prompts before they went upstream, by policy and detector (RoutingPolicy spec.pii, mode Mask).",
 	}, []string{"namespace", "policy", "detector"})
-	m.status = map[health.Key]*statusSeries{}
+	m.status = map[health.Key]statusSeries{}
+	m.health = &healthCollector{m: m,
+		score: prometheus.NewDesc("switchyard_channel_health_score", "Health score 0-100 of a channel×model.",
+			[]string{"namespace", "channel", "model"}, nil),
+		phase: prometheus.NewDesc("switchyard_channel_phase", "1 for the current phase of a channel×model, 0 for the others.",
+			[]string{"namespace", "channel", "model", "phase"}, nil),
+		traffic: prometheus.NewDesc("switchyard_channel_traffic_percent", "Share of its normal traffic a channel×model may take (ramp, rate limit).",
+			[]string{"namespace", "channel", "model"}, nil),
+	}
 	// HTTP/1.1 upstream: one connection per request in flight. On a cloud's outbound NAT each
 	// holds a port, so their number is worth watching.
 	m.UpstreamOpen = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -120,7 +122,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.UpstreamIdle = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "switchyard_upstream_connections_idle", Help: "Idle connections to upstream providers, kept for reuse.",
 	}, func() float64 { _, i := m.conns(); return float64(i) })
-	reg.MustRegister(m.Requests, m.Attempts, m.Duration, m.TTFT, m.Failovers, m.HealthScore, m.Phase, m.Traffic,
+	reg.MustRegister(m.Requests, m.Attempts, m.Duration, m.TTFT, m.Failovers, m.health,
 		m.Ejections, m.BudgetExhausted, m.Tokens, m.Panic, m.ConfigLoads, m.ConfigLastLoaded, m.ConfigStale,
 		m.UpstreamOpen, m.UpstreamIdle, m.Rejected, m.PIIMasked)
 	return m
@@ -141,46 +143,13 @@ var allPhases = [...]health.Phase{health.PhaseHealthy, health.PhaseDegraded, hea
 func (m *Metrics) observeStatus(s health.Status) {
 	m.statusMu.Lock()
 	defer m.statusMu.Unlock()
-	ss := m.status[s.Key]
-	if ss == nil {
-		ns, name := routing.SplitChannelID(s.Channel)
-		ss = &statusSeries{
-			score:   m.HealthScore.WithLabelValues(ns, name, s.Model),
-			traffic: m.Traffic.WithLabelValues(ns, name, s.Model),
-		}
-		for i, p := range allPhases {
-			ss.phases[i] = m.Phase.WithLabelValues(ns, name, s.Model, p.String())
-			ss.phases[i].Set(0)
-		}
-		ss.score.Set(float64(s.Score))
-		ss.traffic.Set(float64(s.TrafficPercent))
-		ss.lastScore, ss.lastTraffic, ss.lastPhase = s.Score, s.TrafficPercent, s.Phase
-		ss.phases[phaseIndex(s.Phase)].Set(1)
-		m.status[s.Key] = ss
-		return
+	ss, ok := m.status[s.Key]
+	if !ok {
+		ss.namespace, ss.channel = routing.SplitChannelID(s.Channel)
+		ss.model = s.Model
 	}
-	if s.Score != ss.lastScore {
-		ss.score.Set(float64(s.Score))
-		ss.lastScore = s.Score
-	}
-	if s.TrafficPercent != ss.lastTraffic {
-		ss.traffic.Set(float64(s.TrafficPercent))
-		ss.lastTraffic = s.TrafficPercent
-	}
-	if s.Phase != ss.lastPhase {
-		ss.phases[phaseIndex(ss.lastPhase)].Set(0)
-		ss.phases[phaseIndex(s.Phase)].Set(1)
-		ss.lastPhase = s.Phase
-	}
-}
-
-func phaseIndex(p health.Phase) int {
-	for i, q := range allPhases {
-		if q == p {
-			return i
-		}
-	}
-	return 0
+	ss.score, ss.traffic, ss.phase = s.Score, s.TrafficPercent, s.Phase
+	m.status[s.Key] = ss
 }
 
 // forget removes the series of a channel×model that left the configuration.
@@ -188,10 +157,91 @@ func (m *Metrics) forget(k health.Key) {
 	m.statusMu.Lock()
 	delete(m.status, k)
 	m.statusMu.Unlock()
-	ns, name := routing.SplitChannelID(k.Channel)
-	m.HealthScore.DeleteLabelValues(ns, name, k.Model)
-	m.Traffic.DeleteLabelValues(ns, name, k.Model)
-	for _, p := range allPhases {
-		m.Phase.DeleteLabelValues(ns, name, k.Model, p.String())
+}
+
+// healthCollector serves the health gauges of Metrics.status at each scrape.
+type healthCollector struct {
+	m                     *Metrics
+	score, phase, traffic *prometheus.Desc
+}
+
+func (c *healthCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.score
+	ch <- c.phase
+	ch <- c.traffic
+}
+
+// Collect sends every key's score, traffic and one series per phase (1 for the current one). It
+// copies the values first, so that a scrape never holds up the publishing of the next ones.
+func (c *healthCollector) Collect(ch chan<- prometheus.Metric) {
+	m := c.m
+	m.scrapeMu.Lock()
+	defer m.scrapeMu.Unlock()
+	m.statusMu.Lock()
+	all := m.scrape[:0]
+	for _, ss := range m.status {
+		all = append(all, ss)
 	}
+	m.statusMu.Unlock()
+	for _, ss := range all {
+		// One allocation per key for its nine series; they share its three label pairs.
+		k := &keySamples{vals: [3]string{ss.channel, ss.model, ss.namespace}}
+		for i := range k.lp {
+			k.lp[i].Name, k.lp[i].Value = &labelNames[i], &k.vals[i]
+			k.pairs[i] = &k.lp[i]
+		}
+		base := k.pairs[:3:3]
+		k.samples[0] = healthSample{desc: c.score, value: float64(ss.score), labels: base}
+		k.samples[1] = healthSample{desc: c.traffic, value: float64(ss.traffic), labels: base}
+		for i, p := range allPhases {
+			l := k.pairs[3+4*i : 3+4*i+4 : 3+4*i+4]
+			copy(l, base)
+			l[3] = phaseLabels[i]
+			k.samples[2+i] = healthSample{desc: c.phase, labels: l}
+			if p == ss.phase {
+				k.samples[2+i].value = 1
+			}
+		}
+		for i := range k.samples {
+			ch <- &k.samples[i]
+		}
+	}
+	clear(all) // no strings of removed keys kept until the next scrape
+	m.scrape = all[:0]
+}
+
+// labelNames are the health gauges' label names in the order a series carries them (sorted, as
+// the registry wants them): channel, model, namespace, then phase.
+var labelNames = [4]string{"channel", "model", "namespace", "phase"}
+
+// phaseLabels are the phase label pairs, one per phase, shared by every key's phase series.
+var phaseLabels = func() (out [len(allPhases)]*dto.LabelPair) {
+	for i, p := range allPhases {
+		out[i] = &dto.LabelPair{Name: &labelNames[3], Value: new(p.String())}
+	}
+	return out
+}()
+
+// keySamples are one key's health series for one scrape.
+type keySamples struct {
+	vals    [3]string
+	lp      [3]dto.LabelPair
+	pairs   [3 + 4*len(allPhases)]*dto.LabelPair // score and traffic: the first three; each phase: four
+	samples [2 + len(allPhases)]healthSample
+}
+
+// healthSample is one health series at a scrape (a prometheus.Metric); the registry treats what
+// Write hands it as immutable, so the label pairs can be shared.
+type healthSample struct {
+	desc   *prometheus.Desc
+	value  float64
+	labels []*dto.LabelPair
+}
+
+func (s *healthSample) Desc() *prometheus.Desc { return s.desc }
+
+func (s *healthSample) Write(out *dto.Metric) error {
+	out.Label = s.labels
+	out.Gauge = &dto.Gauge{Value: &s.value}
+	return nil
 }

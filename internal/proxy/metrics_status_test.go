@@ -176,3 +176,34 @@ func TestHealthGaugesFollowEveryKey(t *testing.T) {
 	r.step(time.Second)
 	check("a step after the reload")
 }
+
+// TestScrapeDuringPublishing is for the race detector: scrapes copy the health gauges while
+// Step and reloads publish them.
+func TestScrapeDuringPublishing(t *testing.T) {
+	r := newRig(t, rigConfig{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 50 {
+			if _, err := r.srv.Registry().Gather(); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	for i := range 50 {
+		r.post("/v1/chat/completions", chat("gpt-4o", false))
+		r.step(time.Second)
+		if i%10 == 5 {
+			cfg := rigConfig{}
+			if i%20 == 5 {
+				cfg.channelB = "disabled: true"
+			}
+			r.write(cfg)
+			if err := r.src.Load(r.srv); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	<-done
+}
