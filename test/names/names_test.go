@@ -61,7 +61,16 @@ func registered(t *testing.T) map[string]metric {
 	proxy.NewMetrics(rec)
 	rec.MustRegister(controller.Collectors()...)
 	out := map[string]metric{}
+	// Collectors that serve their series at scrape time from state of their own (the health
+	// gauges) cannot be filled here; the proxy's tests check their exposition.
+	atScrape := map[string]bool{}
 	for _, c := range rec.collectors {
+		var custom bool
+		switch c.(type) {
+		case *prometheus.CounterVec, *prometheus.GaugeVec, *prometheus.HistogramVec, prometheus.Metric:
+		default:
+			custom = true
+		}
 		_, isHist := c.(*prometheus.HistogramVec)
 		if _, ok := c.(prometheus.Histogram); ok {
 			isHist = true
@@ -80,6 +89,7 @@ func registered(t *testing.T) map[string]metric {
 				}
 			}
 			out[sm[1]] = metric{labels: labels, histogram: isHist}
+			atScrape[sm[1]] = custom
 		}
 	}
 	if len(out) == 0 {
@@ -106,7 +116,7 @@ func registered(t *testing.T) map[string]metric {
 		gathered[mf.GetName()] = true
 	}
 	for name := range out {
-		if !gathered[name] {
+		if !gathered[name] && !atScrape[name] {
 			t.Errorf("%s has a descriptor but is not gathered", name)
 		}
 	}
