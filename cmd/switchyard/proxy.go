@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -45,7 +44,7 @@ func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		reqIDHeader  = fs.String("request-id-header", "", "trust this request header (set by a front proxy) for the request id; by default every id is made by the proxy")
 		drain        = fs.Duration("drain-timeout", 25*time.Second, "on SIGTERM, how long in-flight requests may take to finish")
 		reloadEvery  = fs.Duration("reload-interval", time.Second, "standalone: how often to poll the config files' size, mtime and inode for changes (file events usually trigger a reload sooner)")
-		tick         = fs.Duration("tick", 250*time.Millisecond, "how often time-driven health transitions and probes run")
+		tick         = fs.Duration("tick", proxy.DefaultTick, "how often time-driven health transitions and probes run")
 		logLevel     = fs.String("log-level", "info", "debug, info, warn or error")
 	)
 	fs.Usage = func() {
@@ -126,10 +125,6 @@ func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 	}
-	go srv.Run(bg, *tick)
-
-	api := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
-	admin := &http.Server{Handler: srv.AdminHandler(), ReadHeaderTimeout: 10 * time.Second}
 	apiLn, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return fmt.Errorf("--listen: %w", err)
@@ -139,29 +134,7 @@ func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		apiLn.Close()
 		return fmt.Errorf("--admin-listen: %w", err)
 	}
-	errc := make(chan error, 2)
-	go func() { errc <- api.Serve(apiLn) }()
-	go func() { errc <- admin.Serve(adminLn) }()
-	logger.Info("Serving", "api", apiLn.Addr().String(), "admin", adminLn.Addr().String())
-
-	select {
-	case err := <-errc:
-		return fmt.Errorf("server stopped: %w", err)
-	case <-ctx.Done():
-	}
-	// SIGTERM: fail readiness, stop accepting, let in-flight requests finish within the drain timeout.
-	logger.Info("Shutting down: draining in-flight requests", "drainTimeout", drain.String())
-	srv.Drain()
-	sctx, cancel := context.WithTimeout(context.Background(), *drain)
-	defer cancel()
-	err = api.Shutdown(sctx)
-	stopBG()
-	_ = admin.Shutdown(sctx)
-	if err != nil {
-		return fmt.Errorf("drain did not finish within %s: %w", *drain, err)
-	}
-	logger.Info("Stopped")
-	return nil
+	return proxy.Serve(ctx, srv, proxy.ServeOptions{API: apiLn, Admin: adminLn, Drain: *drain, Tick: *tick})
 }
 
 // defaultAdminListen is the admin port's address when --admin-listen is not given. The admin API
