@@ -25,6 +25,7 @@ const (
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.disabledUntil) || (has(self.disabled) && self.disabled)",message="disabledUntil is only allowed with disabled: true",fieldPath=".disabledUntil"
 // +kubebuilder:validation:XValidation:rule="!has(self.disabledReason) || (has(self.disabled) && self.disabled)",message="disabledReason is only allowed with disabled: true",fieldPath=".disabledReason"
+// +kubebuilder:validation:XValidation:rule="!has(self.tls) || !has(self.baseURL) || self.baseURL.startsWith('https://')",message="tls applies to an https:// baseURL only",fieldPath=".tls"
 type ProviderChannelSpec struct {
 	// provider is the API the channel speaks: openai (any OpenAI-compatible API) or azure-openai.
 	// +required
@@ -97,6 +98,11 @@ type ProviderChannelSpec struct {
 	// faultInjection rehearses an outage on a share of this channel's attempts; off when absent.
 	// +optional
 	FaultInjection *FaultInjection `json:"faultInjection,omitempty"`
+
+	// tls sets the CA bundle the channel's https baseURL is verified with and the client
+	// certificate presented to it; absent: the system roots, no client certificate.
+	// +optional
+	TLS *ChannelTLS `json:"tls,omitempty"`
 }
 
 // SecretKeyRef selects one key of a Secret in the channel's namespace.

@@ -290,22 +290,20 @@ func (p *Publisher) gather(ctx context.Context) (routing.Inputs, error) {
 	seen := map[client.ObjectKey]bool{}
 	for i := range in.Channels {
 		pc := &in.Channels[i]
-		ref := pc.Spec.CredentialsRef
-		if ref == nil {
-			continue
-		}
-		key := client.ObjectKey{Namespace: pc.Namespace, Name: ref.Name}
-		if seen[key] {
-			continue
-		}
-		seen[key] = true
-		switch s, err := p.secrets.get(ctx, key); {
-		case apierrors.IsNotFound(err):
-			// Compile reports the missing Secret on the channel.
-		case err != nil:
-			return in, fmt.Errorf("failed to get Secret %s: %w", key, err)
-		default:
-			in.Secrets = append(in.Secrets, *s)
+		for _, name := range routing.SecretNames(pc) {
+			key := client.ObjectKey{Namespace: pc.Namespace, Name: name}
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			switch s, err := p.secrets.get(ctx, key); {
+			case apierrors.IsNotFound(err):
+				// Compile reports the missing Secret on the channel.
+			case err != nil:
+				return in, fmt.Errorf("failed to get Secret %s: %w", key, err)
+			default:
+				in.Secrets = append(in.Secrets, *s)
+			}
 		}
 	}
 	seen[p.credentialsKey()] = true

@@ -16,9 +16,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1alpha1 "github.com/switchyard-io/switchyard/api/v1alpha1"
+	"github.com/switchyard-io/switchyard/internal/routing"
 )
 
-// credentialsRefIndex indexes ProviderChannels by the Secret they reference.
+// credentialsRefIndex indexes ProviderChannels by the Secrets they reference (routing.SecretNames:
+// credentialsRef and the TLS client certificate).
 const credentialsRefIndex = "spec.credentialsRef.name"
 
 // Setup registers the two reconcilers and the admin API poller with the manager. Build the
@@ -28,10 +30,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.ProviderChannel{}, credentialsRefIndex, func(o client.Object) []string {
-		if ref := o.(*v1alpha1.ProviderChannel).Spec.CredentialsRef; ref != nil {
-			return []string{ref.Name}
-		}
-		return nil
+		return routing.SecretNames(o.(*v1alpha1.ProviderChannel))
 	}); err != nil {
 		return fmt.Errorf("failed to index ProviderChannels by Secret: %w", err)
 	}

@@ -124,7 +124,7 @@ func (s *Server) do(ctx context.Context, w http.ResponseWriter, a *attempt) (res
 		}
 	}
 
-	resp, err := s.transport.RoundTrip(req) // no redirects to follow: a 3xx is a failure (below)
+	resp, err := s.upstreamFor(a.channel).RoundTrip(req) // no redirects to follow: a 3xx is a failure (below)
 	if err != nil {
 		return transportFailure(ctx, err, "waiting for response headers")
 	}

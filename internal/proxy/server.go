@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -87,6 +88,7 @@ type Server struct {
 	metrics   *Metrics
 	registry  *prometheus.Registry
 	transport http.RoundTripper
+	channelTr channelTransports // of the channels with spec.tls
 	accessLog *accessLog
 	bootID    string
 
@@ -121,6 +123,8 @@ type config struct {
 	models   map[string]*modelRoute
 	keys     []health.Key // every channel×model the engine was configured with
 	redact   *redactor    // removes this table's provider keys from upstream-derived text
+	// transports are the upstream transports of the channels with TLS settings, by channel ID.
+	transports map[string]http.RoundTripper
 }
 
 // modelRoute is everything needed to route one public model.
@@ -199,7 +203,11 @@ func New(opts Options) *Server {
 	}, func() float64 { return float64(s.bodyBytes.Load()) })
 	opts.Registry.MustRegister(s.metrics.InFlight, s.metrics.BodyBytes)
 	if cs, ok := opts.Transport.(interface{ connStats() (open, idle int) }); ok {
-		f := cs.connStats
+		f := func() (open, idle int) {
+			o, i := cs.connStats()
+			co, ci := s.channelTr.connStats()
+			return o + co, i + ci
+		}
 		s.metrics.connStats.Store(&f)
 	}
 	return s
@@ -228,10 +236,20 @@ func (s *Server) apply(t *routing.Table, source string, rejected error, problems
 	now := s.clock.Now()
 	c := &config{table: t, channels: map[string]*routing.Channel{}, models: map[string]*modelRoute{}}
 	keys := make([]string, 0, len(t.Credentials))
-	for _, k := range t.Credentials {
+	for name, k := range t.Credentials {
+		// A TLS client certificate and its key never go to the provider, so it cannot echo them;
+		// and redacting a PEM header's prefix would mangle any answer that shows a certificate.
+		if strings.HasSuffix(name, "#"+routing.PartTLSCert) || strings.HasSuffix(name, "#"+routing.PartTLSKey) {
+			continue
+		}
 		keys = append(keys, k.Reveal())
 	}
 	c.redact = newRedactor(keys)
+	var tlsErrs []error
+	c.transports, tlsErrs = s.channelTr.update(t)
+	for _, err := range tlsErrs {
+		s.log.Error("A channel's TLS settings do not load; its attempts fail until they do", "error", err.Error())
+	}
 	for i := range t.Channels {
 		c.channels[t.Channels[i].ID()] = &t.Channels[i]
 	}
@@ -354,9 +372,6 @@ func (s *Server) Run(ctx context.Context, interval time.Duration) {
 			return
 		case <-t.C:
 			s.Step(ctx)
-			if p, ok := s.transport.(interface{ closeExpired() }); ok {
-				p.closeExpired() // idle upstream connections nobody came back for
-			}
 		}
 	}
 }

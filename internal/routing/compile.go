@@ -116,6 +116,14 @@ func Compile(in Inputs) (*Table, []Problem) {
 		if !ok {
 			continue
 		}
+		tlsSettings, parts, ok := c.channelTLS(pc)
+		if !ok {
+			continue
+		}
+		ch.TLS = tlsSettings
+		for part, v := range parts {
+			t.Credentials[CredentialPart(id, part)] = NewSecret(v)
+		}
 		if override, ok := in.KeyOverrides[id]; ok && override != "" {
 			key, ch.HasCredentials = override, true
 		}

@@ -104,6 +104,10 @@ func TestCompileProblems(t *testing.T) {
 		return rp
 	}
 	secret := corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "key", Namespace: "llm"}, Data: map[string][]byte{"apiKey": []byte("sk-1")}}
+	// For spec.tls: a CA, a client certificate, and the key of another certificate.
+	testCA := testutil.NewCA(t)
+	testClientCrt, _ := testCA.Issue(t, "switchyard", true)
+	_, testOtherKey := testCA.Issue(t, "other", true)
 
 	tests := []struct {
 		name       string
@@ -156,6 +160,30 @@ func TestCompileProblems(t *testing.T) {
 		}()}}, ReasonInvalidSpec, "routed by this policy itself"},
 		{"the same channel declared twice", Inputs{Channels: []v1alpha1.ProviderChannel{channel("a", nil), channel("a", nil)}},
 			ReasonDuplicateChannel, "llm/a"},
+		{"tls on a plain http baseURL", Inputs{Channels: []v1alpha1.ProviderChannel{channel("a", func(s *v1alpha1.ProviderChannelSpec) {
+			s.BaseURL = "http://127.0.0.1:8000/v1"
+			s.TLS = &v1alpha1.ChannelTLS{CABundle: testCA.PEM}
+		})}}, ReasonInvalidSpec, "spec.tls applies to an https:// baseURL only"},
+		{"a CA bundle without a certificate", Inputs{Channels: []v1alpha1.ProviderChannel{channel("a", func(s *v1alpha1.ProviderChannelSpec) {
+			s.TLS = &v1alpha1.ChannelTLS{CABundle: "-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n"}
+		})}}, ReasonInvalidSpec, "spec.tls.caBundle"},
+		{"a missing client certificate Secret", Inputs{Channels: []v1alpha1.ProviderChannel{channel("a", func(s *v1alpha1.ProviderChannelSpec) {
+			s.TLS = &v1alpha1.ChannelTLS{ClientCertificateRef: &v1alpha1.SecretRef{Name: "mtls"}}
+		})}}, ReasonSecretNotFound, "spec.tls.clientCertificateRef: Secret llm/mtls not found"},
+		{"a client certificate Secret without tls.key", Inputs{Secrets: []corev1.Secret{{ObjectMeta: metav1.ObjectMeta{Name: "mtls", Namespace: "llm"},
+			Data: map[string][]byte{"tls.crt": []byte(testClientCrt)}}},
+			Channels: []v1alpha1.ProviderChannel{channel("a", func(s *v1alpha1.ProviderChannelSpec) {
+				s.TLS = &v1alpha1.ChannelTLS{ClientCertificateRef: &v1alpha1.SecretRef{Name: "mtls"}}
+			})}}, ReasonSecretKeyNotFound, "needs keys tls.crt and tls.key"},
+		{"a client certificate with another's key", Inputs{Secrets: []corev1.Secret{{ObjectMeta: metav1.ObjectMeta{Name: "mtls", Namespace: "llm"},
+			Data: map[string][]byte{"tls.crt": []byte(testClientCrt), "tls.key": []byte(testOtherKey)}}},
+			Channels: []v1alpha1.ProviderChannel{channel("a", func(s *v1alpha1.ProviderChannelSpec) {
+				s.TLS = &v1alpha1.ChannelTLS{ClientCertificateRef: &v1alpha1.SecretRef{Name: "mtls"}}
+			})}}, ReasonInvalidSpec, "do not form a certificate and its key"},
+		{"the controller's own Secret as a client certificate", Inputs{Secrets: []corev1.Secret{secret}, ReservedSecrets: map[string]bool{"llm/key": true},
+			Channels: []v1alpha1.ProviderChannel{channel("a", func(s *v1alpha1.ProviderChannelSpec) {
+				s.TLS = &v1alpha1.ChannelTLS{ClientCertificateRef: &v1alpha1.SecretRef{Name: "key"}}
+			})}}, ReasonRefNotPermitted, "spec.tls.clientCertificateRef"},
 		{"disabledReason without disabled", Inputs{Channels: []v1alpha1.ProviderChannel{channel("a", func(s *v1alpha1.ProviderChannelSpec) { s.DisabledReason = "x" })}},
 			ReasonInvalidSpec, "disabledReason"},
 	}

@@ -25,7 +25,9 @@ type Table struct {
 	// Policies in Compile's order: oldest first (creation time, then namespace/name), the order
 	// in which a contested model goes to the older policy.
 	Policies []Policy `json:"policies"`
-	// Credentials maps a channel ID to its provider key. Never serialised with the table.
+	// Credentials maps a channel ID to its provider key, and CredentialPart(ID, part) to the
+	// channel's other secret material (a client certificate's key). Never serialised with the
+	// table.
 	Credentials map[string]Secret `json:"-"`
 }
 
@@ -49,6 +51,8 @@ type Channel struct {
 	DisabledUntil  *time.Time      `json:"disabledUntil,omitempty"`
 	DisabledReason string          `json:"disabledReason,omitempty"`
 	Fault          *FaultInjection `json:"faultInjection,omitempty"`
+	// TLS is the channel's CA bundle and client certificate (spec.tls); nil: the system roots.
+	TLS *ChannelTLS `json:"tls,omitempty"`
 }
 
 // ID is the channel's identity everywhere a channel is named at run time (the health engine, the
