@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -53,22 +54,24 @@ type clientEntry struct {
 type clientsState struct {
 	s        *Server
 	limiters sync.Map // client ID -> *clientLimiter
-	metrics  clientMetrics
+	metrics  *clientMetrics
 	mu       sync.Mutex
 	mode     string // the last mode logged ("required", "open")
 }
 
+// clientMetrics are the client layer's metrics, part of Metrics (NewMetrics registers them).
 type clientMetrics struct {
 	required     prometheus.Gauge
 	requests     *prometheus.CounterVec
 	tokens       *prometheus.CounterVec
 	authFailures *prometheus.CounterVec
 	limited      *prometheus.CounterVec
+	auditLost    prometheus.CounterFunc
+	audit        atomic.Pointer[audit.Log] // the log auditLost reads; nil: none
 }
 
-func newClientsState(s *Server) *clientsState {
-	cs := &clientsState{s: s}
-	m := &cs.metrics
+func newClientMetrics(reg prometheus.Registerer) *clientMetrics {
+	m := &clientMetrics{}
 	m.required = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "switchyard_client_auth_required", Help: "1 while the proxy requires a GatewayClient key (--require-client-key, or GatewayClients in the config); 0 while it serves anyone who reaches it.",
 	})
@@ -84,13 +87,16 @@ func newClientsState(s *Server) *clientsState {
 	m.limited = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "switchyard_client_limited_total", Help: "Requests of a GatewayClient refused with 429 by this replica's share of a limit (requestsPerMinute, tokensPerMinute, tokensPerDay).",
 	}, []string{"namespace", "client", "limit"})
-	s.registry.MustRegister(m.required, m.requests, m.tokens, m.authFailures, m.limited)
-	if a := s.opts.Audit; a != nil {
-		s.registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "switchyard_audit_lines_lost_total", Help: "Audit lines dropped because the audit writer fell behind (the next line written records the count).",
-		}, func() float64 { return float64(a.Lost()) }))
-	}
-	return cs
+	m.auditLost = prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "switchyard_audit_lines_lost_total", Help: "Audit lines dropped because the audit writer fell behind (the next line written records the count).",
+	}, func() float64 { return float64(m.audit.Load().Lost()) })
+	reg.MustRegister(m.required, m.requests, m.tokens, m.authFailures, m.limited, m.auditLost)
+	return m
+}
+
+func newClientsState(s *Server) *clientsState {
+	s.metrics.Clients.audit.Store(s.opts.Audit)
+	return &clientsState{s: s, metrics: s.metrics.Clients}
 }
 
 // index builds the client index of a table being applied, and logs when the proxy turns open or
