@@ -16,6 +16,7 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/switchyard-io/switchyard/internal/audit"
 	"github.com/switchyard-io/switchyard/internal/proxy"
 	"github.com/switchyard-io/switchyard/internal/proxy/kubesource"
 	"github.com/switchyard-io/switchyard/internal/version"
@@ -29,7 +30,7 @@ func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := flag.NewFlagSet("proxy", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		configPath   = fs.String("config", "", "standalone: a YAML file or directory of ProviderChannel, RoutingPolicy and Secret manifests (reloaded on change and on SIGHUP)")
+		configPath   = fs.String("config", "", "standalone: a YAML file or directory of ProviderChannel, RoutingPolicy, GatewayClient and Secret manifests (reloaded on change and on SIGHUP)")
 		configMap    = fs.String("configmap", "", "in cluster: NAMESPACE/NAME of the ConfigMap the controller writes (credentials come from the Secret NAME-credentials)")
 		credSecret   = fs.String("credentials-secret", "", "with --configmap: the Secret holding provider keys (default NAME-credentials, the controller's default)")
 		kubeconfig   = fs.String("kubeconfig", "", "kubeconfig for --configmap outside a cluster (default: in-cluster, then $KUBECONFIG)")
@@ -46,6 +47,10 @@ func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		reloadEvery  = fs.Duration("reload-interval", time.Second, "standalone: how often to poll the config files' size, mtime and inode for changes (file events usually trigger a reload sooner)")
 		tick         = fs.Duration("tick", proxy.DefaultTick, "how often time-driven health transitions and probes run")
 		logLevel     = fs.String("log-level", "info", "debug, info, warn or error")
+		requireKey   = fs.Bool("require-client-key", false, "refuse every request without a GatewayClient key (401), even while no GatewayClient is configured; without it the proxy requires keys once a GatewayClient exists and serves openly before (the cluster install sets it)")
+		auditLog     = fs.String("audit-log", "", "write one chained JSON line per client request to this file (rotated by size), or - for stdout; verify with 'switchyard audit verify'")
+		auditMax     = fs.Int64("audit-log-max-bytes", 100<<20, "rotate the audit log when it would grow past this size (to PATH.1, PATH.2, ...)")
+		auditKeep    = fs.Int("audit-log-keep", 5, "rotated audit log files kept")
 	)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: switchyard proxy (--config PATH | --configmap NAMESPACE/NAME) [flags]")
@@ -80,13 +85,23 @@ func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		defer f.Close()
 		logW = f
 	}
+	var auditW *audit.Log
+	if *auditLog != "" {
+		var err error
+		auditW, err = audit.Open(audit.Options{Path: *auditLog, MaxBytes: *auditMax, Keep: *auditKeep, Stdout: stdout,
+			OnError: func(err error) { logger.Error("Failed to write the audit log", "error", err.Error()) }})
+		if err != nil {
+			return fmt.Errorf("--audit-log: %w", err)
+		}
+		defer auditW.Close() // after the drain: the last requests' lines are written
+	}
 	replica := os.Getenv("POD_NAME")
 	if *adminListen == "" {
 		*adminListen = defaultAdminListen(*configMap != "")
 	}
 	srv := proxy.New(proxy.Options{MaxBodyBytes: *maxBody, MaxBufferedBodyBytes: *maxBuffered, MaxInFlight: *maxInFlight,
 		BodyReadTimeout: *bodyTimeout, ClientWriteTimeout: *writeTimeout, RequestIDHeader: *reqIDHeader,
-		AccessLog: logW, Logger: logger, Replica: replica})
+		AccessLog: logW, Logger: logger, Replica: replica, RequireClientKey: *requireKey, Audit: auditW})
 	logger.Info("Starting switchyard proxy", "version", version.String(), "listen", *listen, "adminListen", *adminListen)
 
 	bg, stopBG := context.WithCancel(context.Background())

@@ -23,7 +23,7 @@ import (
 // credentialsRef and the TLS client certificate).
 const credentialsRefIndex = "spec.credentialsRef.name"
 
-// Setup registers the two reconcilers and the admin API poller with the manager. Build the
+// Setup registers the reconcilers (ProviderChannel, RoutingPolicy, GatewayClient) and the admin API poller with the manager. Build the
 // manager with CacheOptions(opts).
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err := opts.complete(); err != nil {
@@ -41,6 +41,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err := mgr.Add(poller); err != nil {
 		return err
 	}
+	publisher.replicas = func() int { return readyReplicas(poller.View()) }
 	base := reconcilerBase{client: c, opts: opts, publisher: publisher, journal: journal, live: poller}
 
 	owned := predicate.NewPredicateFuncs(func(o client.Object) bool {
@@ -74,7 +75,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		Complete(pr); err != nil {
 		return fmt.Errorf("failed to set up the RoutingPolicy controller: %w", err)
 	}
-	return nil
+	return setupClients(ctx, mgr, base, owned)
 }
 
 // reconcilerBase is what both reconcilers share.

@@ -45,6 +45,8 @@ type attempt struct {
 	restore *pii.Session
 	// piiMasked counts the values masked in the request, per detector (access log).
 	piiMasked map[string]int
+	// call is the client layer's record of the request (clientauth.go); nil for probes.
+	call *clientCall
 }
 
 // result is what happened. When committed, bytes went to the client and nothing more may be sent.
@@ -353,6 +355,9 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 		if ev.usage != nil {
 			s.addTokens(a, ev.usage)
 		}
+		if a.call.dropEvent(&ev) {
+			continue // the usage the proxy asked for on the client's behalf
+		}
 		wd.extend()
 		out := ev.raw
 		if restore != nil {
@@ -428,6 +433,7 @@ func (s *Server) finishAttempt(a *attempt, r *result) {
 			s.metrics.TTFT.WithLabelValues(a.channel.Namespace, a.channel.Name, a.model).Observe(r.ttft.Seconds())
 		}
 	}
+	a.call.attempt(a, r)
 	if s.accessLog == nil {
 		return
 	}
@@ -711,6 +717,7 @@ func (s *sseReader) next() (sseEvent, error) {
 }
 
 func (s *Server) addTokens(a *attempt, u *usage) {
+	a.call.tokens(u)
 	if p := u.PromptTokens + u.InputTokens; p > 0 {
 		s.metrics.Tokens.WithLabelValues(a.channel.Namespace, a.channel.Name, a.model, "prompt").Add(float64(p))
 	}

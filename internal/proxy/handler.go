@@ -89,6 +89,13 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
 		return
 	}
 	defer s.inFlight.Add(-1)
+	// Client keys, limits and the audit line (clientauth.go): the key is checked before the body
+	// is read; call is nil, and w unchanged, on an open proxy without an audit log.
+	call, w := s.beginCall(w, path)
+	defer call.finish(reqID)
+	if !call.authenticate(r) {
+		return
+	}
 	if len(r.TransferEncoding) > 0 {
 		// Go's server lets Transfer-Encoding override a Content-Length sent with it, where a
 		// front proxy may have framed the body by the Content-Length: a smuggled request. Every
@@ -138,6 +145,11 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
 		writeError(w, http.StatusServiceUnavailable, "server_error", "no_config", "the gateway has no routing configuration loaded yet", 0)
 		return
 	}
+	cr, admitted := call.admit(c, cr)
+	if !admitted {
+		return
+	}
+	body = cr.bodyOr(body)
 	if c.models[cr.Model] == nil {
 		s.metrics.Requests.WithLabelValues("", "unknown", "model_not_found").Inc()
 		writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found",
@@ -146,8 +158,9 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
 	}
 	rt := &routeState{
 		s: s, c: c, w: w, req: cr, path: path, header: r.Header, requestID: reqID,
-		drill: strings.EqualFold(r.Header.Get("X-Switchyard-Drill"), "true"),
+		drill: strings.EqualFold(r.Header.Get("X-Switchyard-Drill"), "true"), call: call,
 	}
+	defer call.routed(rt)
 	if pr := c.models[cr.Model].pii; pr != nil {
 		// The requested model's policy masks for every hop: fallbacks get the same masked body.
 		var ok bool
@@ -194,6 +207,7 @@ type routeState struct {
 	prevReason  string
 	restore     *pii.Session   // the masked values to put back into the answer; nil for none
 	piiMasked   map[string]int // values masked per detector, for the access log
+	call        *clientCall    // the client layer's record of the request (nil: none)
 }
 
 // run routes the request: healthy channels of the model → the same channel again only when it is
@@ -311,7 +325,7 @@ func (rt *routeState) try(ctx context.Context, mr *modelRoute, ch *routing.Chann
 	rt.attempts++
 	a := &attempt{channel: ch, key: rt.key(ch), model: mr.model, upstream: upstream, path: rt.path, body: body,
 		stream: rt.req.Stream, timeout: timeout, header: rt.header, requestID: rt.requestID, number: rt.attempts, drill: rt.drill,
-		redact: rt.c.redact, restore: rt.restore, piiMasked: rt.piiMasked}
+		redact: rt.c.redact, restore: rt.restore, piiMasked: rt.piiMasked, call: rt.call}
 	res := s.do(ctx, rt.w, a)
 	rt.prev, rt.prevReason = ch, res.outcome.String()
 	if res.errCode != "" {

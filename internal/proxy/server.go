@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/switchyard-io/switchyard/internal/adminapi"
+	"github.com/switchyard-io/switchyard/internal/audit"
 	"github.com/switchyard-io/switchyard/internal/health"
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
@@ -77,6 +78,11 @@ type Options struct {
 	Replica string
 	// JournalSize is the number of health events kept for /admin/v1/events (default 1024).
 	JournalSize int
+	// RequireClientKey refuses every request without a GatewayClient key (401), even while the
+	// config has no GatewayClient. Without it the proxy requires keys only once a client exists.
+	RequireClientKey bool
+	// Audit receives one line per API request (clientauth.go); nil disables it.
+	Audit *audit.Log
 }
 
 // Server is the proxy. Its data-plane Handler and AdminHandler are served on separate ports.
@@ -91,6 +97,7 @@ type Server struct {
 	channelTr channelTransports // of the channels with spec.tls
 	accessLog *accessLog
 	bootID    string
+	clients   *clientsState // client keys, limits and the audit log (clientauth.go)
 
 	cfg     atomic.Pointer[config]
 	cfgMu   sync.Mutex // serialises Apply
@@ -125,6 +132,7 @@ type config struct {
 	redact   *redactor    // removes this table's provider keys from upstream-derived text
 	// transports are the upstream transports of the channels with TLS settings, by channel ID.
 	transports map[string]http.RoundTripper
+	auth       *clientIndex // the table's GatewayClients by key hash
 }
 
 // modelRoute is everything needed to route one public model.
@@ -202,6 +210,7 @@ func New(opts Options) *Server {
 		Name: "switchyard_request_body_bytes_buffered", Help: "Bytes of client request bodies held in memory (bounded by --max-buffered-body-bytes).",
 	}, func() float64 { return float64(s.bodyBytes.Load()) })
 	opts.Registry.MustRegister(s.metrics.InFlight, s.metrics.BodyBytes)
+	s.clients = newClientsState(s)
 	if cs, ok := opts.Transport.(interface{ connStats() (open, idle int) }); ok {
 		f := func() (open, idle int) {
 			o, i := cs.connStats()
@@ -250,6 +259,7 @@ func (s *Server) apply(t *routing.Table, source string, rejected error, problems
 	for _, err := range tlsErrs {
 		s.log.Error("A channel's TLS settings do not load; its attempts fail until they do", "error", err.Error())
 	}
+	c.auth = s.clients.index(t)
 	for i := range t.Channels {
 		c.channels[t.Channels[i].ID()] = &t.Channels[i]
 	}

@@ -20,6 +20,8 @@ type Inputs struct {
 	Channels []v1alpha1.ProviderChannel
 	Policies []v1alpha1.RoutingPolicy
 	Secrets  []corev1.Secret
+	// Clients are compiled by CompileClients, not Compile (their keys Secrets are in Secrets).
+	Clients []v1alpha1.GatewayClient
 	// KeyOverrides maps a channel ID (see Channel.ID) to a key that wins over its credentialsRef (standalone
 	// mode fills it from SWITCHYARD_KEY_<CHANNEL> environment variables).
 	KeyOverrides map[string]string

@@ -29,6 +29,14 @@ type Table struct {
 	// channel's other secret material (a client certificate's key). Never serialised with the
 	// table.
 	Credentials map[string]Secret `json:"-"`
+	// Clients are the compiled GatewayClients (CompileClients), sorted by ID: hashes of their
+	// keys, never the keys. A proxy older than clients ignores the field (encoding/json skips
+	// unknown members) and serves openly, as it did before; upgrade the proxies first.
+	Clients []Client `json:"clients,omitempty"`
+	// ProxyReplicas is the number of ready proxy replicas the controller saw when it published
+	// (set only when there are clients): each replica enforces 1/ProxyReplicas of every client
+	// limit. 0 (standalone) counts as 1.
+	ProxyReplicas int `json:"proxyReplicas,omitempty"`
 }
 
 // Channel is one compiled ProviderChannel.
@@ -185,6 +193,9 @@ func (t *Table) Generations() map[string]int64 {
 	}
 	for _, p := range t.Policies {
 		out[ObjectKey("RoutingPolicy", p.Namespace, p.Name)] = p.Generation
+	}
+	for _, c := range t.Clients {
+		out[ObjectKey("GatewayClient", c.Namespace, c.Name)] = c.Generation
 	}
 	return out
 }
