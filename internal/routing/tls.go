@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -66,7 +67,8 @@ func (c *compiler) channelTLS(pc *v1alpha1.ProviderChannel) (*ChannelTLS, map[st
 		c.problem("ProviderChannel", pc.Namespace, pc.Name, reason, fmt.Sprintf(format, args...))
 		return nil, nil, false
 	}
-	if len(pc.Spec.BaseURL) < len("https://") || pc.Spec.BaseURL[:len("https://")] != "https://" {
+	// No baseURL: bedrock and vertex derive an https one from the region.
+	if pc.Spec.BaseURL != "" && !strings.HasPrefix(pc.Spec.BaseURL, "https://") {
 		return bad(ReasonInvalidSpec, "spec.tls applies to an https:// baseURL only")
 	}
 	out := &ChannelTLS{CABundle: spec.CABundle}

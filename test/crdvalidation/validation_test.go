@@ -84,7 +84,7 @@ func TestInvalidObjectsRejected(t *testing.T) {
 		// want are substrings of the API server's message: the field path first.
 		want []string
 	}{
-		{"unknown provider", "ProviderChannel", strings.Replace(validChannel, "openai", "bedrock", 1), []string{"spec.provider", `Unsupported value: "bedrock"`}},
+		{"unknown provider", "ProviderChannel", strings.Replace(validChannel, "openai", "gemini", 1), []string{"spec.provider", `Unsupported value: "gemini"`}},
 		{"baseURL not http", "ProviderChannel", strings.Replace(validChannel, "https://api.example.com/v1", "ftp://api.example.com/v1", 1), []string{"spec.baseURL", "http:// or https://"}},
 		{"baseURL not a URL", "ProviderChannel", strings.Replace(validChannel, "https://api.example.com/v1", "api example", 1), []string{"spec.baseURL", "http:// or https://"}},
 		{"no models", "ProviderChannel", strings.Replace(validChannel, "[{name: gpt-4o}]", "[]", 1), []string{"spec.models", "at least 1"}},
@@ -101,7 +101,7 @@ func TestInvalidObjectsRejected(t *testing.T) {
 		{"abortStatus below 400", "ProviderChannel", validChannel + "faultInjection: {abortStatus: 302}", []string{"spec.faultInjection.abortStatus", "greater than or equal to 400"}},
 		{"abortStatus above 599", "ProviderChannel", validChannel + "faultInjection: {abortStatus: 600}", []string{"spec.faultInjection.abortStatus", "less than or equal to 599"}},
 		{"fault percent above 100", "ProviderChannel", validChannel + "faultInjection: {abortStatus: 503, percent: 101}", []string{"spec.faultInjection.percent", "less than or equal to 100"}},
-		{"credentialsRef without key", "ProviderChannel", validChannel + "credentialsRef: {name: k}", []string{"spec.credentialsRef.key", "Required"}},
+		{"credentialsRef without key", "ProviderChannel", validChannel + "credentialsRef: {name: k}", []string{"spec.credentialsRef.key", "credentialsRef.key is required for this provider"}},
 		{"channels and selector", "RoutingPolicy", validPolicy + "channelSelector: {matchLabels: {a: b}}", []string{"spec", "exactly one of channels or channelSelector is required"}},
 		{"neither channels nor selector", "RoutingPolicy", "models: [gpt-4o]", []string{"spec", "exactly one of channels or channelSelector is required"}},
 		{"ramp not increasing", "RoutingPolicy", validPolicy + "recovery: {rampSteps: [5, 50, 15, 100]}", []string{"spec.recovery.rampSteps", "strictly increasing"}},
