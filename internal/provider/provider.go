@@ -28,9 +28,12 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/switchyard-io/switchyard/internal/health"
@@ -168,4 +171,15 @@ func ParseRetryAfter(v string, now time.Time) time.Duration {
 		}
 	}
 	return 0
+}
+
+// ParseBaseURL parses a channel's baseURL (or the one an adapter derived from its region): an
+// http:// or https:// URL with a host, no credentials, query or fragment, without a trailing
+// slash. The message names the field and never quotes the value, which may carry a password.
+func ParseBaseURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(strings.TrimRight(raw, "/"))
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return nil, errors.New("spec.baseURL: want an http:// or https:// URL with a host and no credentials, query or fragment")
+	}
+	return u, nil
 }

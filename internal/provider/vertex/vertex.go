@@ -125,11 +125,7 @@ func Endpoint(region, baseURL string) (*url.URL, error) {
 		}
 		raw = "https://" + host + "/v1"
 	}
-	u, err := url.Parse(strings.TrimRight(raw, "/"))
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return nil, errors.New("spec.baseURL: want an http:// or https:// URL with a host and no credentials, query or fragment")
-	}
-	return u, nil
+	return provider.ParseBaseURL(raw)
 }
 
 var (
