@@ -7,36 +7,69 @@ import (
 	"strings"
 )
 
-// MessagesRequest is what the gateway reads from a Messages request, for routing.
-type MessagesRequest struct {
-	NeedsVision, NeedsTools bool
+// Needs is what a request asks of the model, for capability routing.
+type Needs struct {
+	Vision, Tools bool
+	// TextBytes counts the bytes of the prompt's text (system, messages, tool results and
+	// definitions; not image data), for a lower bound on its tokens.
+	TextBytes int
 }
 
-// Inspect reads what a Messages request asks of the model (images, tools) without translating it.
-func Inspect(body []byte) MessagesRequest {
+// Inspect reads what a Messages or OpenAI chat completions request asks of the model: images
+// (image and document blocks, image_url parts), tools, and how much text it holds. It never
+// fails: what it cannot read it does not count.
+func Inspect(body []byte) Needs {
 	var r struct {
 		Tools    []json.RawMessage `json:"tools"`
-		Messages []struct {
-			Content json.RawMessage `json:"content"`
-		} `json:"messages"`
+		System   json.RawMessage   `json:"system"`
+		Messages []json.RawMessage `json:"messages"`
 	}
 	_ = json.Unmarshal(body, &r)
-	out := MessagesRequest{NeedsTools: len(r.Tools) > 0}
+	n := Needs{Tools: len(r.Tools) > 0, TextBytes: len(r.System)}
+	for _, t := range r.Tools {
+		n.TextBytes += len(t)
+	}
 	for _, m := range r.Messages {
-		var blocks []struct {
-			Type    string            `json:"type"`
-			Content []json.RawMessage `json:"content"`
+		n.walk(m)
+	}
+	return n
+}
+
+// walk counts the text of a message (or block) and notes its images.
+func (n *Needs) walk(raw json.RawMessage) {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		n.TextBytes += len(s)
+		return
+	}
+	var arr []json.RawMessage
+	if json.Unmarshal(raw, &arr) == nil {
+		for _, e := range arr {
+			n.walk(e)
 		}
-		if json.Unmarshal(m.Content, &blocks) != nil {
-			continue
-		}
-		for _, b := range blocks {
-			if b.Type == "image" || b.Type == "document" {
-				out.NeedsVision = true
+		return
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) != nil {
+		return
+	}
+	var typ string
+	_ = json.Unmarshal(obj["type"], &typ)
+	switch typ {
+	case "image", "image_url", "document":
+		n.Vision = true
+		return
+	}
+	for k, v := range obj {
+		switch k {
+		case "content", "text", "arguments", "input", "tool_calls", "function":
+			if k == "input" {
+				n.TextBytes += len(v)
+				continue
 			}
+			n.walk(v)
 		}
 	}
-	return out
 }
 
 // ChatFromMessagesRequest translates a Messages request to an OpenAI chat completions request

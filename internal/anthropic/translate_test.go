@@ -192,11 +192,19 @@ func TestMessageStreamEndWithoutDone(t *testing.T) {
 }
 
 func TestInspect(t *testing.T) {
-	r := Inspect([]byte(`{"tools":[{"name":"f","input_schema":{}}],"messages":[{"role":"user","content":[{"type":"image","source":{"type":"url","url":"https://x"}}]}]}`))
-	if !r.NeedsTools || !r.NeedsVision {
-		t.Errorf("Inspect: %+v", r)
-	}
-	if r := Inspect([]byte(`{"messages":[{"role":"user","content":"hi"}]}`)); r.NeedsTools || r.NeedsVision {
-		t.Errorf("Inspect of plain text: %+v", r)
+	for _, c := range []struct {
+		body          string
+		vision, tools bool
+		text          int
+	}{
+		{`{"tools":[{"name":"f","input_schema":{}}],"messages":[{"role":"user","content":[{"type":"image","source":{"type":"url","url":"https://x"}}]}]}`, true, true, 30},
+		{`{"messages":[{"role":"user","content":"hello"}]}`, false, false, 5},
+		{`{"messages":[{"role":"user","content":[{"type":"text","text":"hi"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}}]}]}`, true, false, 2},
+		{`{"messages":[{"role":"tool","tool_call_id":"c","content":"result"},{"role":"assistant","tool_calls":[{"function":{"name":"f","arguments":"{}"}}]}]}`, false, false, 8},
+	} {
+		n := Inspect([]byte(c.body))
+		if n.Vision != c.vision || n.Tools != c.tools || n.TextBytes != c.text {
+			t.Errorf("%s: %+v, want vision %v tools %v text %d", c.body, n, c.vision, c.tools, c.text)
+		}
 	}
 }

@@ -1,0 +1,158 @@
+package proxy
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/switchyard-io/switchyard/internal/anthropic"
+	"github.com/switchyard-io/switchyard/internal/routing"
+)
+
+// messagesWriter marks a response to a Messages API client: the gateway's own errors (writeError)
+// go out in Anthropic's error shape, which the Anthropic SDKs parse.
+type messagesWriter struct{ http.ResponseWriter }
+
+func (m *messagesWriter) Flush() {
+	if f, ok := m.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection (deadlines).
+func (m *messagesWriter) Unwrap() http.ResponseWriter { return m.ResponseWriter }
+
+// writeMessagesError is writeError in Anthropic's shape: the type follows the status (a 503 of
+// the gateway's is overloaded_error, which Anthropic's SDKs retry, as OpenAI's retry a 503).
+func writeMessagesError(w http.ResponseWriter, status int, msg string) {
+	typ := anthropic.ErrorType(status)
+	if status == http.StatusServiceUnavailable {
+		typ = "overloaded_error"
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(anthropic.ErrorBody(typ, msg), '\n'))
+}
+
+// need is what a request asks of a channel's model, read once per request.
+type need struct {
+	read bool
+	anthropic.Needs
+}
+
+// needs reads the request's needs (images, tools, prompt size) on first use.
+func (rt *routeState) needs() *anthropic.Needs {
+	if !rt.need.read {
+		rt.need.read = true
+		if rt.path == "/chat/completions" || isMessagesPath(rt.path) {
+			b := rt.req.body
+			if b == nil {
+				b, _ = rt.req.bodyFor(rt.req.Model) // a body decoded by encoding/json
+			}
+			rt.need.Needs = anthropic.Inspect(b)
+		}
+	}
+	return &rt.need.Needs
+}
+
+// promptTokensAtLeast is a lower bound on a prompt's tokens from its text: no tokenizer in use
+// packs natural text into fewer than one token per 8 bytes, so a prompt over contextWindow by this
+// count certainly overflows, and one under it is left for the provider to judge.
+func promptTokensAtLeast(textBytes int) int { return textBytes / 8 }
+
+// unfit says why a channel's model cannot serve this request ("" when it can): an API the
+// provider does not serve, a field the translation cannot carry, a capability the model lacks,
+// or a prompt certainly over its context window. Routing skips such channels; when no channel
+// is left, the reason goes back in a 400 (see unfitFailure).
+func (rt *routeState) unfit(ch *routing.Channel, model string) string {
+	m, ok := ch.Model(model)
+	if !ok {
+		return ""
+	}
+	if why := rt.untranslatable(ch, m.Upstream); why != "" {
+		return why
+	}
+	if c := m.Capabilities; c.Vision && c.Tools && c.ContextWindow == 0 {
+		return "" // nothing to check: the request's body is not read
+	}
+	n := rt.needs()
+	switch {
+	case n.Vision && !m.Capabilities.Vision:
+		return fmt.Sprintf("the request has images and model %q has no vision capability on channel %s", model, ch.ID())
+	case n.Tools && !m.Capabilities.Tools:
+		return fmt.Sprintf("the request has tools and model %q has no tools capability on channel %s", model, ch.ID())
+	case rt.overflows(m):
+		return fmt.Sprintf("the prompt exceeds model %q's contextWindow of %d tokens on channel %s", model, m.Capabilities.ContextWindow, ch.ID())
+	}
+	return ""
+}
+
+func (rt *routeState) overflows(m *routing.ChannelModel) bool {
+	w := m.Capabilities.ContextWindow
+	return w > 0 && promptTokensAtLeast(rt.needs().TextBytes) > w
+}
+
+// untranslatable checks, once per provider family, that the request can be put into the
+// channel's API; the body's model name does not change the verdict.
+func (rt *routeState) untranslatable(ch *routing.Channel, upstreamModel string) string {
+	family := "openai"
+	if ch.Provider == "anthropic" {
+		family = "anthropic"
+	} else if !isMessagesPath(rt.path) {
+		return "" // an OpenAI client on an OpenAI-compatible channel: as is
+	}
+	if why, ok := rt.translatable[family]; ok {
+		return why
+	}
+	a := &attempt{channel: ch, path: rt.path, body: rt.req.body, stream: rt.req.Stream, header: rt.header, upstream: upstreamModel}
+	why := ""
+	if a.body == nil {
+		a.body, _ = rt.req.bodyFor(upstreamModel) // a body decoded by encoding/json
+	}
+	if _, err := upstreamFor(a, routing.Capabilities{}, rt.s.clock.Now()); err != nil {
+		why = err.Error()
+	}
+	if rt.translatable == nil {
+		rt.translatable = map[string]string{}
+	}
+	rt.translatable[family] = why
+	return why
+}
+
+// overflowsAll reports whether every candidate of mr's model certainly cannot take the prompt:
+// the request goes to the context-overflow models before any attempt.
+func (rt *routeState) overflowsAll(mr *modelRoute) bool {
+	if len(mr.candidates) == 0 {
+		return false
+	}
+	for _, c := range mr.candidates {
+		ch := rt.c.channels[c.Channel]
+		if ch == nil {
+			continue
+		}
+		m, ok := ch.Model(mr.model)
+		if !ok || !rt.overflows(m) {
+			return false
+		}
+	}
+	return true
+}
+
+// unfitFailure answers a request no channel could take, before any attempt: a 400 naming what
+// is missing. ok is false when some channel was fit (the failure is another one).
+func (rt *routeState) unfitFailure() (string, bool) {
+	if rt.attempts > 0 || rt.unfitReason == "" {
+		return "", false
+	}
+	code := "unsupported_capability"
+	writeError(rt.w, http.StatusBadRequest, "invalid_request_error", code,
+		fmt.Sprintf("no channel of model %q can serve this request: %s", rt.req.Model, rt.unfitReason), 0)
+	return "client_error", true
+}
+
+// withCapabilities gives the attempt its model's capabilities on the channel.
+func withCapabilities(a *attempt) *attempt {
+	if m, ok := a.channel.Model(a.model); ok {
+		a.caps = m.Capabilities
+	}
+	return a
+}
