@@ -230,6 +230,7 @@ type apiRequest struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
 	Messages   json.RawMessage `json:"messages"`
+	Tools      json.RawMessage `json:"tools"`
 	Prompt     json.RawMessage `json:"prompt"`
 	Input      json.RawMessage `json:"input"`
 	Dimensions int             `json:"dimensions"`
@@ -244,6 +245,8 @@ const (
 	epEmbeddings
 	epResponses
 	epModels
+	epMessages    // Anthropic's Messages API (messages.go)
+	epCountTokens // and its token count
 )
 
 func endpointOf(path string) endpoint {
@@ -262,6 +265,10 @@ func endpointOf(path string) endpoint {
 		return epResponses
 	case "models":
 		return epModels
+	case "messages":
+		return epMessages
+	case "messages/count_tokens":
+		return epCountTokens
 	}
 	return epUnknown
 }
@@ -385,7 +392,17 @@ func (x *exchange) serve() {
 	switch x.b.Mode {
 	case ModeStatus, ModeRateLimit:
 		x.statusError(x.b.Status)
+	case ModeErrorEvent:
+		if !x.req.Stream {
+			x.statusError(x.b.Status)
+			return
+		}
+		x.answer()
 	case ModeContextLength:
+		if x.ep == epMessages || x.ep == epCountTokens {
+			x.errorJSON(http.StatusBadRequest, "invalid_request_error", "", "", x.message("prompt is too long: 208310 tokens > 200000 maximum"))
+			return
+		}
 		x.errorJSON(http.StatusBadRequest, "invalid_request_error", "messages", "context_length_exceeded", x.message(
 			"This model's maximum context length is 128000 tokens. However, your messages resulted in 131072 tokens. Please reduce the length of the messages."))
 	case ModeContentPolicy:
@@ -411,7 +428,7 @@ func (x *exchange) authorized() bool {
 			return true
 		}
 	}
-	return x.r.Header.Get("api-key") == key
+	return x.r.Header.Get("api-key") == key || x.r.Header.Get("x-api-key") == key
 }
 
 func (x *exchange) message(def string) string {
@@ -493,6 +510,10 @@ func (x *exchange) modelOr(def string) string {
 
 // errorJSON writes an OpenAI-style error body. Empty param and code are null.
 func (x *exchange) errorJSON(status int, typ, param, code, msg string) {
+	if x.ep == epMessages || x.ep == epCountTokens {
+		writeJSON(x.w, status, map[string]any{"type": "error", "error": map[string]any{"type": messagesErrorType(status, code), "message": msg}})
+		return
+	}
 	nullable := func(s string) any {
 		if s == "" {
 			return nil
