@@ -34,7 +34,7 @@ func compileFiles(t *testing.T, files ...string) (*Table, []Problem) {
 }
 
 func TestCompileSamplesGolden(t *testing.T) {
-	for _, f := range []string{"chat-gpt4o.yaml", "batch-embeddings.yaml"} {
+	for _, f := range []string{"chat-gpt4o.yaml", "batch-embeddings.yaml", "claude-sonnet.yaml"} {
 		t.Run(f, func(t *testing.T) {
 			tbl, problems := compileFiles(t, filepath.Join("..", "..", "config", "samples", f))
 			if len(problems) > 0 {
