@@ -29,6 +29,7 @@ func newClaudeRig(t *testing.T) (*rig, *mockprovider.Server) {
 	as, bs, cs := httptest.NewServer(r.A), httptest.NewServer(r.B), httptest.NewServer(C)
 	r.srv = New(Options{Clock: r.clock, Logger: slog.New(slog.NewJSONHandler(r.logs, nil)), AccessLog: r.accessLog, Replica: "test"})
 	r.api = httptest.NewServer(r.srv.Handler())
+	r.admin = httptest.NewServer(r.srv.AdminHandler())
 	r.dir = t.TempDir()
 	manifest := fmt.Sprintf(`apiVersion: v1
 kind: Secret
@@ -104,6 +105,7 @@ spec:
 	}
 	t.Cleanup(func() {
 		r.api.Close()
+		r.admin.Close()
 		r.A.Close()
 		r.B.Close()
 		C.Close()
@@ -344,5 +346,40 @@ func TestProviderErrorTable(t *testing.T) {
 		if ok != c.matched || got.channelFailure != c.channel || got.code != c.code {
 			t.Errorf("%s %d %s: %+v matched %v", c.provider, c.status, c.body, got, ok)
 		}
+	}
+}
+
+// TestClaudeProbes: an ejected Anthropic channel is probed in its own wire format (the probe's
+// chat request translated to a one-token Messages request) and comes back.
+func TestClaudeProbes(t *testing.T) {
+	r, _ := newClaudeRig(t)
+	r.A.SetDefault(mockprovider.Behavior{Mode: mockprovider.ModeStatus, Status: 529})
+	for range 5 {
+		if rep := r.post("/v1/chat/completions", chat("claude-sonnet", false)); rep.status != 200 {
+			t.Fatalf("failover: %d %s", rep.status, rep.body)
+		}
+	}
+	r.step(0)
+	if p := r.phase("claude-a", "claude-sonnet"); p != "Ejected" {
+		t.Fatalf("after 5 overloaded answers claude-a is %s, want Ejected", p)
+	}
+	r.A.SetDefault(mockprovider.Behavior{})
+	r.A.Reset()
+	r.step(5 * time.Minute)
+	for range 5 {
+		r.step(10 * time.Second)
+	}
+	if p := r.phase("claude-a", "claude-sonnet"); p != "RampingUp" && p != "Healthy" {
+		t.Errorf("after its probes claude-a is %s, want RampingUp", p)
+	}
+	if r.A.Requests("claude-sonnet-4-5-20250929") < 3 {
+		t.Errorf("claude-a got %d probes", r.A.Requests("claude-sonnet-4-5-20250929"))
+	}
+	probe := decode(t, string(r.A.LastBody()))
+	if probe["max_tokens"] != float64(1) || probe["messages"] == nil {
+		t.Errorf("probe body: %s", r.A.LastBody())
+	}
+	if h := r.A.LastHeaders(); h.Get("X-Api-Key") != keyA {
+		t.Errorf("probe headers: %v", h)
 	}
 }

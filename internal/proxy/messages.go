@@ -95,7 +95,7 @@ func (rt *routeState) overflows(m *routing.ChannelModel) bool {
 // channel's API; the body's model name does not change the verdict.
 func (rt *routeState) untranslatable(ch *routing.Channel, upstreamModel string) string {
 	family := "openai"
-	if ch.Provider == "anthropic" {
+	if speaksMessages(ch.Provider) {
 		family = "anthropic"
 	} else if !isMessagesPath(rt.path) {
 		return "" // an OpenAI client on an OpenAI-compatible channel: as is

@@ -117,12 +117,18 @@ func eventType(data []byte) (string, error) {
 	return ev.Type, nil
 }
 
+// speaksMessages reports whether a provider takes Messages API bodies and answers Messages JSON
+// and stream events: anthropic itself, and the adapters that carry the Messages body over another
+// transport (Bedrock, Vertex) add their provider names here; their signing and framing go in
+// setUpstreamAuth's place and the transport.
+func speaksMessages(provider string) bool { return provider == "anthropic" }
+
 // upstreamFor builds an attempt's upstream request. maxTokens is the model's maxOutputTokens.
 func upstreamFor(a *attempt, caps routing.Capabilities, now time.Time) (*upstream, error) {
 	messages := isMessagesPath(a.path)
 	u := &upstream{path: a.path, body: a.body, messagesClient: messages}
 	switch {
-	case a.channel.Provider == "anthropic" && messages:
+	case speaksMessages(a.channel.Provider) && messages:
 		u.anthropicVersion = a.header.Get("Anthropic-Version")
 		if u.anthropicVersion == "" {
 			u.anthropicVersion = anthropic.DefaultVersion
@@ -130,7 +136,7 @@ func upstreamFor(a *attempt, caps routing.Capabilities, now time.Time) (*upstrea
 		if a.stream {
 			u.stream = &messagesPassthrough{}
 		}
-	case a.channel.Provider == "anthropic":
+	case speaksMessages(a.channel.Provider):
 		if a.path != "/chat/completions" {
 			return nil, fmt.Errorf("anthropic channels serve /v1/chat/completions and /v1/messages, not /v1%s", a.path)
 		}
