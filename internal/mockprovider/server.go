@@ -1,8 +1,10 @@
 // Package mockprovider is an OpenAI-compatible LLM provider that misbehaves on
-// purpose, over real HTTP, for Switchyard's tests, demo and end-to-end suite.
+// purpose, over real HTTP, for Switchyard's tests, demo and end-to-end suite. It
+// speaks Anthropic's Messages API too (messages.go).
 //
 // A *Server is an http.Handler. It answers POST /v1/chat/completions (streamed
-// or not), /v1/completions, /v1/embeddings, /v1/responses and GET /v1/models,
+// or not), /v1/completions, /v1/embeddings, /v1/responses, /v1/messages (streamed
+// or not), /v1/messages/count_tokens and GET /v1/models,
 // also under a prefix (the path is matched on what follows its last "/v1/").
 // How it answers is a Behavior, set per model (SetBehavior), by default
 // (SetDefault), per request (header X-Mock-Behavior, see ParseBehavior), or at
@@ -46,8 +48,8 @@ type Options struct {
 	// Name identifies the mock: it is in the NameHeader response header and in
 	// the answer text ("Hello from <Name> ..."). Default "mockprovider".
 	Name string
-	// APIKey, when set, must arrive as "Authorization: Bearer <key>" or
-	// "api-key: <key>"; otherwise the mock answers 401.
+	// APIKey, when set, must arrive as "Authorization: Bearer <key>",
+	// "api-key: <key>" or "x-api-key: <key>"; otherwise the mock answers 401.
 	APIKey string
 	// Models are listed by GET /v1/models, with every model that has a
 	// behaviour set. Default: gpt-4o, gpt-4o-mini, text-embedding-3-small.
