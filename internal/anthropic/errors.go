@@ -34,15 +34,26 @@ func ErrorType(status int) string {
 	}
 }
 
-// ErrorBody is a Messages API error body.
-func ErrorBody(typ, message string) []byte {
-	return mustJSON(map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": message}})
+// errorObject is the Messages API error, its members in Anthropic's order.
+type errorObject struct {
+	Type  string `json:"type"`
+	Error struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	} `json:"error"`
 }
 
-// ErrorEvent is a Messages stream's in-band error event.
-func ErrorEvent(typ, message string) []byte {
-	return event("error", map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": message}})
+func newError(typ, message string) errorObject {
+	e := errorObject{Type: "error"}
+	e.Error.Type, e.Error.Message = typ, message
+	return e
 }
+
+// ErrorBody is a Messages API error body.
+func ErrorBody(typ, message string) []byte { return mustJSON(newError(typ, message)) }
+
+// ErrorEvent is a Messages stream's in-band error event.
+func ErrorEvent(typ, message string) []byte { return event("error", newError(typ, message)) }
 
 // UpstreamError is what an Anthropic error body says.
 type UpstreamError struct {

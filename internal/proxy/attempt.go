@@ -49,6 +49,8 @@ type attempt struct {
 	caps routing.Capabilities
 	// wire is the request as the channel's provider speaks it (wire.go); set by do.
 	wire *upstream
+	// translated is the body in the channel's API when routing made it already (nil: do makes it).
+	translated *translated
 }
 
 // result is what happened. When committed, bytes went to the client and nothing more may be sent.

@@ -205,9 +205,9 @@ type routeState struct {
 	prevReason  string
 	restore     *pii.Session   // the masked values to put back into the answer; nil for none
 	piiMasked   map[string]int // values masked per detector, for the access log
-	// need, translatable and unfitReason are capability routing's (messages.go).
+	// need, translations and unfitReason are capability routing's (messages.go).
 	need         need
-	translatable map[string]string
+	translations map[translationKey]translationResult
 	unfitReason  string
 }
 
@@ -330,7 +330,7 @@ func (rt *routeState) try(ctx context.Context, mr *modelRoute, ch *routing.Chann
 		}
 	}
 	rt.attempts++
-	a := withCapabilities(&attempt{channel: ch, key: rt.key(ch), model: mr.model, upstream: upstream, path: rt.path, body: body,
+	a := rt.withCapabilities(&attempt{channel: ch, key: rt.key(ch), model: mr.model, upstream: upstream, path: rt.path, body: body,
 		stream: rt.req.Stream, timeout: timeout, header: rt.header, requestID: rt.requestID, number: rt.attempts, drill: rt.drill,
 		redact: rt.c.redact, restore: rt.restore, piiMasked: rt.piiMasked})
 	res := s.do(ctx, rt.w, a)

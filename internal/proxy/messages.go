@@ -68,7 +68,7 @@ func (rt *routeState) unfit(ch *routing.Channel, model string) string {
 	if !ok {
 		return ""
 	}
-	if why := rt.untranslatable(ch, m.Upstream); why != "" {
+	if why := rt.untranslatable(ch, m); why != "" {
 		return why
 	}
 	if c := m.Capabilities; c.Vision && c.Tools && c.ContextWindow == 0 {
@@ -91,31 +91,49 @@ func (rt *routeState) overflows(m *routing.ChannelModel) bool {
 	return w > 0 && promptTokensAtLeast(rt.needs().TextBytes) > w
 }
 
-// untranslatable checks, once per provider family, that the request can be put into the
-// channel's API; the body's model name does not change the verdict.
-func (rt *routeState) untranslatable(ch *routing.Channel, upstreamModel string) string {
-	family := "openai"
-	if speaksMessages(ch.Provider) {
-		family = "anthropic"
-	} else if !isMessagesPath(rt.path) {
+// untranslatable says why the request cannot be put into the channel's API ("" when it can).
+// The translation is made once per provider family, upstream model and output limit, and the
+// attempt reuses it (translation).
+func (rt *routeState) untranslatable(ch *routing.Channel, m *routing.ChannelModel) string {
+	if !speaksMessages(ch.Provider) && !isMessagesPath(rt.path) {
 		return "" // an OpenAI client on an OpenAI-compatible channel: as is
 	}
-	if why, ok := rt.translatable[family]; ok {
-		return why
+	_, err := rt.translation(ch, m)
+	if err != nil {
+		return err.Error()
 	}
-	a := &attempt{channel: ch, path: rt.path, body: rt.req.body, stream: rt.req.Stream, header: rt.header, upstream: upstreamModel}
-	why := ""
-	if a.body == nil {
-		a.body, _ = rt.req.bodyFor(upstreamModel) // a body decoded by encoding/json
+	return ""
+}
+
+// translationKey names what a translated body depends on besides the request.
+type translationKey struct {
+	messages  bool // the channel speaks the Messages API
+	upstream  string
+	maxTokens int
+}
+
+type translationResult struct {
+	t   *translated
+	err error
+}
+
+// translation is the request in ch's API for model m, made on first use.
+func (rt *routeState) translation(ch *routing.Channel, m *routing.ChannelModel) (*translated, error) {
+	k := translationKey{messages: speaksMessages(ch.Provider), upstream: m.Upstream, maxTokens: m.Capabilities.MaxOutputTokens}
+	if r, ok := rt.translations[k]; ok {
+		return r.t, r.err
 	}
-	if _, err := upstreamFor(a, routing.Capabilities{}, rt.s.clock.Now()); err != nil {
-		why = err.Error()
+	body, err := rt.req.bodyFor(m.Upstream)
+	var t *translated
+	if err == nil {
+		a := &attempt{channel: ch, path: rt.path, body: body, stream: rt.req.Stream, header: rt.header, upstream: m.Upstream}
+		t, err = translate(a, m.Capabilities)
 	}
-	if rt.translatable == nil {
-		rt.translatable = map[string]string{}
+	if rt.translations == nil {
+		rt.translations = map[translationKey]translationResult{}
 	}
-	rt.translatable[family] = why
-	return why
+	rt.translations[k] = translationResult{t, err}
+	return t, err
 }
 
 // overflowsAll reports whether every candidate of mr's model certainly cannot take the prompt:
@@ -149,10 +167,18 @@ func (rt *routeState) unfitFailure() (string, bool) {
 	return "client_error", true
 }
 
-// withCapabilities gives the attempt its model's capabilities on the channel.
-func withCapabilities(a *attempt) *attempt {
-	if m, ok := a.channel.Model(a.model); ok {
-		a.caps = m.Capabilities
+// withCapabilities gives the attempt its model's capabilities on the channel, and the body
+// routing translated for it already.
+func (rt *routeState) withCapabilities(a *attempt) *attempt {
+	m, ok := a.channel.Model(a.model)
+	if !ok {
+		return a
+	}
+	a.caps = m.Capabilities
+	if speaksMessages(a.channel.Provider) || isMessagesPath(a.path) {
+		if t, err := rt.translation(a.channel, m); err == nil {
+			a.translated = t
+		}
 	}
 	return a
 }

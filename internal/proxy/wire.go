@@ -123,10 +123,53 @@ func eventType(data []byte) (string, error) {
 // setUpstreamAuth's place and the transport.
 func speaksMessages(provider string) bool { return provider == "anthropic" }
 
-// upstreamFor builds an attempt's upstream request. maxTokens is the model's maxOutputTokens.
-func upstreamFor(a *attempt, caps routing.Capabilities, now time.Time) (*upstream, error) {
+// translated is an attempt's request body in the channel's API: the costly part of upstreamFor,
+// done once per request and channel model (routing's check and the attempt share it, see
+// routeState.translation).
+type translated struct {
+	path         string
+	body         []byte
+	includeUsage bool // chat → Messages: the client asked for stream_options.include_usage
+}
+
+// translate puts the attempt's body into the channel's API.
+func translate(a *attempt, caps routing.Capabilities) (*translated, error) {
 	messages := isMessagesPath(a.path)
-	u := &upstream{path: a.path, body: a.body, messagesClient: messages}
+	switch {
+	case speaksMessages(a.channel.Provider) && messages:
+	case speaksMessages(a.channel.Provider):
+		if a.path != "/chat/completions" {
+			return nil, fmt.Errorf("anthropic channels serve /v1/chat/completions and /v1/messages, not /v1%s", a.path)
+		}
+		r, err := anthropic.MessagesFromChat(a.body, a.upstream, caps.MaxOutputTokens)
+		if err != nil {
+			return nil, err
+		}
+		return &translated{path: pathMessages, body: r.Body, includeUsage: r.IncludeUsage}, nil
+	case a.path == pathCountTokens:
+		return nil, fmt.Errorf("/v1/messages/count_tokens is served by anthropic channels only")
+	case messages:
+		body, err := anthropic.ChatFromMessagesRequest(a.body, a.upstream)
+		if err != nil {
+			return nil, err
+		}
+		return &translated{path: "/chat/completions", body: body}, nil
+	}
+	return &translated{path: a.path, body: a.body}, nil
+}
+
+// upstreamFor builds an attempt's upstream request: its translated body (a.translated when
+// routing made it already), headers, and the translation of what comes back.
+func upstreamFor(a *attempt, caps routing.Capabilities, now time.Time) (*upstream, error) {
+	t := a.translated
+	if t == nil {
+		var err error
+		if t, err = translate(a, caps); err != nil {
+			return nil, err
+		}
+	}
+	messages := isMessagesPath(a.path)
+	u := &upstream{path: t.path, body: t.body, messagesClient: messages}
 	switch {
 	case speaksMessages(a.channel.Provider) && messages:
 		u.anthropicVersion = a.header.Get("Anthropic-Version")
@@ -137,31 +180,17 @@ func upstreamFor(a *attempt, caps routing.Capabilities, now time.Time) (*upstrea
 			u.stream = &messagesPassthrough{}
 		}
 	case speaksMessages(a.channel.Provider):
-		if a.path != "/chat/completions" {
-			return nil, fmt.Errorf("anthropic channels serve /v1/chat/completions and /v1/messages, not /v1%s", a.path)
-		}
-		r, err := anthropic.MessagesFromChat(a.body, a.upstream, caps.MaxOutputTokens)
-		if err != nil {
-			return nil, err
-		}
-		u.path, u.body, u.anthropicVersion = pathMessages, r.Body, anthropic.DefaultVersion
+		u.anthropicVersion = anthropic.DefaultVersion
 		created := now.Unix()
 		u.answer = func(b []byte) ([]byte, error) {
 			out, _, err := anthropic.ChatFromMessage(b, created)
 			return out, err
 		}
 		if a.stream {
-			u.stream = chatStream{anthropic.NewChatStream(r.IncludeUsage, created)}
+			u.stream = chatStream{anthropic.NewChatStream(t.includeUsage, created)}
 		}
 		u.errorBody = anthropic.OpenAIErrorFromMessages
-	case a.path == pathCountTokens:
-		return nil, fmt.Errorf("/v1/messages/count_tokens is served by anthropic channels only")
 	case messages:
-		body, err := anthropic.ChatFromMessagesRequest(a.body, a.upstream)
-		if err != nil {
-			return nil, err
-		}
-		u.path, u.body = "/chat/completions", body
 		u.answer = func(b []byte) ([]byte, error) {
 			out, _, err := anthropic.MessageFromChat(b)
 			return out, err
