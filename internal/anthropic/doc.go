@@ -13,6 +13,7 @@
 package anthropic
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 )
@@ -72,13 +73,16 @@ func object(b []byte) (map[string]json.RawMessage, error) {
 	return m, nil
 }
 
+// mustJSON encodes v without HTML escaping: a model's "<" stays "<", as the provider sent it.
 func mustJSON(v any) []byte {
-	b, err := json.Marshal(v)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		// Only maps, slices, strings, numbers and raw messages that were valid JSON are encoded.
 		panic(err)
 	}
-	return b
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }
 
 // event is one server-sent event in Anthropic's form: an event line and a data line.

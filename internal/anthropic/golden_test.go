@@ -151,3 +151,25 @@ func TestGoldenChatStream(t *testing.T) {
 		return out
 	})
 }
+
+// TestGoldenErrors: each error class of one API, as the other API's client sees it.
+func TestGoldenErrors(t *testing.T) {
+	eachCase(t, "errors", ".json", func(t *testing.T, in []byte) []byte {
+		var c struct {
+			From   string          `json:"from"`
+			Status int             `json:"status"`
+			Body   json.RawMessage `json:"body"`
+		}
+		if err := json.Unmarshal(in, &c); err != nil {
+			t.Fatal(err)
+		}
+		switch c.From {
+		case "anthropic":
+			return pretty(t, OpenAIErrorFromMessages(c.Status, c.Body))
+		case "openai":
+			return pretty(t, MessagesErrorFromOpenAI(c.Status, c.Body))
+		}
+		t.Fatalf("unknown from %q", c.From)
+		return nil
+	})
+}
