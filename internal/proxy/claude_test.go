@@ -20,7 +20,7 @@ const keyClaudeC = "sk-test-provider-c-openai-31aa"
 // newClaudeRig is a proxy in front of two mock Anthropic channels (A, B) serving claude-sonnet,
 // and a mock OpenAI channel (C) serving gpt-4o. claude-tiny (contextWindow 100) overflows to
 // claude-sonnet; claude-blind is served only by a channel without vision.
-func newClaudeRig(t *testing.T) (*rig, *mockprovider.Server) {
+func newClaudeRig(t *testing.T, claudePolicy ...string) (*rig, *mockprovider.Server) {
 	t.Helper()
 	r := &rig{t: t, clock: &fakeClock{t: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}, logs: &testutil.SyncBuffer{}, accessLog: &testutil.SyncBuffer{}}
 	r.A = mockprovider.New(mockprovider.Options{Name: "a", APIKey: keyA})
@@ -80,6 +80,7 @@ spec:
   channels: [{name: claude-a}, {name: claude-b}]
   strategy: Priority
   rateLimit: {maxRetryAfterWait: 1s}
+%[8]s
 ---
 apiVersion: switchyard.io/v1alpha1
 kind: RoutingPolicy
@@ -95,7 +96,7 @@ metadata: {name: gpt}
 spec:
   models: [gpt-4o]
   channels: [{name: gpt}]
-`, as.URL, bs.URL, cs.URL, keyA, keyB, keyClaudeC, defaultTimeouts)
+`, as.URL, bs.URL, cs.URL, keyA, keyB, keyClaudeC, defaultTimeouts, indent(strings.Join(claudePolicy, "\n")))
 	if err := os.WriteFile(filepath.Join(r.dir, "gateway.yaml"), []byte(manifest), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -381,5 +382,42 @@ func TestClaudeProbes(t *testing.T) {
 	}
 	if h := r.A.LastHeaders(); h.Get("X-Api-Key") != keyA {
 		t.Errorf("probe headers: %v", h)
+	}
+}
+
+// TestClaudePII: masking applies before the translation, and the originals come back into the
+// translated answer, streamed or not; /v1/messages refuses a masking policy rather than skip it.
+func TestClaudePII(t *testing.T) {
+	r, _ := newClaudeRig(t, piiMask)
+	r.A.SetDefault(mockprovider.Behavior{Mode: mockprovider.ModeEcho, ChunkBytes: 3})
+	const email = "jane.doe@example.com"
+	for _, stream := range []bool{false, true} {
+		rep := r.post("/v1/chat/completions", fmt.Sprintf(`{"model":"claude-sonnet","stream":%v,"messages":[{"role":"user","content":"mail %s now"}]}`, stream, email))
+		if rep.status != 200 || strings.Contains(string(r.A.LastBody()), email) {
+			t.Errorf("stream=%v: %d, upstream saw %s", stream, rep.status, r.A.LastBody())
+		}
+		text := rep.body
+		if stream {
+			text = ""
+			for _, line := range strings.Split(rep.body, "\n") {
+				var c struct {
+					Choices []struct {
+						Delta struct {
+							Content string `json:"content"`
+						} `json:"delta"`
+					} `json:"choices"`
+				}
+				if d, ok := strings.CutPrefix(line, "data: "); ok && json.Unmarshal([]byte(d), &c) == nil && len(c.Choices) > 0 {
+					text += c.Choices[0].Delta.Content
+				}
+			}
+		}
+		if !strings.Contains(text, email) {
+			t.Errorf("stream=%v: the original is not restored: %s", stream, rep.body)
+		}
+	}
+	rep := r.post("/v1/messages", `{"model":"claude-sonnet","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`)
+	if rep.status != 400 || !strings.Contains(rep.body, "masks personal data") || !strings.Contains(rep.body, `"type":"error"`) {
+		t.Errorf("/v1/messages with masking: %d %s", rep.status, rep.body)
 	}
 }
