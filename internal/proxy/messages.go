@@ -54,6 +54,18 @@ func (rt *routeState) needs() *anthropic.Needs {
 	return &rt.need.Needs
 }
 
+// size is the client body's length (its text is at most that).
+func (r *clientRequest) size() int {
+	if r.body != nil {
+		return len(r.body)
+	}
+	n := 0
+	for _, v := range r.fields {
+		n += len(v)
+	}
+	return n
+}
+
 // promptTokensAtLeast is a lower bound on a prompt's tokens from its text: no tokenizer in use
 // packs natural text into fewer than one token per 8 bytes, so a prompt over contextWindow by this
 // count certainly overflows, and one under it is left for the provider to judge.
@@ -71,8 +83,8 @@ func (rt *routeState) unfit(ch *routing.Channel, model string) string {
 	if why := rt.untranslatable(ch, m); why != "" {
 		return why
 	}
-	if c := m.Capabilities; c.Vision && c.Tools && c.ContextWindow == 0 {
-		return "" // nothing to check: the request's body is not read
+	if c := m.Capabilities; c.Vision && c.Tools && (c.ContextWindow == 0 || promptTokensAtLeast(rt.req.size()) <= c.ContextWindow) {
+		return "" // nothing to check, not even in the whole body: it is not read
 	}
 	n := rt.needs()
 	switch {
@@ -88,7 +100,8 @@ func (rt *routeState) unfit(ch *routing.Channel, model string) string {
 
 func (rt *routeState) overflows(m *routing.ChannelModel) bool {
 	w := m.Capabilities.ContextWindow
-	return w > 0 && promptTokensAtLeast(rt.needs().TextBytes) > w
+	// The whole body bounds its text: most requests are decided without reading it.
+	return w > 0 && promptTokensAtLeast(rt.req.size()) > w && promptTokensAtLeast(rt.needs().TextBytes) > w
 }
 
 // untranslatable says why the request cannot be put into the channel's API ("" when it can).
