@@ -6,10 +6,7 @@ import (
 
 // Provider names the wire protocol and authentication a channel speaks.
 //
-// The enum lists the providers this version serves; anthropic is named (ProviderAnthropic) but
-// refused until it works, so the API server rejects it instead of the config compiler.
-//
-// +kubebuilder:validation:Enum=openai;azure-openai;bedrock;vertex
+// +kubebuilder:validation:Enum=openai;azure-openai;anthropic;bedrock;vertex
 type Provider string
 
 const (
@@ -17,7 +14,7 @@ const (
 	ProviderOpenAI Provider = "openai"
 	// ProviderAzureOpenAI is Azure OpenAI's OpenAI-compatible v1 API, authenticated with "api-key".
 	ProviderAzureOpenAI Provider = "azure-openai"
-	// ProviderAnthropic is Anthropic's Messages API.
+	// ProviderAnthropic is Anthropic's Messages API, authenticated with "x-api-key".
 	ProviderAnthropic Provider = "anthropic"
 	// ProviderBedrock is Claude on Amazon Bedrock Runtime (InvokeModel), signed with SigV4.
 	ProviderBedrock Provider = "bedrock"
@@ -39,7 +36,8 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.credentialsRef) || self.provider != 'bedrock' || !has(self.credentialsRef.key)",message="credentialsRef.key is not used by bedrock: the Secret's keys accessKeyId, secretAccessKey and sessionToken (optional) are read",fieldPath=".credentialsRef.key"
 type ProviderChannelSpec struct {
 	// provider is the API the channel speaks: openai (any OpenAI-compatible API), azure-openai,
-	// bedrock (Claude on Amazon Bedrock) or vertex (Claude on Google Vertex AI).
+	// anthropic (the Messages API; OpenAI chat completions are translated to it), bedrock
+	// (Claude on Amazon Bedrock) or vertex (Claude on Google Vertex AI).
 	// +required
 	Provider Provider `json:"provider"`
 
@@ -165,6 +163,45 @@ type ChannelModel struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=256
 	UpstreamModel string `json:"upstreamModel,omitempty"`
+
+	// capabilities describe what the model can do on this channel; every unset field takes the
+	// provider's default (docs/providers.md). Routing sends a request that needs vision or tools
+	// only to channels whose model has them.
+	// +optional
+	Capabilities *ModelCapabilities `json:"capabilities,omitempty"`
+}
+
+// ModelCapabilities is what a model can do on a channel.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.maxOutputTokens) || !has(self.contextWindow) || self.maxOutputTokens <= self.contextWindow",message="maxOutputTokens must not exceed contextWindow",fieldPath=".maxOutputTokens"
+type ModelCapabilities struct {
+	// prefill: the model continues a trailing assistant message (anthropic: true; others: false).
+	// +optional
+	Prefill *bool `json:"prefill,omitempty"`
+
+	// contextWindow is the model's context size in tokens. A request whose prompt certainly
+	// exceeds it goes to the policy's contextOverflowModels before it is sent (anthropic: 200000;
+	// others: unknown, no check).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100000000
+	ContextWindow *int32 `json:"contextWindow,omitempty"`
+
+	// maxOutputTokens is the most tokens the model writes in one answer; it is also the
+	// max_tokens sent to a provider that requires one (anthropic) when the client gives none
+	// (anthropic: 4096, which every Claude model accepts; others: unknown).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10000000
+	MaxOutputTokens *int32 `json:"maxOutputTokens,omitempty"`
+
+	// vision: the model accepts images (default true).
+	// +optional
+	Vision *bool `json:"vision,omitempty"`
+
+	// tools: the model accepts tool definitions and calls tools (default true).
+	// +optional
+	Tools *bool `json:"tools,omitempty"`
 }
 
 // ChannelTimeouts bound each attempt on a channel.

@@ -47,6 +47,12 @@ type attempt struct {
 	piiMasked map[string]int
 	// call is the client layer's record of the request (clientauth.go); nil for probes.
 	call *clientCall
+	// caps are the model's capabilities on this channel (the max_tokens a translation adds).
+	caps routing.Capabilities
+	// wire is the request as the channel's provider speaks it (wire.go); set by do.
+	wire *upstream
+	// translated is the body in the channel's API when routing made it already (nil: do makes it).
+	translated *translated
 }
 
 // result is what happened. When committed, bytes went to the client and nothing more may be sent.
@@ -110,23 +116,21 @@ func (s *Server) do(ctx context.Context, w http.ResponseWriter, a *attempt) (res
 		}
 	}
 
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.channel.BaseURL+a.path, bytes.NewReader(a.body))
+	up, err := upstreamFor(a, a.caps, time.Now())
+	if err != nil {
+		return translationFailure(err)
+	}
+	a.wire = up
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.channel.BaseURL+up.path, bytes.NewReader(up.body))
 	if err != nil {
 		return result{outcome: health.OutcomeConnectionError, detail: "building the upstream request failed"}
 	}
 	copyRequestHeaders(req.Header, a.header)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Request-Id", a.requestID)
-	if a.key != "" {
-		switch a.channel.Provider {
-		case "azure-openai":
-			req.Header.Set("api-key", a.key)
-		default:
-			req.Header.Set("Authorization", "Bearer "+a.key)
-		}
-	}
+	setUpstreamAuth(req.Header, a, up)
 
-	resp, err := s.upstreamFor(a.channel).RoundTrip(req) // no redirects to follow: a 3xx is a failure (below)
+	resp, err := s.transportFor(a.channel).RoundTrip(req) // no redirects to follow: a 3xx is a failure (below)
 	if err != nil {
 		return transportFailure(ctx, err, "waiting for response headers")
 	}
@@ -136,6 +140,11 @@ func (s *Server) do(ctx context.Context, w http.ResponseWriter, a *attempt) (res
 	// The outcome is health's one classification, shared with replay; the cases below handle
 	// the body each class needs.
 	res.outcome = health.OutcomeFromStatus(resp.StatusCode)
+	if resp.StatusCode >= 400 {
+		if r, done := classifyProviderError(a, resp); done {
+			return r
+		}
+	}
 
 	switch {
 	case resp.StatusCode == http.StatusTooManyRequests:
@@ -166,6 +175,9 @@ func (s *Server) do(ctx context.Context, w http.ResponseWriter, a *attempt) (res
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		res.errCode = upstreamErrorCode(b)
 		res.body = a.redact.bytes(b) // passed back to the client
+		if up.errorBody != nil {
+			res.body = up.errorBody(resp.StatusCode, res.body)
+		}
 		res.detail = fmt.Sprintf("HTTP %d %s", resp.StatusCode, res.errCode)
 		return res
 	case resp.StatusCode >= 300:
@@ -194,6 +206,11 @@ func (s *Server) do(ctx context.Context, w http.ResponseWriter, a *attempt) (res
 	res.latency = time.Since(start)
 	if a.probe {
 		return res
+	}
+	if up.answer != nil {
+		if body, err = up.answer(body); err != nil {
+			return result{outcome: health.OutcomeServerError, status: resp.StatusCode, detail: "the upstream answer could not be translated: " + err.Error()}
+		}
 	}
 	if u, ok := answerUsage(body); ok {
 		s.addTokens(a, &u)
@@ -288,7 +305,7 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 					if restore != nil {
 						_, _ = w.Write(restore.end())
 					}
-					_, _ = io.WriteString(w, "data: [DONE]\n\n")
+					_, _ = w.Write(a.streamEnd())
 					flushIf(flusher)
 				}
 				return res
@@ -309,7 +326,7 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 				if restore != nil {
 					_, _ = w.Write(restore.end())
 				}
-				writeStreamError(w, flusher, r.detail)
+				writeStreamErrorFor(a, w, flusher, r.detail)
 			}
 			r.status, r.committed, r.ttft = res.status, res.committed, res.ttft
 			return r
@@ -323,9 +340,12 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 				if restore != nil {
 					_, _ = w.Write(restore.end())
 				}
-				writeStreamError(w, flusher, detail)
+				writeStreamErrorFor(a, w, flusher, detail)
 			}
 			return result{outcome: health.OutcomeStreamCut, status: res.status, committed: res.committed, ttft: res.ttft, detail: detail}
+		}
+		if a.wire != nil && a.wire.stream != nil && !a.wire.convertEvent(&ev) {
+			continue // malformed for the translation: passed over like any malformed event
 		}
 		if !res.committed && ev.noData {
 			continue // a keep-alive before the first event commits nothing: failover stays possible
@@ -360,7 +380,10 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 		}
 		wd.extend()
 		out := ev.raw
-		if restore != nil {
+		switch {
+		case restore != nil && a.wire != nil && a.wire.stream != nil:
+			out = restoreEvents(restore, ev.raw)
+		case restore != nil:
 			out = restore.event(&ev)
 		}
 		if _, err := w.Write(out); err != nil {

@@ -25,12 +25,18 @@ var apiPaths = map[string]bool{
 	"/v1/completions":      true,
 	"/v1/embeddings":       true,
 	"/v1/responses":        true,
+	// The Anthropic Messages API (messages.go, wire.go).
+	"/v1/messages":              true,
+	"/v1/messages/count_tokens": true,
 }
 
 // Handler is the data plane: the OpenAI-compatible API.
 func (s *Server) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		path := strings.TrimRight(r.URL.Path, "/")
+		if isMessagesPath(strings.TrimPrefix(path, "/v1")) {
+			w = &messagesWriter{w} // the gateway's errors in Anthropic's shape
+		}
 		switch {
 		case apiPaths[path]:
 			if r.Method != http.MethodPost {
@@ -50,7 +56,7 @@ func (s *Server) Handler() http.Handler {
 			s.serveModels(w)
 		default:
 			writeError(w, http.StatusNotFound, "invalid_request_error", "unknown_url",
-				fmt.Sprintf("unknown path %s %s; Switchyard serves /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/responses and /v1/models", r.Method, path), 0)
+				fmt.Sprintf("unknown path %s %s; Switchyard serves /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/responses, /v1/messages, /v1/messages/count_tokens and /v1/models", r.Method, path), 0)
 		}
 	})
 }
@@ -161,6 +167,11 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
 		drill: strings.EqualFold(r.Header.Get("X-Switchyard-Drill"), "true"), call: call,
 	}
 	defer call.routed(rt)
+	if c.models[cr.Model].pii != nil && isMessagesPath(path) {
+		s.reject(w, http.StatusBadRequest, "pii_unsupported", "invalid_request_error",
+			fmt.Sprintf("model %q is routed by a policy that masks personal data, which /v1/messages does not support yet; use /v1/chat/completions", cr.Model), 0)
+		return
+	}
 	if pr := c.models[cr.Model].pii; pr != nil {
 		// The requested model's policy masks for every hop: fallbacks get the same masked body.
 		var ok bool
@@ -208,6 +219,10 @@ type routeState struct {
 	restore     *pii.Session   // the masked values to put back into the answer; nil for none
 	piiMasked   map[string]int // values masked per detector, for the access log
 	call        *clientCall    // the client layer's record of the request (nil: none)
+	// need, translations and unfitReason are capability routing's (messages.go).
+	need         need
+	translations map[translationKey]translationResult
+	unfitReason  string
 }
 
 // run routes the request: healthy channels of the model → the same channel again only when it is
@@ -236,6 +251,12 @@ func (rt *routeState) run(ctx context.Context) string {
 	for i := 0; i < len(chain) && rt.attempts < maxAttempts; i++ {
 		mr := rt.c.models[chain[i]]
 		if mr == nil || !rt.hopAllowed(mr) {
+			continue
+		}
+		if !overflowed && rt.overflowsAll(mr) && rt.anyHop(mr.policy.ContextOverflowModels) {
+			// The prompt certainly exceeds every channel's contextWindow: overflow before sending.
+			overflowed = true
+			chain = append(chain[:i+1], mr.policy.ContextOverflowModels...)
 			continue
 		}
 		sameAgain := false
@@ -323,9 +344,9 @@ func (rt *routeState) try(ctx context.Context, mr *modelRoute, ch *routing.Chann
 		}
 	}
 	rt.attempts++
-	a := &attempt{channel: ch, key: rt.key(ch), model: mr.model, upstream: upstream, path: rt.path, body: body,
+	a := rt.withCapabilities(&attempt{channel: ch, key: rt.key(ch), model: mr.model, upstream: upstream, path: rt.path, body: body,
 		stream: rt.req.Stream, timeout: timeout, header: rt.header, requestID: rt.requestID, number: rt.attempts, drill: rt.drill,
-		redact: rt.c.redact, restore: rt.restore, piiMasked: rt.piiMasked, call: rt.call}
+		redact: rt.c.redact, restore: rt.restore, piiMasked: rt.piiMasked, call: rt.call})
 	res := s.do(ctx, rt.w, a)
 	rt.prev, rt.prevReason = ch, res.outcome.String()
 	if res.errCode != "" {
@@ -370,6 +391,9 @@ func (rt *routeState) try(ctx context.Context, mr *modelRoute, ch *routing.Chann
 
 // fail ends the request with the answer for "no channel could answer".
 func (rt *routeState) fail() string {
+	if stop, ok := rt.unfitFailure(); ok {
+		return stop
+	}
 	if rt.allLimited && (rt.attempts > 0 || rt.retryAfter > 0) {
 		writeError(rt.w, http.StatusTooManyRequests, "rate_limit_error", "rate_limit_exceeded",
 			fmt.Sprintf("every channel of model %q is rate limited", rt.req.Model), max(rt.retryAfter, time.Second))
@@ -405,6 +429,10 @@ func (rt *routeState) pick(mr *modelRoute, panicRouting bool) *routing.Channel {
 		}
 		ch := rt.c.channels[route.Channel]
 		if ch == nil || !rt.resident(ch) {
+			continue
+		}
+		if why := rt.unfit(ch, mr.model); why != "" {
+			rt.unfitReason = why
 			continue
 		}
 		if rt.last == nil || ch.Domain.Differs(rt.last.Domain) {
@@ -455,7 +483,7 @@ func (rt *routeState) untried(mr *modelRoute) []health.Candidate {
 		if rt.wasTried(health.Key{Channel: c.Channel, Model: mr.model}) {
 			continue
 		}
-		if ch := rt.c.channels[c.Channel]; ch == nil || !rt.resident(ch) {
+		if ch := rt.c.channels[c.Channel]; ch == nil || !rt.resident(ch) || rt.unfit(ch, mr.model) != "" {
 			continue
 		}
 		out = append(out, c)

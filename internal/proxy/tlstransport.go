@@ -91,10 +91,10 @@ type failingTransport struct{ err error }
 
 func (f failingTransport) RoundTrip(*http.Request) (*http.Response, error) { return nil, f.err }
 
-// upstreamFor is the transport of a channel's attempts: its own for a channel with spec.tls, the
+// transportFor is the transport of a channel's attempts: its own for a channel with spec.tls, the
 // Server's otherwise. It reads the current config by ID: an attempt that started before a reload
 // uses the channel's settings as they are now.
-func (s *Server) upstreamFor(ch *routing.Channel) http.RoundTripper {
+func (s *Server) transportFor(ch *routing.Channel) http.RoundTripper {
 	if ch.TLS != nil {
 		if c := s.cfg.Load(); c != nil {
 			if rt := c.transports[ch.ID()]; rt != nil {

@@ -191,9 +191,7 @@ func (c *compiler) channel(pc *v1alpha1.ProviderChannel) (ch Channel, key string
 		return Channel{}, "", false
 	}
 	switch spec.Provider {
-	case v1alpha1.ProviderOpenAI, v1alpha1.ProviderAzureOpenAI:
-	case v1alpha1.ProviderAnthropic:
-		return bad(ReasonUnsupportedProvider, "spec.provider: anthropic is not supported by this version of the proxy yet; use openai or azure-openai")
+	case v1alpha1.ProviderOpenAI, v1alpha1.ProviderAzureOpenAI, v1alpha1.ProviderAnthropic:
 	default:
 		return bad(ReasonInvalidSpec, "spec.provider: unsupported value %q: supported values: \"openai\", \"azure-openai\", \"anthropic\"", spec.Provider)
 	}
@@ -216,7 +214,11 @@ func (c *compiler) channel(pc *v1alpha1.ProviderChannel) (ch Channel, key string
 		if up == "" {
 			up = m.Name
 		}
-		ch.Models = append(ch.Models, ChannelModel{Name: m.Name, Upstream: up})
+		caps, msg := resolveCapabilities(spec.Provider, m.Capabilities)
+		if msg != "" {
+			return bad(ReasonInvalidSpec, "spec.models[%d].capabilities.%s", i, msg)
+		}
+		ch.Models = append(ch.Models, ChannelModel{Name: m.Name, Upstream: up, Capabilities: caps})
 	}
 	ch.Weight = int(spec.Weight)
 	if ch.Weight == 0 {

@@ -34,7 +34,7 @@ func compileFiles(t *testing.T, files ...string) (*Table, []Problem) {
 }
 
 func TestCompileSamplesGolden(t *testing.T) {
-	for _, f := range []string{"chat-gpt4o.yaml", "batch-embeddings.yaml"} {
+	for _, f := range []string{"chat-gpt4o.yaml", "batch-embeddings.yaml", "claude-sonnet.yaml"} {
 		t.Run(f, func(t *testing.T) {
 			tbl, problems := compileFiles(t, filepath.Join("..", "..", "config", "samples", f))
 			if len(problems) > 0 {
@@ -85,17 +85,19 @@ func TestSecretNeverPrints(t *testing.T) {
 	}
 }
 
-func TestCompileProblems(t *testing.T) {
-	channel := func(name string, mod func(*v1alpha1.ProviderChannelSpec)) v1alpha1.ProviderChannel {
-		pc := v1alpha1.ProviderChannel{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "llm"}, Spec: v1alpha1.ProviderChannelSpec{
-			Provider: v1alpha1.ProviderOpenAI, BaseURL: "https://api.example.com/v1",
-			Models: []v1alpha1.ChannelModel{{Name: "gpt-4o"}},
-		}}
-		if mod != nil {
-			mod(&pc.Spec)
-		}
-		return pc
+// channel is a valid openai ProviderChannel llm/name serving gpt-4o, changed by mod.
+func channel(name string, mod func(*v1alpha1.ProviderChannelSpec)) v1alpha1.ProviderChannel {
+	pc := v1alpha1.ProviderChannel{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "llm"}, Spec: v1alpha1.ProviderChannelSpec{
+		Provider: v1alpha1.ProviderOpenAI, BaseURL: "https://api.example.com/v1",
+		Models: []v1alpha1.ChannelModel{{Name: "gpt-4o"}},
+	}}
+	if mod != nil {
+		mod(&pc.Spec)
 	}
+	return pc
+}
+
+func TestCompileProblems(t *testing.T) {
 	policy := func(name string, models []string, channels ...string) v1alpha1.RoutingPolicy {
 		rp := v1alpha1.RoutingPolicy{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "llm"}, Spec: v1alpha1.RoutingPolicySpec{Models: models}}
 		for _, c := range channels {
@@ -127,8 +129,12 @@ func TestCompileProblems(t *testing.T) {
 			ReasonModelNotServed, `"claude-3"`},
 		{"two policies claim a model", Inputs{Channels: []v1alpha1.ProviderChannel{channel("a", nil)}, Policies: []v1alpha1.RoutingPolicy{policy("p1", []string{"gpt-4o"}, "a"), policy("p2", []string{"gpt-4o"}, "a")}},
 			ReasonModelConflict, "llm/p1"},
-		{"anthropic not yet", Inputs{Channels: []v1alpha1.ProviderChannel{channel("a", func(s *v1alpha1.ProviderChannelSpec) { s.Provider = v1alpha1.ProviderAnthropic })}},
-			ReasonUnsupportedProvider, "anthropic"},
+		{"unknown provider", Inputs{Channels: []v1alpha1.ProviderChannel{channel("a", func(s *v1alpha1.ProviderChannelSpec) { s.Provider = "cohere" })}},
+			ReasonInvalidSpec, `"cohere"`},
+		{"output over context", Inputs{Channels: []v1alpha1.ProviderChannel{channel("a", func(s *v1alpha1.ProviderChannelSpec) {
+			s.Provider = v1alpha1.ProviderAnthropic
+			s.Models[0].Capabilities = &v1alpha1.ModelCapabilities{MaxOutputTokens: ptr[int32](300000)}
+		})}}, ReasonInvalidSpec, "spec.models[0].capabilities.maxOutputTokens"},
 		{"bad base URL", Inputs{Channels: []v1alpha1.ProviderChannel{channel("a", func(s *v1alpha1.ProviderChannelSpec) { s.BaseURL = "api.example.com" })}},
 			ReasonInvalidSpec, "spec.baseURL"},
 		{"residency leaves nothing", Inputs{Channels: []v1alpha1.ProviderChannel{channel("a", func(s *v1alpha1.ProviderChannelSpec) { s.Residency = "us" })},
@@ -293,6 +299,41 @@ func TestTwoTeamsEachHaveAnOpenAIChannel(t *testing.T) {
 		p, ok := tbl.Policy(team, "chat")
 		if !ok || len(p.Channels) != 1 || p.Channels[0].Channel != team+"/openai" {
 			t.Errorf("%s/chat routes to %+v, want its own team's channel", team, p)
+		}
+	}
+}
+
+// TestCapabilitiesDefaults: unset capabilities take the provider's defaults, set ones win.
+func TestCapabilitiesDefaults(t *testing.T) {
+	anth := channel("claude", func(s *v1alpha1.ProviderChannelSpec) {
+		s.Provider = v1alpha1.ProviderAnthropic
+		s.Models = []v1alpha1.ChannelModel{
+			{Name: "claude-sonnet"},
+			{Name: "claude-haiku", Capabilities: &v1alpha1.ModelCapabilities{Vision: ptr(false), MaxOutputTokens: ptr[int32](64000)}},
+		}
+	})
+	oai := channel("gpt", nil)
+	table, problems := Compile(Inputs{Channels: []v1alpha1.ProviderChannel{anth, oai}})
+	if len(problems) > 0 {
+		t.Fatalf("problems: %v", problems)
+	}
+	claude, _ := table.Channel("llm/claude")
+	gpt, _ := table.Channel("llm/gpt")
+	for _, c := range []struct {
+		ch    *Channel
+		model string
+		want  Capabilities
+	}{
+		{claude, "claude-sonnet", Capabilities{Prefill: true, ContextWindow: 200000, MaxOutputTokens: 4096, Vision: true, Tools: true}},
+		{claude, "claude-haiku", Capabilities{Prefill: true, ContextWindow: 200000, MaxOutputTokens: 64000, Vision: false, Tools: true}},
+		{gpt, "gpt-4o", Capabilities{Vision: true, Tools: true}},
+	} {
+		m, ok := c.ch.Model(c.model)
+		if !ok {
+			t.Fatalf("%s: no model %s", c.ch.Name, c.model)
+		}
+		if m.Capabilities != c.want {
+			t.Errorf("%s/%s: capabilities %+v, want %+v", c.ch.Name, c.model, m.Capabilities, c.want)
 		}
 	}
 }

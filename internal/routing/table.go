@@ -73,8 +73,29 @@ func ChannelID(namespace, name string) string { return qualified(namespace, name
 
 // ChannelModel maps the public model name to the name sent upstream.
 type ChannelModel struct {
-	Name     string `json:"name"`
-	Upstream string `json:"upstream"`
+	Name         string       `json:"name"`
+	Upstream     string       `json:"upstream"`
+	Capabilities Capabilities `json:"capabilities"`
+}
+
+// Capabilities of a model on a channel, resolved: the spec's values over the provider's defaults
+// (see DefaultCapabilities). A zero ContextWindow or MaxOutputTokens is unknown.
+type Capabilities struct {
+	Prefill         bool `json:"prefill,omitempty"`
+	ContextWindow   int  `json:"contextWindow,omitempty"`
+	MaxOutputTokens int  `json:"maxOutputTokens,omitempty"`
+	Vision          bool `json:"vision,omitempty"`
+	Tools           bool `json:"tools,omitempty"`
+}
+
+// Model returns the channel's entry for a public model name.
+func (c *Channel) Model(model string) (*ChannelModel, bool) {
+	for i := range c.Models {
+		if c.Models[i].Name == model {
+			return &c.Models[i], true
+		}
+	}
+	return nil, false
 }
 
 // Timeouts of one channel, resolved (no zero values).
