@@ -104,7 +104,7 @@ type GatewayClientStatus struct {
 // +kubebuilder:printcolumn:name="RPM",type=integer,JSONPath=`.spec.limits.requestsPerMinute`
 // +kubebuilder:printcolumn:name="TPM",type=integer,JSONPath=`.spec.limits.tokensPerMinute`
 // +kubebuilder:printcolumn:name="Tokens Today",type=integer,JSONPath=`.status.tokensToday`
-// +kubebuilder:printcolumn:name="Expires",type=date,JSONPath=`.spec.expiresAt`
+// +kubebuilder:printcolumn:name="Expires",type=string,JSONPath=`.spec.expiresAt`,description="When the client's keys stop working (RFC 3339)"
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 

@@ -147,7 +147,7 @@ func run(args []string) error {
 		proxyEnv = append(proxyEnv, v)
 		return nil
 	})
-	only := fs.String("only", "", "run only these parts, comma-separated: overhead, saturation, streaming, failover, ejection, scale, goproxy, nginx, realistic (the table is partial); goproxy and nginx add those floors to the overhead and saturation runs, in the same slices; realistic (about 10 minutes) runs only when named")
+	only := fs.String("only", "", "run only these parts, comma-separated: overhead, saturation, streaming, failover, ejection, clients, scale, goproxy, nginx, realistic (the table is partial); goproxy and nginx add those floors to the overhead and saturation runs, in the same slices; realistic (about 10 minutes) runs only when named")
 	realConns := fs.String("realistic-conns", "200,1000,2000", "with --only realistic: the requests in flight, comma-separated")
 	realRounds := fs.Int("realistic-rounds", 0, "with --only realistic: slices per path and load (default 2, 1 with --quick)")
 	realNoTLS := fs.Bool("realistic-no-tls", false, "with --only realistic: plain HTTP upstream only")
@@ -164,7 +164,7 @@ func run(args []string) error {
 	}
 	if *only != "" {
 		o.only = map[string]bool{}
-		known := []string{"overhead", "saturation", "streaming", "failover", "ejection", "scale", "goproxy", "nginx", "realistic"}
+		known := []string{"overhead", "saturation", "streaming", "failover", "ejection", "clients", "scale", "goproxy", "nginx", "realistic"}
 		for _, p := range strings.Split(*only, ",") {
 			p = strings.TrimSpace(p)
 			if !slices.Contains(known, p) {
@@ -322,6 +322,7 @@ func (b *bench) runAll() error {
 		{"streaming", b.streaming},
 		{"failover", b.failover},
 		{"ejection", b.ejection},
+		{"clients", b.clients},
 		{"realistic", b.realistic},
 	}
 	for _, s := range steps {

@@ -17,9 +17,12 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1alpha1 "github.com/switchyard-io/switchyard/api/v1alpha1"
 	"github.com/switchyard-io/switchyard/internal/adminapi"
@@ -33,8 +36,10 @@ import (
 // keysSecretRefIndex indexes GatewayClients by the Secret holding their keys.
 const keysSecretRefIndex = "spec.keysSecretRef.name"
 
-// clientStatusRefresh is how often a GatewayClient's status picks up the replicas' usage figures
-// (requestsToday, tokensToday, lastUsed) and their Programmed state when nothing else changed.
+// clientStatusRefresh is the most often a client's status is rewritten for a small change of its
+// use (requestsToday, tokensToday, lastUsed): a busy client's figures change on every poll, and
+// a status write per client per poll would cost the API server more than the figures are worth.
+// A significant change (usageNews) is written at the poll that sees it.
 const clientStatusRefresh = 30 * time.Second
 
 // gatherClients adds the watched GatewayClients and their keys Secrets to in; seen collects the
@@ -148,6 +153,70 @@ func aggregateClients(reports []*adminapi.ChannelsResponse, now time.Time) map[s
 	return out
 }
 
+// clientSent is the use of a client the poller last enqueued it for, and when.
+type clientSent struct {
+	usage clientUsage
+	at    time.Time
+}
+
+// usageNews reports whether a client's use moved enough to be written at once: its first use,
+// figures that went down (a new UTC day, a replica restarted or gone), or a big move of either
+// figure (bigMove, the channels' rule for their volumes). Anything smaller waits for
+// clientStatusRefresh.
+func usageNews(sent, next clientUsage) bool {
+	return (sent == clientUsage{}) != (next == clientUsage{}) ||
+		next.Requests < sent.Requests || next.Tokens < sent.Tokens ||
+		bigMove(sent.Requests, next.Requests, 10) || bigMove(sent.Tokens, next.Tokens, 1000)
+}
+
+// clientNeedsReconcile is the poller's rule for a GatewayClient (pure): reconcile it when the
+// replicas came, went or changed reachability, when a replica serves another generation of it
+// (Programmed), or when its use changed: at once if usageNews, else once clientStatusRefresh has
+// passed since it was last enqueued. sent is what it was last enqueued with.
+func clientNeedsReconcile(prev, next liveView, key string, sent clientSent, usage clientUsage, now time.Time) bool {
+	if usage != sent.usage && (usageNews(sent.usage, usage) || now.Sub(sent.at) >= clientStatusRefresh) {
+		return true
+	}
+	return replicasMoved(prev, next) || servedChanged(prev, next, key)
+}
+
+// enqueueClients is the poller's hook for GatewayClients (called on every poll): it enqueues
+// those clientNeedsReconcile picks. Nothing else requeues a client for its use, so an idle one
+// costs nothing between polls. It returns false when ctx ended.
+func (p *Poller) enqueueClients(ctx context.Context, prev, view liveView, now time.Time) bool {
+	seen := map[string]bool{}
+	for _, ns := range namespacesOrAll(p.opts.WatchNamespaces) {
+		var list v1alpha1.GatewayClientList
+		if err := p.client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			logf.FromContext(ctx).Error(err, "Failed to list GatewayClients")
+			return true
+		}
+		for i := range list.Items {
+			gc := &list.Items[i]
+			id := routing.ChannelID(gc.Namespace, gc.Name)
+			seen[id] = true
+			sent := p.clientSent[id]
+			usage := view.Clients[id]
+			if !clientNeedsReconcile(prev, view, routing.ObjectKey("GatewayClient", gc.Namespace, gc.Name), sent, usage, now) {
+				continue
+			}
+			// The reconcile writes the use of this view (or a later one).
+			p.clientSent[id] = clientSent{usage: usage, at: now}
+			select {
+			case p.clientChanges <- event.GenericEvent{Object: &v1alpha1.GatewayClient{ObjectMeta: metav1.ObjectMeta{Namespace: gc.Namespace, Name: gc.Name}}}:
+			case <-ctx.Done():
+				return false
+			}
+		}
+	}
+	for id := range p.clientSent {
+		if !seen[id] {
+			delete(p.clientSent, id)
+		}
+	}
+	return true
+}
+
 // ClientReconciler publishes the config (a client's keys are in it, as hashes) and writes a
 // GatewayClient's status: conditions from the compile and the replicas, usage from the replicas.
 type ClientReconciler struct {
@@ -192,13 +261,21 @@ func (r *ClientReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	return reconcile.Result{RequeueAfter: untilClientChange(gc, now)}, nil
 }
 
-// untilClientChange is when the status must be looked at again: at expiresAt (Ready stays, but
-// the proxies refuse the client from then on, and the printer column shows it), and every
-// clientStatusRefresh for the usage figures.
+// untilClientChange is when the status must be looked at again without news from the poller
+// (0: never): at expiresAt (Ready stays, but the proxies refuse the client from then on, and the
+// printer column shows it), and at the next UTC midnight while the status shows today's use (the
+// figures go to 0 then, even when no replica answers to say so).
 func untilClientChange(gc *v1alpha1.GatewayClient, now time.Time) time.Duration {
-	d := clientStatusRefresh
+	var d time.Duration
 	if e := gc.Spec.ExpiresAt; e != nil && e.After(now) {
-		d = min(d, e.Sub(now)+100*time.Millisecond)
+		d = e.Sub(now) + 100*time.Millisecond
+	}
+	if gc.Status.RequestsToday != 0 || gc.Status.TokensToday != 0 {
+		y, m, day := now.UTC().Date()
+		midnight := time.Date(y, m, day+1, 0, 0, 0, 0, time.UTC).Sub(now) + 100*time.Millisecond
+		if d == 0 || midnight < d {
+			d = midnight
+		}
 	}
 	return d
 }
@@ -275,7 +352,7 @@ func cloneConditions(c []metav1.Condition) []metav1.Condition {
 }
 
 // setupClients registers the GatewayClient reconciler.
-func setupClients(ctx context.Context, mgr ctrl.Manager, base reconcilerBase, owned predicate.Predicate) error {
+func setupClients(ctx context.Context, mgr ctrl.Manager, base reconcilerBase, owned predicate.Predicate, polled <-chan event.GenericEvent) error {
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.GatewayClient{}, keysSecretRefIndex, func(o client.Object) []string {
 		return []string{o.(*v1alpha1.GatewayClient).Spec.KeysSecretRef.Name}
 	}); err != nil {
@@ -288,6 +365,8 @@ func setupClients(ctx context.Context, mgr ctrl.Manager, base reconcilerBase, ow
 		// A key added to or removed from the Secret is a rotation: publish at once.
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.clientsForSecret)).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.allClients), builder.WithPredicates(owned)).
+		// The replicas' use and the generation they serve, as the poller sees them change.
+		WatchesRawSource(source.Channel(polled, &handler.EnqueueRequestForObject{})).
 		Complete(r); err != nil {
 		return fmt.Errorf("failed to set up the GatewayClient controller: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -201,6 +202,71 @@ func TestGatewayClientReplicasAndUsage(t *testing.T) {
 		g.Expect(gc.Status.LastUsed).NotTo(BeNil())
 		g.Expect(gc.Status.LastUsed.Time.Equal(last)).To(BeTrue())
 	}).WithTimeout(60 * time.Second).Should(Succeed())
+
+	// Nothing requeues the client on a timer any more: a small change of use reaches status at the
+	// first poll after clientStatusRefresh, a big one at the poll that sees it.
+	a.set(map[string]int64{key: gen}, adminapi.ClientUsage{Client: h.ns + "/search", Day: day, Requests: 4, Tokens: 400, LastUsed: &last})
+	h.clock.Step(clientStatusRefresh)
+	gm.Eventually(func(g Gomega) {
+		g.Expect(h.gatewayClient(g, "search").Status.RequestsToday).To(Equal(int64(6)))
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+	a.set(map[string]int64{key: gen}, adminapi.ClientUsage{Client: h.ns + "/search", Day: day, Requests: 40, Tokens: 4000, LastUsed: &last})
+	gm.Eventually(func(g Gomega) {
+		g.Expect(h.gatewayClient(g, "search").Status.TokensToday).To(Equal(int64(4200)))
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+}
+
+// The poller's rule for GatewayClients: the replicas or the served generation, the first use, a
+// drop, a big move at once; a small move once clientStatusRefresh has passed; nothing else.
+func TestGatewayClientFollowsThePoller(t *testing.T) {
+	now := testStart
+	key := routing.ObjectKey("GatewayClient", "ns", "a")
+	one := []replicaInfo{{Name: "r1", Reachable: true, Hash: "h1", Generations: map[string]int64{key: 1}}}
+	served2 := []replicaInfo{{Name: "r1", Reachable: true, Hash: "h2", Generations: map[string]int64{key: 2}}}
+	other := []replicaInfo{{Name: "r1", Reachable: true, Hash: "h3", Generations: map[string]int64{key: 1, "RoutingPolicy/ns/p": 4}}}
+	two := append(slices.Clone(one), replicaInfo{Name: "r2", Reachable: true, Hash: "h1"})
+	view := func(r []replicaInfo) liveView { return liveView{Polled: true, Replicas: r} }
+	u := func(req, tok int64) clientUsage { return clientUsage{Requests: req, Tokens: tok} }
+	recent := clientSent{usage: u(100, 10000), at: now.Add(-time.Second)}
+	for _, tc := range []struct {
+		name       string
+		prev, next liveView
+		sent       clientSent
+		usage      clientUsage
+		want       bool
+	}{
+		{"nothing changed", view(one), view(one), recent, u(100, 10000), false},
+		{"another object's generation", view(one), view(other), recent, u(100, 10000), false},
+		{"its served generation", view(one), view(served2), recent, u(100, 10000), true},
+		{"a replica came", view(one), view(two), recent, u(100, 10000), true},
+		{"the first poll", liveView{}, view(one), clientSent{}, clientUsage{}, true},
+		{"first use", view(one), view(one), clientSent{at: now}, u(1, 0), true},
+		{"a small move, just written", view(one), view(one), recent, u(101, 10050), false},
+		{"a small move, written long ago", view(one), view(one), clientSent{usage: recent.usage, at: now.Add(-clientStatusRefresh)}, u(101, 10050), true},
+		{"a big move of requests", view(one), view(one), recent, u(250, 10000), true},
+		{"a big move of tokens", view(one), view(one), recent, u(100, 30000), true},
+		{"a drop (new day, a replica gone)", view(one), view(one), recent, u(0, 0), true},
+	} {
+		if got := clientNeedsReconcile(tc.prev, tc.next, key, tc.sent, tc.usage, now); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestUntilClientChange(t *testing.T) {
+	now := testStart // 10:00 UTC
+	gc := &v1alpha1.GatewayClient{}
+	if d := untilClientChange(gc, now); d != 0 {
+		t.Errorf("idle client without expiry: requeue after %s, want none", d)
+	}
+	gc.Status.RequestsToday = 3
+	if d := untilClientChange(gc, now); d.Round(time.Second) != 14*time.Hour {
+		t.Errorf("a day's use in status: requeue after %s, want at midnight (14h)", d)
+	}
+	gc.Spec.ExpiresAt = &metav1.Time{Time: now.Add(time.Hour)}
+	if d := untilClientChange(gc, now); d.Round(time.Second) != time.Hour {
+		t.Errorf("expiring in an hour: requeue after %s, want 1h", d)
+	}
 }
 
 func TestAggregateClientsCountsToday(t *testing.T) {

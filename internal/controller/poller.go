@@ -36,6 +36,10 @@ type Poller struct {
 	changes chan event.GenericEvent
 	// policyChanges enqueues RoutingPolicies when a replica's served config changed.
 	policyChanges chan event.GenericEvent
+	// clientChanges enqueues GatewayClients whose served generation or use changed (clients.go).
+	clientChanges chan event.GenericEvent
+	// clientSent is the use last enqueued per client, by client ID (enqueueClients).
+	clientSent map[string]clientSent
 
 	mu   sync.RWMutex
 	view liveView
@@ -68,6 +72,8 @@ func newPoller(c client.Client, opts Options, j *Journal) *Poller {
 		changes: make(chan event.GenericEvent, 1024),
 		// Sized like changes; a full buffer only delays a policy to its next change or resync.
 		policyChanges: make(chan event.GenericEvent, 1024),
+		clientChanges: make(chan event.GenericEvent, 1024),
+		clientSent:    map[string]clientSent{},
 		replicas:      map[string]*replicaState{},
 	}
 }
@@ -203,6 +209,9 @@ func (p *Poller) poll(ctx context.Context) {
 				return
 			}
 		}
+	}
+	if !p.enqueueClients(ctx, prev, view, now) {
+		return
 	}
 	if prev.Polled == view.Polled && reflect.DeepEqual(prev.Replicas, view.Replicas) {
 		return

@@ -75,7 +75,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		Complete(pr); err != nil {
 		return fmt.Errorf("failed to set up the RoutingPolicy controller: %w", err)
 	}
-	return setupClients(ctx, mgr, base, owned)
+	return setupClients(ctx, mgr, base, owned, poller.clientChanges)
 }
 
 // reconcilerBase is what both reconcilers share.

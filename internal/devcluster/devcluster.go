@@ -29,6 +29,9 @@ const (
 	ProxyNamespace = "switchyard-system"
 	Namespace      = "llm"
 	ConfigMapName  = "switchyard-routing"
+	// ClientKey is the key of the sample GatewayClient "dev" (gateway.yaml.tmpl): the proxies run
+	// with --require-client-key, as installed in a cluster, so every request carries it.
+	ClientKey = "sk-sy-dev-local-client"
 )
 
 //go:embed gateway.yaml.tmpl
@@ -124,7 +127,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 	for i := 0; i < opts.Proxies; i++ {
 		p := c.proc(fmt.Sprintf("proxy-%d", i), "proxy", "--configmap", ProxyNamespace+"/"+ConfigMapName,
-			"--kubeconfig", env.Kubeconfig, "--drain-timeout", "10s",
+			"--kubeconfig", env.Kubeconfig, "--drain-timeout", "10s", "--require-client-key",
 			"--access-log", filepath.Join(c.Dir, fmt.Sprintf("proxy-%d-access.jsonl", i)))
 		p.Addr, p.Admin = next(), next()
 		p.Args = append(p.Args, "--listen", p.Addr, "--admin-listen", p.Admin)
@@ -157,7 +160,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 
 	var buf bytes.Buffer
 	tmpl := template.Must(template.New("gateway").Parse(gatewayTemplate))
-	if err := tmpl.Execute(&buf, map[string]string{"MockA": "http://" + c.MockA.Addr, "MockB": "http://" + c.MockB.Addr}); err != nil {
+	if err := tmpl.Execute(&buf, map[string]string{"MockA": "http://" + c.MockA.Addr, "MockB": "http://" + c.MockB.Addr, "ClientKey": ClientKey}); err != nil {
 		return nil, err
 	}
 	c.Manifests = filepath.Join(c.Dir, "gateway.yaml")

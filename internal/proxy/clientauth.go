@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -100,23 +101,34 @@ func newClientsState(s *Server) *clientsState {
 }
 
 // index builds the client index of a table being applied, and logs when the proxy turns open or
-// closed (the first config included).
-func (cs *clientsState) index(t *routing.Table) *clientIndex {
+// closed (the first config included). It returns the limiters of the clients that left the table:
+// apply retires them (and their metric series) once the new config is in place.
+func (cs *clientsState) index(t *routing.Table) (*clientIndex, []*clientLimiter) {
 	ix := &clientIndex{byHash: map[string]*clientEntry{}, clients: len(t.Clients), replicas: max(t.ProxyReplicas, 1)}
 	keep := map[string]bool{}
 	for i := range t.Clients {
 		c := &t.Clients[i]
 		id := c.ID()
 		keep[id] = true
-		l, _ := cs.limiters.LoadOrStore(id, &clientLimiter{})
+		l, _ := cs.limiters.LoadOrStore(id, &clientLimiter{namespace: c.Namespace, name: c.Name})
 		e := &clientEntry{c: c, id: id, limiter: l.(*clientLimiter)}
-		for _, h := range c.KeyHashes {
+		for j, h := range c.KeyHashes {
+			if !validKeyHash(h) {
+				// The controller writes only hex SHA-256; anything else is a hand-edited or
+				// corrupted table. The entry could never match a presented key's hash, and it
+				// may be a key pasted by mistake: its value is not logged.
+				cs.s.log.Error("A GatewayClient's key hash in the config is not 64 lower-case hex digits; the entry is ignored",
+					"client", id, "index", j, "length", len(h))
+				continue
+			}
 			ix.byHash[h] = e
 		}
 	}
-	cs.limiters.Range(func(k, _ any) bool {
+	var gone []*clientLimiter
+	cs.limiters.Range(func(k, v any) bool {
 		if !keep[k.(string)] {
 			cs.limiters.Delete(k)
+			gone = append(gone, v.(*clientLimiter))
 		}
 		return true
 	})
@@ -146,7 +158,37 @@ func (cs *clientsState) index(t *routing.Table) *clientIndex {
 			cs.s.log.Warn("Serving without client keys", "reason", ix.reason)
 		}
 	}
-	return ix
+	return ix, gone
+}
+
+// validKeyHash reports whether a table entry is what routing.KeyHash writes: 64 lower-case hex
+// digits (the proxy compares it with the hex.EncodeToString of a presented key's SHA-256).
+func validKeyHash(h string) bool {
+	if len(h) != 2*sha256.Size {
+		return false
+	}
+	for i := 0; i < len(h); i++ {
+		if c := h[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// retire removes the metric series of clients that left the table, as the health series of a
+// channel×model that left it go. Called after the new config is stored; a request still in flight
+// on the old one counts through its limiter, which, once retired, counts nothing more, so it
+// cannot bring a series back.
+func (cs *clientsState) retire(gone []*clientLimiter) {
+	for _, l := range gone {
+		l.mu.Lock()
+		l.retired = true
+		labels := prometheus.Labels{"namespace": l.namespace, "client": l.name}
+		cs.metrics.requests.DeletePartialMatch(labels)
+		cs.metrics.tokens.DeletePartialMatch(labels)
+		cs.metrics.limited.DeletePartialMatch(labels)
+		l.mu.Unlock()
+	}
 }
 
 // admin is the client part of /admin/v1/channels.
@@ -303,7 +345,7 @@ func (cc *clientCall) admit(cfg *config, cr *clientRequest) (*clientRequest, boo
 	}
 	now := cc.s.clock.Now()
 	if limit, wait := e.limiter.admit(now, e.c.Limits, cfg.auth.replicas); limit != "" {
-		cc.s.clients.metrics.limited.WithLabelValues(e.c.Namespace, e.c.Name, limit).Inc()
+		e.limiter.count(cc.s.clients.metrics.limited, limit, 1)
 		cc.refuse(http.StatusTooManyRequests, "rate_limit_error", "client_rate_limit_exceeded",
 			fmt.Sprintf("GatewayClient %s reached its %s limit on this gateway", e.id, limit), wait)
 		return nil, false
@@ -405,10 +447,10 @@ func (cc *clientCall) tokens(u *usage) {
 	if e := cc.entry; e != nil {
 		e.limiter.addTokens(cc.s.clock.Now(), p+c)
 		if p > 0 {
-			cc.s.clients.metrics.tokens.WithLabelValues(e.c.Namespace, e.c.Name, "prompt").Add(float64(p))
+			e.limiter.count(cc.s.clients.metrics.tokens, "prompt", float64(p))
 		}
 		if c > 0 {
-			cc.s.clients.metrics.tokens.WithLabelValues(e.c.Namespace, e.c.Name, "completion").Add(float64(c))
+			e.limiter.count(cc.s.clients.metrics.tokens, "completion", float64(c))
 		}
 	}
 }
@@ -438,7 +480,7 @@ func (cc *clientCall) finish(requestID string) {
 	client := ""
 	if e := cc.entry; e != nil {
 		client = e.id
-		s.clients.metrics.requests.WithLabelValues(e.c.Namespace, e.c.Name, fmt.Sprint(status)).Inc()
+		e.limiter.count(s.clients.metrics.requests, strconv.Itoa(status), 1)
 	}
 	if s.opts.Audit == nil {
 		return

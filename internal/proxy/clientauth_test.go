@@ -426,3 +426,105 @@ func TestAuditLog(t *testing.T) {
 		t.Fatalf("verify: %v %+v", err, rep)
 	}
 }
+
+// A client that leaves the table takes its metric series with it, as a channel's do; a request
+// still in flight on the old config cannot bring them back.
+func TestClientSeriesRemovedWithTheClient(t *testing.T) {
+	r := newRig(t, rigConfig{})
+	r.writeClients(clientsManifest("one: "+clientKeyOne, "limits: {requestsPerMinute: 1}"))
+	auth := []string{"Authorization", "Bearer " + clientKeyOne}
+	if got := r.post("/v1/chat/completions", chat("gpt-4o", false), auth...); got.status != 200 {
+		t.Fatalf("%d %s", got.status, got.body)
+	}
+	if got := r.post("/v1/chat/completions", chat("gpt-4o", false), auth...); got.status != 429 {
+		t.Fatalf("at the limit: %d", got.status)
+	}
+	m := r.srv.clients.metrics
+	teamSeries := func() int {
+		n := 0
+		for _, name := range []string{"switchyard_client_requests_total", "switchyard_client_tokens_total", "switchyard_client_limited_total"} {
+			families, err := r.srv.Registry().Gather()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range families {
+				if f.GetName() != name {
+					continue
+				}
+				for _, s := range f.GetMetric() {
+					for _, l := range s.GetLabel() {
+						if l.GetName() == "client" && l.GetValue() == "team" {
+							n++
+						}
+					}
+				}
+			}
+		}
+		return n
+	}
+	// requests 200 and 429, tokens prompt and completion, limited requestsPerMinute.
+	if n := teamSeries(); n != 5 {
+		t.Fatalf("%d series of client team before it leaves, want 5", n)
+	}
+	old := r.srv.cfg.Load().auth.byHash[routing.KeyHash(clientKeyOne)]
+
+	// The table without "team" (the other clients stay: the proxy stays closed).
+	manifest := clientsManifest("one: "+clientKeyOne, "")
+	manifest = strings.Replace(manifest, "metadata: {name: team}", "metadata: {name: team-renamed}", 1)
+	r.writeClients(manifest)
+	if n := teamSeries(); n != 0 {
+		t.Fatalf("%d series of client team after it left the table, want 0", n)
+	}
+	// What a request still in flight on the old config does at its end.
+	old.limiter.count(m.requests, "200", 1)
+	old.limiter.count(m.tokens, "completion", 7)
+	if n := teamSeries(); n != 0 {
+		t.Fatalf("a request of the old config brought back %d series of client team", n)
+	}
+	// The same client coming back counts afresh.
+	r.writeClients(clientsManifest("one: "+clientKeyOne, ""))
+	if got := r.post("/v1/chat/completions", chat("gpt-4o", false), auth...); got.status != 200 {
+		t.Fatalf("back in the table: %d %s", got.status, got.body)
+	}
+	if v := testutil.ToFloat64(m.requests.WithLabelValues("", "team", "200")); v != 1 {
+		t.Fatalf("requests of the returned client %v, want 1", v)
+	}
+}
+
+// A keyHashes entry that is not 64 lower-case hex digits (a hand-edited table) is refused and
+// logged without its value; the client's valid hashes keep working and nothing crashes.
+func TestClientKeyHashMalformedIsRefused(t *testing.T) {
+	r := newRig(t, rigConfig{})
+	r.writeClients(clientsManifest("one: "+clientKeyOne, ""))
+	cur := r.srv.cfg.Load().table
+	t2 := *cur
+	t2.Clients = append([]routing.Client(nil), cur.Clients...)
+	pasted := "sk-pasted-by-mistake-31ac"
+	var team *routing.Client
+	for i := range t2.Clients {
+		if t2.Clients[i].Name == "team" {
+			team = &t2.Clients[i]
+		}
+	}
+	good := routing.KeyHash(clientKeyOne)
+	team.KeyHashes = []string{
+		"", pasted, strings.ToUpper(routing.KeyHash(clientKeyTwo)), routing.KeyHash(clientKeyTwo)[:63],
+		routing.KeyHash(clientKeyTwo)[:63] + "g", routing.KeyHash(clientKeyTwo) + "0", good,
+	}
+	r.srv.Apply(&t2, "hand-edited")
+	if got := r.post("/v1/chat/completions", chat("gpt-4o", false), "Authorization", "Bearer "+clientKeyOne); got.status != 200 {
+		t.Fatalf("the valid hash: %d %s", got.status, got.body)
+	}
+	for _, k := range []string{clientKeyTwo, pasted} {
+		if got := r.post("/v1/chat/completions", chat("gpt-4o", false), "Authorization", "Bearer "+k); got.status != 401 {
+			t.Fatalf("a key behind a malformed entry: %d %s", got.status, got.body)
+		}
+	}
+	logs := r.logs.String()
+	if n := strings.Count(logs, "not 64 lower-case hex digits"); n != 6 {
+		t.Fatalf("%d log lines for the 6 malformed entries:\n%s", n, logs)
+	}
+	if strings.Contains(logs, pasted) || strings.Contains(logs, routing.KeyHash(clientKeyTwo)[:63]) {
+		t.Fatal("a malformed entry's value is in the log")
+	}
+}

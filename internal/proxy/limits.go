@@ -4,6 +4,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
 
@@ -29,7 +31,13 @@ const (
 // one-second buckets, and the UTC day's totals. It is kept across reloads (by client ID), so a
 // config change does not hand out a fresh minute.
 type clientLimiter struct {
-	mu      sync.Mutex
+	// namespace and name label the client's metric series.
+	namespace, name string
+
+	mu sync.Mutex
+	// retired: the client left the table and its series were removed (clientsState.retire);
+	// count adds nothing more.
+	retired bool
 	buckets [minuteBuckets]secondBucket
 	day     string // UTC date of the day's totals
 	dayReq  int64
@@ -77,6 +85,16 @@ func (l *clientLimiter) admit(now time.Time, lim routing.ClientLimits, replicas 
 	l.dayReq++
 	l.last = now
 	return "", 0
+}
+
+// count adds v to the client's series of vec (labels namespace, client and one more), unless the
+// client was retired. Under mu, so retire cannot remove a series between the check and the add.
+func (l *clientLimiter) count(vec *prometheus.CounterVec, label string, v float64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.retired {
+		vec.WithLabelValues(l.namespace, l.name, label).Add(v)
+	}
 }
 
 // addTokens counts tokens the provider reported for the client's request.

@@ -259,7 +259,8 @@ func (s *Server) apply(t *routing.Table, source string, rejected error, problems
 	for _, err := range tlsErrs {
 		s.log.Error("A channel's TLS settings do not load; its attempts fail until they do", "error", err.Error())
 	}
-	c.auth = s.clients.index(t)
+	var goneClients []*clientLimiter
+	c.auth, goneClients = s.clients.index(t)
 	for i := range t.Channels {
 		c.channels[t.Channels[i].ID()] = &t.Channels[i]
 	}
@@ -308,6 +309,7 @@ func (s *Server) apply(t *routing.Table, source string, rejected error, problems
 	s.cfg.Store(c)
 	// Series of keys that left the config go only after the new config is in place; publishStatus
 	// runs under cfgMu too, so it cannot bring them back from the old config.
+	s.clients.retire(goneClients)
 	if old != nil {
 		for _, k := range old.keys {
 			if !keep[k] {
