@@ -234,8 +234,15 @@ func TestOnCallStory(t *testing.T) {
 		// Claude on two Anthropic channels, through the OpenAI API and the Anthropic API.
 		cl := startLoad("claude-sonnet-4-5", proxies, 2)
 		for i, p := range proxies {
-			resp, err := http.Post("http://"+p+"/v1/messages", "application/json",
+			// The Anthropic SDK's way to send the client key: x-api-key.
+			req, err := http.NewRequest(http.MethodPost, "http://"+p+"/v1/messages",
 				strings.NewReader(`{"model":"claude-sonnet-4-5","max_tokens":64,"messages":[{"role":"user","content":"hi"}]}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("x-api-key", devcluster.ClientKey)
+			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}
