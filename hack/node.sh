@@ -43,11 +43,9 @@ build() {
   if have_binaries; then echo "${NODE_BIN}"; return 0; fi
   log "building ${NODE_BINARIES[*]} v${K8S_VERSION} into ${NODE_BIN} (cold: 8-15 minutes)"
   mkdir -p "${CACHE_ROOT}/node"
-  local work
-  work="$(mktemp -d "${CACHE_ROOT}/node/build.XXXXXX")"
-  # shellcheck disable=SC2064
-  trap "rm -rf '${work}'" RETURN
   (
+    work="$(mktemp -d "${CACHE_ROOT}/node/build.XXXXXX")"
+    trap 'rm -rf "${work}"' EXIT
     export GOFLAGS="-mod=mod" CGO_ENABLED=0 GOWORK=off
     cd "${work}"
     # The same wrapper module as hack/envtest.sh: k8s.io/kubernetes points its staging modules at
@@ -124,7 +122,7 @@ deps() {
 # --- the node ---------------------------------------------------------------------------------
 NETNS="${SWITCHYARD_NODE_NETNS:-switchyard-node}"
 STATE="${SWITCHYARD_NODE_STATE:-/tmp/${NETNS}}"
-NODE_NAME="${NETNS}"
+NODE_NAME=node-1
 NODE_IP=10.200.0.1        # on the namespace's loopback interface: the node's own address
 POD_CIDR=10.201.0.0/16    # the controller-manager gives the node 10.201.0.0/24
 NODE_POD_CIDR=10.201.0.0/24
@@ -370,6 +368,7 @@ up() {
   start containerd containerd --config "${STATE}/containerd/config.toml"
   start kube-apiserver "${bin}/kube-apiserver" --etcd-servers http://127.0.0.1:2379 \
     --advertise-address "${NODE_IP}" --bind-address 0.0.0.0 --secure-port 6443 \
+    --kubelet-preferred-address-types InternalIP \
     --service-cluster-ip-range "${SERVICE_CIDR}" --authorization-mode Node,RBAC --allow-privileged=true \
     --client-ca-file "${pki}/ca.crt" --tls-cert-file "${pki}/apiserver.crt" --tls-private-key-file "${pki}/apiserver.key" \
     --kubelet-client-certificate "${pki}/apiserver-kubelet-client.crt" --kubelet-client-key "${pki}/apiserver-kubelet-client.key" \
