@@ -334,8 +334,13 @@ check_prereqs() {
 
 up() {
   check_prereqs
-  if ip netns list | grep -qw "^${NETNS}"; then
-    die "network namespace ${NETNS} exists already: a node is up (hack/node.sh down removes it)"
+  if [[ -e "/run/netns/${NETNS}" || -d "${STATE}" ]]; then
+    local d
+    for d in "${DAEMONS[@]}"; do
+      running "${d}" && die "a node is up already (${d} runs, PID $(cat "${STATE}/pids/${d}")): hack/node.sh down stops it"
+    done
+    log "removing what an interrupted run left (network namespace ${NETNS}, ${STATE})"
+    down
   fi
   deps
   local bin

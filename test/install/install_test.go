@@ -55,8 +55,8 @@ func TestMain(m *testing.M) {
 	wd, _ := os.Getwd()
 	repo = filepath.Join(wd, "..", "..")
 	image = os.Getenv("SWITCHYARD_INSTALL_IMAGE")
-	if image == "" {
-		fmt.Fprintln(os.Stderr, "SWITCHYARD_INSTALL_IMAGE is not set (the image reference imported into the node; make test-install sets it)")
+	if !strings.Contains(image, ":") {
+		fmt.Fprintln(os.Stderr, "SWITCHYARD_INSTALL_IMAGE is not set to REPO:TAG (the image imported into the node; make test-install sets it)")
 		os.Exit(1)
 	}
 	out, err := exec.Command(filepath.Join(repo, "hack", "tools.sh"), "--check", "helm").Output()
@@ -471,6 +471,13 @@ images:
   - name: ghcr.io/switchyard-io/switchyard
     newName: %s
     newTag: %s
+# The image is imported into the node, not pulled (there is no registry).
+patches:
+  - target: {kind: Deployment}
+    patch: |-
+      - op: add
+        path: /spec/template/spec/containers/0/imagePullPolicy
+        value: Never
 `, base, imageName(), imageTag())
 	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(kustomization), 0o600); err != nil {
 		t.Fatal(err)
@@ -566,5 +573,6 @@ func (e *env) leftovers() []string {
 	return left
 }
 
-func imageName() string { n, _, _ := strings.Cut(image, ":"); return n }
-func imageTag() string  { _, t, _ := strings.Cut(image, ":"); return t }
+// imageName and imageTag split REPO:TAG (a registry port in REPO is not the tag).
+func imageName() string { return image[:strings.LastIndex(image, ":")] }
+func imageTag() string  { return image[strings.LastIndex(image, ":")+1:] }
