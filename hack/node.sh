@@ -261,6 +261,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
+        Root = "${STATE}/runc"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "${CNI_BIN_DIR}"
     conf_dir = "${STATE}/cni/net.d"
@@ -364,6 +365,12 @@ up() {
   # Replies between two pods on the bridge pass through conntrack (the Service DNAT is undone).
   in_ns sysctl -qw net.bridge.bridge-nf-call-iptables=1
   make_cgroups
+  # containerd 1.6 puts its shims' sockets under /run/containerd/s and the CNI result cache under
+  # /var/lib/cni whatever its config says: note which of them this node creates, for down.
+  local d
+  for d in /run/containerd /run/containerd/s /var/lib/cni /var/lib/cni/results; do
+    [[ -e "${d}" ]] || echo "${d}" >> "${STATE}/host-dirs"
+  done
 
   local pki="${STATE}/pki"
   start etcd "${ENVTEST_DIR}/etcd" --data-dir "${STATE}/etcd" --listen-client-urls http://127.0.0.1:2379 \
@@ -472,6 +479,12 @@ down() {
   if [[ -e "/run/netns/${NETNS}" ]]; then
     ip netns del "${NETNS}" || log "could not delete network namespace ${NETNS}"
   fi
+  # The pods' sandboxes are not torn down through the CRI, so their shim sockets and CNI results
+  # stay: remove the directories this node created, and its network's results in any case.
+  if [[ -f "${STATE}/host-dirs" ]]; then
+    sort -r "${STATE}/host-dirs" | while read -r d; do rm -rf "${d}"; done
+  fi
+  rm -f /var/lib/cni/results/switchyard-node-*
   rm -rf "${STATE}"
   local leftover=()
   [[ -e "/run/netns/${NETNS}" ]] && leftover+=("network namespace ${NETNS}")
