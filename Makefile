@@ -67,6 +67,11 @@ test-chart: envtest tools ## Lint, render and dry-run the Helm chart; check metr
 test-e2e: envtest ## Run the end-to-end suite on a local control plane.
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) test ./test/e2e/... -count=1 -tags=e2e -v -timeout 20m
 
+.PHONY: test-install
+test-install: envtest image ## As root: install the chart and config/default on a real single-node Kubernetes (hack/node.sh) and play the on-call story on real pods.
+	@hack/tools.sh helm >/dev/null
+	SWITCHYARD_INSTALL_IMAGE=$(IMG) hack/node.sh run $(GO) test -tags=install ./test/install/ -count=1 -v -timeout 30m
+
 # The suites that touch time or the network (real sockets, timers, child processes, an API server).
 FLAKE_PKGS ?= ./internal/controller/ ./internal/demo/ ./internal/mockprovider/ ./internal/proxy/... ./cmd/switchyard/ ./hack/bench/ ./test/crdvalidation/ ./test/kustomize/
 FLAKE_COUNT ?= 10

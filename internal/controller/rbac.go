@@ -12,6 +12,8 @@ package controller
 // +kubebuilder:rbac:groups=switchyard.io,resources=providerchannels/status;routingpolicies/status;gatewayclients/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// client-go's leader election records its Event in the core group, in the Lease's namespace.
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch,namespace=switchyard-system
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch,namespace=switchyard-system
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=create;update;patch,namespace=switchyard-system
 // +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch,namespace=switchyard-system

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -11,6 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -42,6 +45,15 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	publisher.replicas = func() int { return readyReplicas(poller.View()) }
+	// A fresh install has no ProviderChannel or RoutingPolicy, so no reconcile would ever publish
+	// the routing ConfigMap, and the proxies (ready once they have loaded one) would stay NotReady:
+	// `helm install --wait` would never return. The leader publishes once when elected.
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		publishOnElection(ctx, publisher)
+		return nil
+	})); err != nil {
+		return err
+	}
 	base := reconcilerBase{client: c, opts: opts, publisher: publisher, journal: journal, live: poller}
 
 	owned := predicate.NewPredicateFuncs(func(o client.Object) bool {
@@ -76,6 +88,28 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("failed to set up the RoutingPolicy controller: %w", err)
 	}
 	return setupClients(ctx, mgr, base, owned, poller.clientChanges)
+}
+
+// publishOnElection publishes the routing table (empty on a fresh install) once, retrying a
+// failed write a bounded number of times; after that the reconcilers publish on every change.
+func publishOnElection(ctx context.Context, p *Publisher) {
+	delay := 500 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		_, err := p.Sync(ctx)
+		if err == nil {
+			return
+		}
+		if attempt == 10 {
+			logf.FromContext(ctx).Error(err, "Could not publish the routing table on election; the reconcilers publish on the next change")
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 10*time.Second)
+	}
 }
 
 // reconcilerBase is what both reconcilers share.
