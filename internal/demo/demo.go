@@ -34,6 +34,7 @@ import (
 	"github.com/switchyard-io/switchyard/internal/health"
 	"github.com/switchyard-io/switchyard/internal/mockprovider"
 	"github.com/switchyard-io/switchyard/internal/procs"
+	"github.com/switchyard-io/switchyard/internal/provider/bedrock"
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
 
@@ -68,6 +69,10 @@ type Options struct {
 	// KeepDir keeps the temp directory (manifests and child logs) after a successful run.
 	KeepDir bool
 }
+
+// ClaudeConfigDir is the manifests of `switchyard demo --claude`: the outage hits Claude on an
+// Anthropic channel, and Claude on Bedrock takes over.
+const ClaudeConfigDir = "config/samples/demo-claude"
 
 func (o Options) withDefaults() Options {
 	if o.Config == "" {
@@ -107,6 +112,7 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.StringVar(&o.Config, "config", DefaultConfigDir, "the demo manifests (ProviderChannel, RoutingPolicy, Secret); their baseURLs must be loopback")
 	fs.Float64Var(&o.Scale, "duration-scale", 1, "multiply every duration (stages, detection window, cooldown, probes, ramp) by this; 0.3 runs in about 40 s")
 	fs.Float64Var(&o.Rate, "rate", 24, "target client requests per second")
+	claude := fs.Bool("claude", false, "play the outage on Claude: Claude Sonnet and Haiku on an Anthropic and a Bedrock mock ("+ClaudeConfigDir+"); the Anthropic channel fails")
 	plain := fs.Bool("plain", false, "no in-place terminal view: print a status line every few seconds (the default when stdout is not a terminal)")
 	fs.BoolVar(&o.KeepDir, "keep", false, "keep the temp directory with the manifests and the children's logs")
 	fs.Usage = func() {
@@ -128,6 +134,14 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if *plain {
 		o.Live = new(bool)
+	}
+	if *claude {
+		configSet := false
+		fs.Visit(func(f *flag.Flag) { configSet = configSet || f.Name == "config" })
+		if configSet {
+			return errors.New("--claude picks its own manifests (" + ClaudeConfigDir + "): leave out --config")
+		}
+		o.Config = ClaudeConfigDir
 	}
 	return Run(ctx, o, stdout, stderr)
 }
@@ -207,11 +221,12 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (err error) {
 		len(st.Table.Channels), cfg, o.Scale)
 	for i := range st.Table.Channels {
 		ch := &st.Table.Channels[i]
-		args := []string{"mock-provider", "--listen", "127.0.0.1:" + strconv.Itoa(st.Ports[ch.Name]), "--name", ch.Name}
-		if key, ok := st.Table.Credentials[ch.Name]; ok {
-			args = append(args, "--api-key", key.Reveal())
+		args, env, err := mockArgs(ch, st.Table.Credentials[ch.Name].Reveal())
+		if err != nil {
+			return err
 		}
-		c, err := startChild(exe, tmp, "mock-"+ch.Name, args...)
+		args = append(args, "--listen", "127.0.0.1:"+strconv.Itoa(st.Ports[ch.Name]), "--name", ch.Name)
+		c, err := startChild(exe, tmp, "mock-"+ch.Name, env, args...)
 		if err != nil {
 			return err
 		}
@@ -234,7 +249,7 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (err error) {
 		tick := max(time.Duration(float64(time.Second)*o.Scale).Round(10*time.Millisecond), 200*time.Millisecond)
 		proxyArgs = append(proxyArgs, "--tick", tick.String())
 	}
-	px, err := startChild(exe, tmp, "proxy", proxyArgs...)
+	px, err := startChild(exe, tmp, "proxy", nil, proxyArgs...)
 	if err != nil {
 		return err
 	}
@@ -259,8 +274,30 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (err error) {
 
 // startChild runs the switchyard binary's subcommand in its own process group (a Ctrl-C reaches
 // the demo, which then stops its children in order), its output in dir/name.log.
-func startChild(exe, dir, name string, args ...string) (*procs.Child, error) {
-	return procs.Start(procs.Spec{Name: name, Path: exe, Args: args, Log: filepath.Join(dir, name+".log"), OwnGroup: true})
+func startChild(exe, dir, name string, env []string, args ...string) (*procs.Child, error) {
+	return procs.Start(procs.Spec{Name: name, Path: exe, Args: args, Env: env, Log: filepath.Join(dir, name+".log"), OwnGroup: true})
+}
+
+// mockArgs are the mock-provider arguments (and environment) of a channel's mock: the OpenAI and
+// Anthropic wire formats with the channel's key, or Bedrock's with its credentials (the secret
+// in the environment, not on the command line).
+func mockArgs(ch *routing.Channel, creds string) (args, env []string, err error) {
+	switch ch.Provider {
+	case "bedrock":
+		c, err := bedrock.ParseCredentials(creds)
+		if err != nil {
+			return nil, nil, fmt.Errorf("channel %s: %w", ch.Name, err)
+		}
+		return []string{"mock-provider", "--wire", "bedrock", "--region", ch.Region, "--access-key-id", c.AccessKeyID},
+			[]string{"MOCK_AWS_SECRET_ACCESS_KEY=" + c.SecretAccessKey}, nil
+	case "vertex":
+		return nil, nil, fmt.Errorf("channel %s: the demo plays openai, azure-openai, anthropic and bedrock channels, not vertex", ch.Name)
+	}
+	args = []string{"mock-provider"}
+	if creds != "" {
+		args = append(args, "--api-key", creds)
+	}
+	return args, nil, nil
 }
 
 func ptr[T any](v T) *T { return &v }

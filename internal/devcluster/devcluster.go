@@ -1,13 +1,19 @@
 // Package devcluster runs Switchyard the way a cluster would, on one machine without pods: a real
 // kube-apiserver and etcd (the envtest binaries), `switchyard controller` and one or more
-// `switchyard proxy --configmap …` as local processes, and two mock providers. `make dev-cluster`
+// `switchyard proxy --configmap …` as local processes, two mock providers (OpenAI and Anthropic
+// wire formats) and a mock Bedrock and a mock Vertex AI. `make dev-cluster`
 // and the end-to-end suite both use it. Everything listens on loopback only.
 package devcluster
 
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
 	_ "embed"
+	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"os"
@@ -34,6 +40,16 @@ const (
 	ClientKey = "sk-sy-dev-local-client"
 )
 
+// The mock clouds' settings; the credentials are the mocks' own, made up for the dev cluster.
+const (
+	BedrockRegion      = "us-east-1"
+	VertexProject      = "dev-project"
+	VertexLocation     = "us-east5"
+	bedrockAccessKeyID = "AKIDDEVCLUSTER"
+	bedrockSecretKey   = "dev-cluster-bedrock-secret"
+	vertexEmail        = "switchyard@dev-project.iam.gserviceaccount.com"
+)
+
 //go:embed gateway.yaml.tmpl
 var gatewayTemplate string
 
@@ -49,13 +65,17 @@ type Options struct {
 
 // Cluster is a running local control plane with Switchyard on it.
 type Cluster struct {
-	Env        *testenv.Env
-	Dir        string
-	Bin        string
-	MockA      *Proc
-	MockB      *Proc
-	Proxies    []*Proc
-	Controller *Proc
+	Env   *testenv.Env
+	Dir   string
+	Bin   string
+	MockA *Proc
+	MockB *Proc
+	// MockBedrock and MockVertex serve Claude in Bedrock's and Vertex AI's wire formats, checking
+	// each request's SigV4 signature and bearer token.
+	MockBedrock *Proc
+	MockVertex  *Proc
+	Proxies     []*Proc
+	Controller  *Proc
 	// Manifests is the rendered sample file (channels point at the mocks).
 	Manifests string
 	ownDir    bool
@@ -114,16 +134,25 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	// Every port at once, each held until all are chosen: a port closed as soon as it was
 	// picked can be handed out again by the next pick, and two processes would share it (a
 	// proxy's admin port answering 404 as another proxy's API port).
-	addrs, err := procs.FreeAddrs(2 + 2*opts.Proxies)
+	addrs, err := procs.FreeAddrs(4 + 2*opts.Proxies)
 	if err != nil {
 		return nil, err
 	}
 	next := func() string { a := addrs[0]; addrs = addrs[1:]; return a }
 	c.MockA = c.proc("mock-a", "mock-provider", "--name", "provider-a", "--api-key", "sk-dev-provider-a")
 	c.MockB = c.proc("mock-b", "mock-provider", "--name", "provider-b", "--api-key", "dev-provider-b-key")
-	for _, m := range []*Proc{c.MockA, c.MockB} {
+	c.MockBedrock = c.proc("mock-bedrock", "mock-provider", "--wire", "bedrock", "--name", "bedrock", "--region", BedrockRegion,
+		"--access-key-id", bedrockAccessKeyID)
+	c.MockBedrock.Env = append(c.MockBedrock.Env, "MOCK_AWS_SECRET_ACCESS_KEY="+bedrockSecretKey)
+	c.MockVertex = c.proc("mock-vertex", "mock-provider", "--wire", "vertex", "--name", "vertex", "--project", VertexProject,
+		"--location", VertexLocation, "--service-account", filepath.Join(c.Dir, "vertex-service-account.json"))
+	for _, m := range c.mocks() {
 		m.Addr = next()
 		m.Args = append(m.Args, "--listen", m.Addr)
+	}
+	serviceAccount, err := writeServiceAccount(filepath.Join(c.Dir, "vertex-service-account.json"), "http://"+c.MockVertex.Addr+"/token")
+	if err != nil {
+		return nil, err
 	}
 	for i := 0; i < opts.Proxies; i++ {
 		p := c.proc(fmt.Sprintf("proxy-%d", i), "proxy", "--configmap", ProxyNamespace+"/"+ConfigMapName,
@@ -142,7 +171,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	c.Controller = c.proc("controller", "controller", ctrlArgs...)
 	c.Controller.Env = append(c.Controller.Env, "KUBECONFIG="+env.Kubeconfig)
 
-	for _, p := range append([]*Proc{c.MockA, c.MockB, c.Controller}, c.Proxies...) {
+	for _, p := range append(append(c.mocks(), c.Controller), c.Proxies...) {
 		if err := p.Start(); err != nil {
 			return nil, err
 		}
@@ -152,7 +181,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 			return nil, fmt.Errorf("%s: %w", p.Name, err)
 		}
 	}
-	for _, m := range []*Proc{c.MockA, c.MockB} {
+	for _, m := range c.mocks() {
 		if err := procs.WaitHTTP(ctx, "http://"+m.Addr+"/_mock/stats", 30*time.Second, m.c); err != nil {
 			return nil, fmt.Errorf("%s: %w", m.Name, err)
 		}
@@ -160,7 +189,9 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 
 	var buf bytes.Buffer
 	tmpl := template.Must(template.New("gateway").Parse(gatewayTemplate))
-	if err := tmpl.Execute(&buf, map[string]string{"MockA": "http://" + c.MockA.Addr, "MockB": "http://" + c.MockB.Addr, "ClientKey": ClientKey}); err != nil {
+	if err := tmpl.Execute(&buf, map[string]string{"MockA": "http://" + c.MockA.Addr, "MockB": "http://" + c.MockB.Addr,
+		"MockBedrock": "http://" + c.MockBedrock.Addr, "MockVertex": "http://" + c.MockVertex.Addr,
+		"BedrockAccessKeyID": bedrockAccessKeyID, "BedrockSecretKey": bedrockSecretKey, "VertexServiceAccount": serviceAccount, "ClientKey": ClientKey}); err != nil {
 		return nil, err
 	}
 	c.Manifests = filepath.Join(c.Dir, "gateway.yaml")
@@ -170,6 +201,9 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	ok = true
 	return c, nil
 }
+
+// mocks are the mock provider processes.
+func (c *Cluster) mocks() []*Proc { return []*Proc{c.MockA, c.MockB, c.MockBedrock, c.MockVertex} }
 
 func (c *Cluster) proc(name, sub string, args ...string) *Proc {
 	return &Proc{Name: name, Args: append([]string{c.Bin, sub}, args...), LogPath: filepath.Join(c.Dir, name+".log")}
@@ -209,7 +243,7 @@ func (c *Cluster) Kubectl(args ...string) (string, error) {
 
 // Stop stops every process and the control plane.
 func (c *Cluster) Stop() {
-	for _, p := range append(append([]*Proc{c.Controller}, c.Proxies...), c.MockA, c.MockB) {
+	for _, p := range append(append([]*Proc{c.Controller}, c.Proxies...), c.mocks()...) {
 		_ = p.Stop(15 * time.Second)
 	}
 	if c.Env != nil {
@@ -222,7 +256,7 @@ func (c *Cluster) Stop() {
 
 // DumpLogs writes the tail of every process log and the Events, for a failed test.
 func (c *Cluster) DumpLogs(w io.Writer) {
-	for _, p := range append(append([]*Proc{c.Controller}, c.Proxies...), c.MockA, c.MockB) {
+	for _, p := range append(append([]*Proc{c.Controller}, c.Proxies...), c.mocks()...) {
 		if p == nil {
 			continue
 		}
@@ -236,4 +270,23 @@ func (c *Cluster) DumpLogs(w io.Writer) {
 		out, _ := c.Kubectl("get", "events", "-A", "--sort-by=.lastTimestamp")
 		fmt.Fprintf(w, "\n===== kubectl get events -A =====\n%s", out)
 	}
+}
+
+// writeServiceAccount makes a service-account key (a fresh RSA key) whose token_uri is the Vertex
+// mock's token endpoint, writes it to path (0600) for the mock, and returns it for the Secret.
+func writeServiceAccount(path, tokenURI string) (string, error) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return "", err
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return "", err
+	}
+	b, err := json.Marshal(map[string]string{"type": "service_account", "project_id": VertexProject, "private_key_id": "dev",
+		"client_email": vertexEmail, "private_key": string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})), "token_uri": tokenURI})
+	if err != nil {
+		return "", err
+	}
+	return string(b), os.WriteFile(path, b, 0o600)
 }

@@ -113,6 +113,17 @@ func (c *cloudModels) Requests(model string) int {
 	return c.counts[model]
 }
 
+// Counts returns the API requests so far, by model id.
+func (c *cloudModels) Counts() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]int, len(c.counts))
+	for k, v := range c.counts {
+		out[k] = v
+	}
+	return out
+}
+
 // LastBody is the body of the last API request: what a test asserts went upstream.
 func (c *cloudModels) LastBody() []byte {
 	c.mu.Lock()

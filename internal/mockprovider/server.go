@@ -619,7 +619,7 @@ func (s *Server) serveControl(w http.ResponseWriter, r *http.Request, what strin
 // ListenAndServe serves s on addr until ctx is done, then closes s (releasing
 // hung handlers) and shuts the HTTP server down. It returns nil after a
 // shutdown caused by ctx, or the error that stopped the server.
-func ListenAndServe(ctx context.Context, addr string, s *Server) error {
+func ListenAndServe(ctx context.Context, addr string, s Mock) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
@@ -627,8 +627,15 @@ func ListenAndServe(ctx context.Context, addr string, s *Server) error {
 	return Serve(ctx, ln, s)
 }
 
+// Mock is any of the package's mocks: the OpenAI/Anthropic Server, the Bedrock and Vertex ones.
+type Mock interface {
+	http.Handler
+	// Close releases hung handlers.
+	Close()
+}
+
 // Serve is ListenAndServe on a listener the caller opened; it closes ln.
-func Serve(ctx context.Context, ln net.Listener, s *Server) error {
+func Serve(ctx context.Context, ln net.Listener, s Mock) error {
 	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -68,8 +68,19 @@ type result struct {
 	committed  bool
 	canceled   bool // the client went away: says nothing about the channel
 	detail     string
+	// clientDetail, when set, is what a client may be told of the failure instead of detail
+	// (which quotes the provider): an adapter's Failure.ClientMessage.
+	clientDetail string
 	// outputTokens is a non-streamed answer's completion tokens, from its usage (0 if none).
 	outputTokens int
+}
+
+// shown is the failure's text for a client: clientDetail, else detail.
+func (r *result) shown() string {
+	if r.clientDetail != "" {
+		return r.clientDetail
+	}
+	return r.detail
 }
 
 // stoppedTimer stands in for a timer that is never armed; Stop on it is a no-op.
@@ -121,22 +132,48 @@ func (s *Server) do(ctx context.Context, w http.ResponseWriter, a *attempt) (res
 		return translationFailure(err)
 	}
 	a.wire = up
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.channel.BaseURL+up.path, bytes.NewReader(up.body))
+	// bedrock and vertex: the adapter builds (signs, authorizes) the request (adapters.go).
+	ad, err := s.adapterFor(a.channel)
 	if err != nil {
-		return result{outcome: health.OutcomeConnectionError, detail: "building the upstream request failed"}
+		return result{outcome: health.OutcomeServerError, detail: "the channel's adapter does not load: " + err.Error()}
 	}
-	copyRequestHeaders(req.Header, a.header)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Request-Id", a.requestID)
-	setUpstreamAuth(req.Header, a, up)
+	var req *http.Request
+	if ad != nil {
+		if req, err = adapterRequest(ctx, ad, a, up); err != nil {
+			return adapterRequestFailure(ctx, a, err)
+		}
+	} else {
+		req, err = http.NewRequestWithContext(ctx, http.MethodPost, a.channel.BaseURL+up.path, bytes.NewReader(up.body))
+		if err != nil {
+			return result{outcome: health.OutcomeConnectionError, detail: "building the upstream request failed"}
+		}
+		copyRequestHeaders(req.Header, a.header)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Request-Id", a.requestID)
+		setUpstreamAuth(req.Header, a, up)
+	}
 
 	resp, err := s.transportFor(a.channel).RoundTrip(req) // no redirects to follow: a 3xx is a failure (below)
 	if err != nil {
 		return transportFailure(ctx, err, "waiting for response headers")
 	}
-	defer resp.Body.Close()
+	defer func() { resp.Body.Close() }()
 	res.status = resp.StatusCode
 	res.header = resp.Header
+	if ad != nil {
+		if resp.StatusCode >= 300 {
+			return adapterError(a, ad, resp)
+		}
+		if a.stream {
+			events, err := ad.DecodeStream(resp)
+			if err != nil {
+				r, _ := streamFailure(a, err)
+				r.status = resp.StatusCode
+				return r
+			}
+			resp = sseResponse(resp, events)
+		}
+	}
 	// The outcome is health's one classification, shared with replay; the cases below handle
 	// the body each class needs.
 	res.outcome = health.OutcomeFromStatus(resp.StatusCode)
@@ -311,6 +348,9 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 				return res
 			}
 			r := transportFailure(ctx, err, "reading the stream")
+			if f, ok := streamFailure(a, err); ok && !r.canceled && r.outcome == health.OutcomeConnectionError {
+				r = f // an adapter's classified failure: an error event, an exception, a stream cut short
+			}
 			if r.canceled {
 				r.committed = res.committed
 				r.ttft = res.ttft
@@ -326,7 +366,7 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 				if restore != nil {
 					_, _ = w.Write(restore.end())
 				}
-				writeStreamErrorFor(a, w, flusher, r.detail)
+				writeStreamErrorFor(a, w, flusher, r.shown())
 			}
 			r.status, r.committed, r.ttft = res.status, res.committed, res.ttft
 			return r

@@ -24,7 +24,8 @@ type errorClass struct {
 }
 
 // errorClassifier reads one provider's error answer; ok is false where the generic rules apply.
-// Adapters of other wire formats (Bedrock, Vertex) add theirs to providerErrors.
+// The channels of bedrock and vertex are classified by their adapter's ClassifyError instead
+// (adapters.go), which knows the cloud's error names.
 type errorClassifier func(status int, body []byte) (c errorClass, ok bool)
 
 // providerErrors is the per-provider table (docs/providers.md shows it as a table too).

@@ -385,7 +385,7 @@ func (rt *routeState) try(ctx context.Context, mr *modelRoute, ch *routing.Chann
 		}
 	}
 	rt.tried = append(rt.tried, key)
-	rt.last, rt.lastModel, rt.lastOutcome, rt.lastDetail = ch, mr.model, res.outcome, res.detail
+	rt.last, rt.lastModel, rt.lastOutcome, rt.lastDetail = ch, mr.model, res.outcome, res.shown()
 	return res, ""
 }
 

@@ -133,6 +133,8 @@ type config struct {
 	// transports are the upstream transports of the channels with TLS settings, by channel ID.
 	transports map[string]http.RoundTripper
 	auth       *clientIndex // the table's GatewayClients by key hash
+	// adapters are the bedrock and vertex channels' wire adapters, by channel ID (adapters.go).
+	adapters map[string]*channelAdapter
 }
 
 // modelRoute is everything needed to route one public model.
@@ -251,9 +253,23 @@ func (s *Server) apply(t *routing.Table, source string, rejected error, problems
 		if strings.HasSuffix(name, "#"+routing.PartTLSCert) || strings.HasSuffix(name, "#"+routing.PartTLSKey) {
 			continue
 		}
+		if ch, ok := t.Channel(name); ok && usesAdapter(ch.Provider) {
+			keys = append(keys, adapterSecrets(ch.Provider, k.Reveal())...)
+			continue
+		}
 		keys = append(keys, k.Reveal())
 	}
 	c.redact = newRedactor(keys)
+	var prevAdapters map[string]*channelAdapter
+	if old := s.cfg.Load(); old != nil {
+		prevAdapters = old.adapters
+	}
+	c.adapters = buildAdapters(t, prevAdapters)
+	for id, ca := range c.adapters {
+		if ca.err != nil {
+			s.log.Error("A channel's adapter does not load; its attempts fail until it does", "channel", id, "error", ca.err.Error())
+		}
+	}
 	var tlsErrs []error
 	c.transports, tlsErrs = s.channelTr.update(t)
 	for _, err := range tlsErrs {

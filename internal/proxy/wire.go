@@ -15,10 +15,15 @@ import (
 
 // The client's API (by path) and the channel's provider decide how an attempt goes upstream:
 //
-//	client path            openai / azure-openai channel     anthropic channel
-//	OpenAI paths           as is                              /chat/completions translated to /messages
-//	/messages              translated to /chat/completions    as is (x-api-key, anthropic-version)
-//	/messages/count_tokens not served                         as is
+//	client path            openai / azure-openai channel     anthropic channel                          bedrock / vertex channel
+//	OpenAI paths           as is                              /chat/completions translated to /messages  as for anthropic, then the adapter
+//	/messages              translated to /chat/completions    as is (x-api-key, anthropic-version)       as is, then the adapter
+//	/messages/count_tokens not served                         as is                                      not served
+//
+// A bedrock or vertex channel's Messages body goes to its provider.Adapter (adapters.go), which
+// moves the model and anthropic_version where the cloud wants them, signs or authorizes the
+// request, and reads the answer back as the Anthropic JSON or SSE events the rest of this file
+// handles as it does an anthropic channel's.
 //
 // Anything else a channel cannot serve is left out by routing (see unfit), so upstreamFor only
 // fails on a body the routing check has not seen (a probe's cannot fail).
@@ -119,9 +124,10 @@ func eventType(data []byte) (string, error) {
 
 // speaksMessages reports whether a provider takes Messages API bodies and answers Messages JSON
 // and stream events: anthropic itself, and the adapters that carry the Messages body over another
-// transport (Bedrock, Vertex) add their provider names here; their signing and framing go in
-// setUpstreamAuth's place and the transport.
-func speaksMessages(provider string) bool { return provider == "anthropic" }
+// transport (bedrock, vertex; their signing and framing are the adapter's, see adapterRequest).
+func speaksMessages(provider string) bool {
+	return provider == "anthropic" || usesAdapter(provider)
+}
 
 // translated is an attempt's request body in the channel's API: the costly part of upstreamFor,
 // done once per request and channel model (routing's check and the attempt share it, see
@@ -136,10 +142,12 @@ type translated struct {
 func translate(a *attempt, caps routing.Capabilities) (*translated, error) {
 	messages := isMessagesPath(a.path)
 	switch {
+	case usesAdapter(a.channel.Provider) && a.path == pathCountTokens:
+		return nil, fmt.Errorf("/v1/messages/count_tokens is served by anthropic channels only, not %s", a.channel.Provider)
 	case speaksMessages(a.channel.Provider) && messages:
 	case speaksMessages(a.channel.Provider):
 		if a.path != "/chat/completions" {
-			return nil, fmt.Errorf("anthropic channels serve /v1/chat/completions and /v1/messages, not /v1%s", a.path)
+			return nil, fmt.Errorf("%s channels serve /v1/chat/completions and /v1/messages, not /v1%s", a.channel.Provider, a.path)
 		}
 		r, err := anthropic.MessagesFromChat(a.body, a.upstream, caps.MaxOutputTokens)
 		if err != nil {

@@ -8,7 +8,7 @@ import (
 
 // DefaultCapabilities are a provider's model capabilities where the spec leaves them unset.
 //
-// anthropic: every Claude model on the Messages API takes images and tools, continues a trailing
+// anthropic, bedrock, vertex (Claude on the Messages API, directly or on a cloud): every Claude model on the Messages API takes images and tools, continues a trailing
 // assistant message, and has a 200k-token context; 4096 output tokens is what every Claude
 // model accepts (newer ones take far more: set maxOutputTokens to raise it), and the Messages API
 // requires a max_tokens, so this is what is sent when the client gives none.
@@ -18,7 +18,7 @@ import (
 // and output limit are unknown (no pre-send overflow check, no max_tokens added); no prefill.
 func DefaultCapabilities(p v1alpha1.Provider) Capabilities {
 	switch p {
-	case v1alpha1.ProviderAnthropic:
+	case v1alpha1.ProviderAnthropic, v1alpha1.ProviderBedrock, v1alpha1.ProviderVertex:
 		return Capabilities{Prefill: true, ContextWindow: 200000, MaxOutputTokens: 4096, Vision: true, Tools: true}
 	default:
 		return Capabilities{Vision: true, Tools: true}

@@ -45,14 +45,20 @@ type Channel struct {
 	Namespace string `json:"namespace,omitempty"`
 	// Generation is the ProviderChannel's metadata.generation this form was compiled from; the
 	// proxies report it, so the controller can tell which generation they serve (Programmed).
-	Generation int64          `json:"generation,omitempty"`
-	Provider   string         `json:"provider"`
-	BaseURL    string         `json:"baseURL"`
-	Models     []ChannelModel `json:"models"`
-	Weight     int            `json:"weight"`
-	Timeouts   Timeouts       `json:"timeouts"`
-	Domain     FailureDomain  `json:"failureDomain"`
-	Residency  string         `json:"residency,omitempty"`
+	Generation int64  `json:"generation,omitempty"`
+	Provider   string `json:"provider"`
+	// BaseURL is the API root; "" for a bedrock or vertex channel whose endpoint is derived
+	// from Region.
+	BaseURL string `json:"baseURL"`
+	// Region is a bedrock channel's AWS region or a vertex channel's location; Project a vertex
+	// channel's Google Cloud project.
+	Region    string         `json:"region,omitempty"`
+	Project   string         `json:"project,omitempty"`
+	Models    []ChannelModel `json:"models"`
+	Weight    int            `json:"weight"`
+	Timeouts  Timeouts       `json:"timeouts"`
+	Domain    FailureDomain  `json:"failureDomain"`
+	Residency string         `json:"residency,omitempty"`
 	// HasCredentials says whether Table.Credentials holds a key for this channel.
 	HasCredentials bool            `json:"hasCredentials,omitempty"`
 	Disabled       bool            `json:"disabled,omitempty"`

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -252,17 +253,34 @@ func TestOnCallStory(t *testing.T) {
 				t.Errorf("proxy %d /v1/messages: %d %s", i, resp.StatusCode, b)
 			}
 		}
-		e.eventually(60*time.Second, "both Claude channels Healthy", func() bool {
-			return e.get("providerchannels", "claude-a", "{.status.phase}") == "Healthy" &&
-				e.get("providerchannels", "claude-b", "{.status.phase}") == "Healthy"
+		claude := []string{"claude-a", "claude-b", "claude-bedrock", "claude-vertex"}
+		e.eventually(60*time.Second, "the four Claude channels Healthy", func() bool {
+			for _, ch := range claude {
+				if e.get("providerchannels", ch, "{.status.phase}") != "Healthy" {
+					return false
+				}
+			}
+			return true
 		})
 		cl.end(t, "Claude traffic")
-		if got := e.get("providerchannels", "claude-a", "{.spec.provider}"); got != "anthropic" {
-			t.Errorf("claude-a provider %q", got)
+		for ch, want := range map[string]string{"claude-a": "anthropic", "claude-bedrock": "bedrock", "claude-vertex": "vertex"} {
+			if got := e.get("providerchannels", ch, "{.spec.provider}"); got != want {
+				t.Errorf("%s provider %q, want %q", ch, got, want)
+			}
 		}
-		t.Logf("kubectl get pch:\n%s", e.kubectl("get", "pch", "-n", ns))
+		// kubectl get pch shows a phase for a ProviderChannel of each provider.
+		pch := e.kubectl("get", "pch", "-n", ns)
+		t.Logf("kubectl get pch:\n%s", pch)
+		for _, ch := range claude {
+			if !regexp.MustCompile(`(?m)^` + ch + `\s.*\bHealthy\b`).MatchString(pch) {
+				t.Errorf("kubectl get pch shows no phase for %s", ch)
+			}
+		}
 		if mockCount(t, c.MockA, "claude-sonnet-4-5-20250929") == 0 || mockCount(t, c.MockB, "claude-sonnet-4-5-20250929") == 0 {
 			t.Error("Claude traffic does not reach both Anthropic channels")
+		}
+		if mockCount(t, c.MockBedrock, "us.anthropic.claude-sonnet-4-5-20250929-v1:0") == 0 || mockCount(t, c.MockVertex, "claude-sonnet-4-5@20250929") == 0 {
+			t.Error("Claude traffic does not reach the Bedrock and Vertex channels")
 		}
 	})
 

@@ -1,5 +1,5 @@
 // The OpenAI and Anthropic Node SDKs, unchanged, against the gateway. Run by sdk_test.go, which
-// starts the mock Anthropic channels and the gateway and passes its URL in SWITCHYARD_URL.
+// starts the mock Anthropic, Bedrock and Vertex channels and the gateway and passes its URL in SWITCHYARD_URL.
 // maxRetries is 0 everywhere: a failover must be the gateway's, never an SDK retry.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -116,5 +116,53 @@ for (const model of ['claude-flaky', 'claude-cut']) {
       const s = await anthropic.messages.stream({ model, max_tokens: 50, tools, messages: [{ role: 'user', content: 'find' }] }).finalMessage();
       assert.equal(s.stop_reason, 'tool_use');
     }
+  });
+}
+
+// Claude on the clouds, and failover across all three providers: claude-on-bedrock and
+// claude-on-vertex are answered by the Bedrock and Vertex mocks; claude-chain's Anthropic channel
+// answers 529 and its Bedrock channel 503, so Vertex answers; claude-bedrock-cut's Bedrock
+// channel ends every stream with a modelStreamErrorException before any content (streams fail
+// over to Vertex; answers not streamed come from Bedrock).
+for (const [model, who, whoStreamed] of [
+  ['claude-on-bedrock', 'bedrock', 'bedrock'],
+  ['claude-on-vertex', 'vertex', 'vertex'],
+  ['claude-chain', 'vertex', 'vertex'],
+  ['claude-bedrock-cut', 'bedrock', 'vertex'],
+]) {
+  test(`clouds (${model}): openai and anthropic clients, streams and tools, no error`, async () => {
+    const r = await openai.chat.completions.create({ model, messages: [{ role: 'user', content: 'hello' }] });
+    assert.equal(r.choices[0].message.content, `Hello from ${who}`);
+    assert.equal(r.choices[0].finish_reason, 'stop');
+    const stream = await openai.chat.completions.create({ model, stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'hello' }] });
+    let text = '', usage = null;
+    for await (const c of stream) {
+      text += c.choices[0]?.delta?.content ?? '';
+      if (c.usage) usage = c.usage;
+    }
+    assert.equal(text, `Hello from ${whoStreamed}`);
+    assert.ok(usage && usage.completion_tokens > 0);
+    const runner = openai.chat.completions.stream({ model, messages: [{ role: 'user', content: 'find moles' }], tools: openaiTools });
+    const final = await runner.finalChatCompletion();
+    assert.equal(final.choices[0].finish_reason, 'tool_calls');
+    assert.deepEqual(JSON.parse(final.choices[0].message.tool_calls[0].function.arguments), { query: 'find moles' });
+
+    const m = await anthropic.messages.create({ model, max_tokens: 50, messages: [{ role: 'user', content: 'hello' }] });
+    assert.equal(m.content[0].text, `Hello from ${who}`);
+    const s = anthropic.messages.stream({ model, max_tokens: 50, messages: [{ role: 'user', content: 'hello' }] });
+    let st = '';
+    s.on('text', (t) => { st += t; });
+    const sm = await s.finalMessage();
+    assert.equal(st, `Hello from ${whoStreamed}`);
+    assert.equal(sm.stop_reason, 'end_turn');
+    const tu = await anthropic.messages.stream({ model, max_tokens: 50, tools, messages: [{ role: 'user', content: 'find voles' }] }).finalMessage();
+    assert.equal(tu.stop_reason, 'tool_use');
+    const use = tu.content.find((b) => b.type === 'tool_use');
+    assert.deepEqual(use.input, { query: 'find voles' });
+    const after = await anthropic.messages.create({ model, max_tokens: 50, tools, messages: [
+      { role: 'user', content: 'find voles' }, { role: 'assistant', content: tu.content },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: 'four voles' }] },
+    ] });
+    assert.equal(after.stop_reason, 'end_turn');
   });
 }

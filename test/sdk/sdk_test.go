@@ -1,6 +1,6 @@
 // Package sdk runs the OpenAI and Anthropic Node SDKs, unchanged and at the versions pinned in
-// package-lock.json, against the gateway in front of mock Anthropic channels (and one mock
-// OpenAI channel), over loopback.
+// package-lock.json, against the gateway in front of mock Anthropic, Bedrock and Vertex channels
+// (and one mock OpenAI channel), over loopback.
 //
 // The SDKs are installed with `npm ci` on first use into ~/.cache/switchyard/npm/<hash of the
 // lock> (about 6 s cold), outside the repository, so that a changed lock gets a fresh install and
@@ -10,8 +10,13 @@ package sdk
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"log/slog"
@@ -21,6 +26,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/switchyard-io/switchyard/internal/mockprovider"
 	"github.com/switchyard-io/switchyard/internal/proxy"
@@ -42,6 +49,7 @@ func TestNodeSDKs(t *testing.T) {
 	c := mockprovider.New(mockprovider.Options{Name: "openai-c", APIKey: "sk-openai-c"})
 	a.SetBehavior("claude-flaky-up", mockprovider.Behavior{Mode: mockprovider.ModeStatus, Status: 529})
 	a.SetBehavior("claude-cut-up", mockprovider.Behavior{Mode: mockprovider.ModeErrorEvent, After: 0})
+	a.SetBehavior("chain-up", mockprovider.Behavior{Mode: mockprovider.ModeStatus, Status: 529})
 	as, bs, cs := httptest.NewServer(a), httptest.NewServer(b), httptest.NewServer(c)
 	defer as.Close()
 	defer bs.Close()
@@ -49,6 +57,28 @@ func TestNodeSDKs(t *testing.T) {
 	defer a.Close()
 	defer b.Close()
 	defer c.Close()
+
+	// Claude on the clouds: a Bedrock mock that verifies every SigV4 signature, a Vertex mock
+	// that checks every bearer token against its own token endpoint (token_uri below).
+	bedrock := mockprovider.NewBedrock(mockprovider.BedrockOptions{Name: "bedrock", Region: "us-east-1",
+		Credentials: []aws.Credentials{{AccessKeyID: "AKIDSDKTEST", SecretAccessKey: "sdk-test-secret"}}})
+	bedrock.SetBehavior("chain-up", mockprovider.CloudBehavior{Behavior: mockprovider.Behavior{Mode: mockprovider.ModeStatus, Status: 503}})
+	bedrock.SetBehavior("bcut-up", mockprovider.CloudBehavior{StreamError: "modelStreamErrorException"})
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const email = "switchyard@sdk-project.iam.gserviceaccount.com"
+	vertex := mockprovider.NewVertex(mockprovider.VertexOptions{Name: "vertex", Project: "sdk-project", Location: "us-east5",
+		ServiceAccounts: map[string]*rsa.PublicKey{email: &key.PublicKey}})
+	brs, vrs := httptest.NewServer(bedrock), httptest.NewServer(vertex)
+	defer brs.Close()
+	defer vrs.Close()
+	defer bedrock.Close()
+	defer vertex.Close()
+	der, _ := x509.MarshalPKCS8PrivateKey(key)
+	sa, _ := json.Marshal(map[string]string{"type": "service_account", "project_id": "sdk-project", "client_email": email,
+		"private_key": string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})), "token_uri": vrs.URL + "/token"})
 
 	dir := t.TempDir()
 	manifest := fmt.Sprintf(`apiVersion: v1
@@ -63,7 +93,7 @@ spec:
   provider: anthropic
   baseURL: %[1]s/v1
   credentialsRef: {name: keys, key: a}
-  models: [{name: claude-sonnet}, {name: claude-flaky, upstreamModel: claude-flaky-up}, {name: claude-cut, upstreamModel: claude-cut-up}]
+  models: [{name: claude-sonnet}, {name: claude-flaky, upstreamModel: claude-flaky-up}, {name: claude-cut, upstreamModel: claude-cut-up}, {name: claude-chain, upstreamModel: chain-up}]
   failureDomain: {region: a}
 ---
 apiVersion: switchyard.io/v1alpha1
@@ -99,7 +129,71 @@ metadata: {name: gpt}
 spec:
   models: [gpt-4o]
   channels: [{name: openai-c}]
-`, as.URL, bs.URL, cs.URL)
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: aws}
+stringData: {accessKeyId: AKIDSDKTEST, secretAccessKey: sdk-test-secret}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: gcp}
+stringData:
+  serviceAccountJSON: '%[5]s'
+---
+apiVersion: switchyard.io/v1alpha1
+kind: ProviderChannel
+metadata: {name: claude-bedrock}
+spec:
+  provider: bedrock
+  region: us-east-1
+  baseURL: %[4]s
+  credentialsRef: {name: aws}
+  models:
+    - {name: claude-on-bedrock, upstreamModel: "us.anthropic.claude-sonnet-4-5-20250929-v1:0"}
+    - {name: claude-chain, upstreamModel: chain-up}
+    - {name: claude-bedrock-cut, upstreamModel: bcut-up}
+  failureDomain: {region: aws}
+---
+apiVersion: switchyard.io/v1alpha1
+kind: ProviderChannel
+metadata: {name: claude-vertex}
+spec:
+  provider: vertex
+  region: us-east5
+  project: sdk-project
+  baseURL: %[6]s/v1
+  credentialsRef: {name: gcp}
+  models:
+    - {name: claude-on-vertex, upstreamModel: "claude-sonnet-4-5@20250929"}
+    - {name: claude-chain, upstreamModel: "claude-sonnet-4-5@20250929"}
+    - {name: claude-bedrock-cut, upstreamModel: "claude-sonnet-4-5@20250929"}
+  failureDomain: {region: gcp}
+---
+apiVersion: switchyard.io/v1alpha1
+kind: RoutingPolicy
+metadata: {name: claude-clouds}
+spec:
+  models: [claude-on-bedrock, claude-on-vertex]
+  channels: [{name: claude-bedrock}, {name: claude-vertex}]
+  strategy: Priority
+---
+apiVersion: switchyard.io/v1alpha1
+kind: RoutingPolicy
+metadata: {name: claude-chain}
+spec:
+  models: [claude-chain]
+  channels: [{name: claude-a}, {name: claude-bedrock}, {name: claude-vertex}]
+  strategy: Priority
+---
+apiVersion: switchyard.io/v1alpha1
+kind: RoutingPolicy
+metadata: {name: claude-bedrock-cut}
+spec:
+  models: [claude-bedrock-cut]
+  channels: [{name: claude-bedrock}, {name: claude-vertex}]
+  strategy: Priority
+`, as.URL, bs.URL, cs.URL, brs.URL, sa, vrs.URL)
 	if err := os.WriteFile(filepath.Join(dir, "gateway.yaml"), []byte(manifest), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -137,8 +231,13 @@ spec:
 	if err != nil {
 		t.Fatalf("the SDK tests failed: %v", err)
 	}
-	if a.Requests("claude-flaky-up") == 0 || a.Requests("claude-cut-up") == 0 {
+	if a.Requests("claude-flaky-up") == 0 || a.Requests("claude-cut-up") == 0 || a.Requests("chain-up") == 0 ||
+		bedrock.Requests("chain-up") == 0 || bedrock.Requests("bcut-up") == 0 {
 		t.Error("the failover models never reached their failing channel")
+	}
+	if bedrock.Requests("us.anthropic.claude-sonnet-4-5-20250929-v1:0") == 0 || vertex.TokensIssued() == 0 || bedrock.Refused() != 0 {
+		t.Errorf("the clouds: bedrock answered %d, refused %d signatures; vertex issued %d tokens",
+			bedrock.Requests("us.anthropic.claude-sonnet-4-5-20250929-v1:0"), bedrock.Refused(), vertex.TokensIssued())
 	}
 }
 
