@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/switchyard-io/switchyard/internal/adminapi"
+	"github.com/switchyard-io/switchyard/internal/failover"
 	"github.com/switchyard-io/switchyard/internal/health"
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
@@ -68,8 +69,12 @@ type Options struct {
 	Logger *slog.Logger
 	// Registry for the metrics; a fresh one when nil.
 	Registry *prometheus.Registry
-	// Clock; the real one when nil.
+	// Clock; the real one when nil. The health engine, the failover planner (deadlines, retry
+	// budget) and, when it is also a Sleeper, the planner's waits run on it.
 	Clock Clock
+	// Rand is the failover planner's randomness (channel draws, back-off jitter); math/rand/v2's
+	// global source when nil. It must be safe for concurrent use.
+	Rand failover.Rand
 	// Transport for upstream calls; a tuned http.Transport when nil.
 	Transport http.RoundTripper
 	// Replica names this process on the admin API (default: the hostname).
@@ -83,6 +88,7 @@ type Server struct {
 	opts      Options
 	log       *slog.Logger
 	clock     Clock
+	rand      failover.Rand
 	engine    *health.Engine
 	metrics   *Metrics
 	registry  *prometheus.Registry
@@ -94,7 +100,7 @@ type Server struct {
 	cfgMu   sync.Mutex // serialises Apply
 	loadMu  sync.Mutex
 	load    adminapi.ConfigState
-	budgets sync.Map // policy key -> *retryBudget, kept across reloads
+	budgets sync.Map // policy key -> *failover.Budget, kept across reloads
 
 	draining  atomic.Bool
 	inFlight  atomic.Int64 // API requests being served
@@ -123,14 +129,11 @@ type config struct {
 	redact   *redactor    // removes this table's provider keys from upstream-derived text
 }
 
-// modelRoute is everything needed to route one public model.
+// modelRoute is everything needed to route one public model: the planner's view of it and the
+// proxy's own.
 type modelRoute struct {
-	model      string
-	policy     *routing.Policy
-	strategy   health.Strategy
-	candidates []health.Candidate // channels of the policy that serve this model, in policy order
-	budget     *retryBudget
-	pii        *piiRoute // the policy's masking, shared by its models; nil when off
+	failover.Model
+	pii *piiRoute // the policy's masking, shared by its models; nil when off
 }
 
 // New creates a proxy with no configuration: it answers 503 until Apply succeeds.
@@ -159,6 +162,9 @@ func New(opts Options) *Server {
 	if opts.Clock == nil {
 		opts.Clock = realClock{}
 	}
+	if opts.Rand == nil {
+		opts.Rand = failover.GlobalRand{}
+	}
 	if opts.Transport == nil {
 		opts.Transport = defaultTransport()
 	}
@@ -174,6 +180,7 @@ func New(opts Options) *Server {
 		opts:         opts,
 		log:          opts.Logger,
 		clock:        opts.Clock,
+		rand:         opts.Rand,
 		engine:       health.NewEngine(opts.JournalSize),
 		registry:     opts.Registry,
 		metrics:      NewMetrics(opts.Registry),
@@ -240,7 +247,7 @@ func (s *Server) apply(t *routing.Table, source string, rejected error, problems
 		p := &t.Policies[i]
 		strategy, _ := health.ParseStrategy(p.Strategy)
 		bkey := p.Namespace + "/" + p.Name
-		b, _ := s.budgets.LoadOrStore(bkey, newRetryBudget())
+		b, _ := s.budgets.LoadOrStore(bkey, failover.NewBudget())
 		var pr *piiRoute
 		if p.PII != nil {
 			if pr = newPIIRoute(p); pr.err != nil {
@@ -248,7 +255,7 @@ func (s *Server) apply(t *routing.Table, source string, rejected error, problems
 			}
 		}
 		for _, model := range p.Models {
-			mr := &modelRoute{model: model, policy: p, strategy: strategy, budget: b.(*retryBudget), pii: pr}
+			mr := &modelRoute{Model: failover.Model{Name: model, Policy: p, Strategy: strategy, Budget: b.(*failover.Budget)}, pii: pr}
 			for _, pc := range p.Channels {
 				ch := c.channels[pc.Channel]
 				if ch == nil {
@@ -257,7 +264,7 @@ func (s *Server) apply(t *routing.Table, source string, rejected error, problems
 				if _, ok := ch.Upstream(model); !ok {
 					continue
 				}
-				mr.candidates = append(mr.candidates, health.Candidate{Channel: ch.ID(), Weight: pc.Weight})
+				mr.Candidates = append(mr.Candidates, health.Candidate{Channel: ch.ID(), Weight: pc.Weight})
 				tg := health.Target{Key: health.Key{Channel: ch.ID(), Model: model}, Settings: p.Settings,
 					Disabled: ch.Disabled, DisabledReason: ch.DisabledReason}
 				if ch.DisabledUntil != nil {
@@ -291,8 +298,8 @@ func (s *Server) apply(t *routing.Table, source string, rejected error, problems
 			}
 		}
 		for m, omr := range old.models {
-			if nmr := c.models[m]; nmr == nil || nmr.policy.Namespace != omr.policy.Namespace {
-				s.metrics.Panic.DeleteLabelValues(omr.policy.Namespace, m)
+			if nmr := c.models[m]; nmr == nil || nmr.Policy.Namespace != omr.Policy.Namespace {
+				s.metrics.Panic.DeleteLabelValues(omr.Policy.Namespace, m)
 			}
 		}
 	}
@@ -403,7 +410,7 @@ func (s *Server) publishStatus(now time.Time, all bool) {
 			if s.panicModels[m] > 0 {
 				v = 1
 			}
-			s.metrics.Panic.WithLabelValues(mr.policy.Namespace, m).Set(v)
+			s.metrics.Panic.WithLabelValues(mr.Policy.Namespace, m).Set(v)
 		}
 		if all {
 			for m, mr := range c.models {
