@@ -21,6 +21,10 @@ type accessLogLine struct {
 	Stream    bool      `json:"stream"`
 	Probe     bool      `json:"probe,omitempty"`
 	Error     string    `json:"error,omitempty"`
+	// ErrorCode is a 4xx's error code (context_length_exceeded, ...) and RetryAfterMs a 429's
+	// Retry-After: replay's failover planner needs both to decide as the proxy did.
+	ErrorCode    string `json:"errorCode,omitempty"`
+	RetryAfterMs int64  `json:"retryAfterMs,omitempty"`
 	// PII counts the values masked in the request, per detector; absent when none was.
 	PII map[string]int `json:"pii,omitempty"`
 }

@@ -131,19 +131,28 @@ func (s *Server) do(ctx context.Context, w http.ResponseWriter, a *attempt) (res
 	defer resp.Body.Close()
 	res.status = resp.StatusCode
 	res.header = resp.Header
-	// The outcome is health's one classification, shared with replay; the cases below handle
+	// The outcome is health's one classification, shared with replay: by status, refined by the
+	// provider's error code where the status misleads (health.Classify); the cases below handle
 	// the body each class needs.
 	res.outcome = health.OutcomeFromStatus(resp.StatusCode)
 
 	switch {
 	case resp.StatusCode == http.StatusTooManyRequests:
-		res.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		res.body = a.redact.bytes(b)
+		if code := upstreamErrorCode(b); code != "" {
+			if res.outcome = health.Classify(a.channel.Provider, resp.StatusCode, code); res.outcome != health.OutcomeRateLimited {
+				// e.g. insufficient_quota: no wait ends it, so it is the channel's failure.
+				res.detail = fmt.Sprintf("HTTP 429 %s: %s", code, summarize(res.body))
+				return res
+			}
+		}
+		res.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 		res.detail = "429 rate limited"
 		return res
 	case resp.StatusCode >= 500:
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		res.outcome = health.Classify(a.channel.Provider, resp.StatusCode, upstreamErrorCode(b))
 		res.detail = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, summarize(a.redact.bytes(b)))
 		return res
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
@@ -163,6 +172,7 @@ func (s *Server) do(ctx context.Context, w http.ResponseWriter, a *attempt) (res
 	case resp.StatusCode >= 400:
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		res.errCode = upstreamErrorCode(b)
+		res.outcome = health.Classify(a.channel.Provider, resp.StatusCode, res.errCode)
 		res.body = a.redact.bytes(b) // passed back to the client
 		res.detail = fmt.Sprintf("HTTP %d %s", resp.StatusCode, res.errCode)
 		return res
@@ -436,6 +446,8 @@ func (s *Server) finishAttempt(a *attempt, r *result) {
 		Stream: a.stream, Probe: a.probe, PII: a.piiMasked}
 	if r.outcome != health.OutcomeSuccess {
 		line.Error = r.detail
+		line.ErrorCode = r.errCode
+		line.RetryAfterMs = r.retryAfter.Milliseconds()
 	}
 	s.accessLog.write(line)
 }
