@@ -27,10 +27,16 @@ const (
 // NewBudget returns an empty budget.
 func NewBudget() *Budget { return &Budget{} }
 
+// bucket returns now's bucket, or nil when now is older than the second that bucket holds
+// already: a caller whose clock lags (a request that read the time just before another, replay
+// finishing a request late) must not wipe a newer second's counts.
 func (b *Budget) bucket(now time.Time) *budgetBucket {
 	sec := now.Unix()
-	bk := &b.buckets[sec%BudgetBuckets]
-	if bk.sec != sec {
+	bk := &b.buckets[(sec%BudgetBuckets+BudgetBuckets)%BudgetBuckets]
+	switch {
+	case bk.sec > sec:
+		return nil
+	case bk.sec < sec:
 		*bk = budgetBucket{sec: sec}
 	}
 	return bk
@@ -39,7 +45,9 @@ func (b *Budget) bucket(now time.Time) *budgetBucket {
 // Request counts one client request.
 func (b *Budget) Request(now time.Time) {
 	b.mu.Lock()
-	b.bucket(now).requests++
+	if bk := b.bucket(now); bk != nil {
+		bk.requests++
+	}
 	b.mu.Unlock()
 }
 
@@ -59,6 +67,8 @@ func (b *Budget) AllowRetry(now time.Time, percent int) bool {
 	if retries >= limit {
 		return false
 	}
-	b.bucket(now).retries++
+	if bk := b.bucket(now); bk != nil {
+		bk.retries++
+	}
 	return true
 }

@@ -202,6 +202,11 @@ func (p *Plan) Start(routes Routes, h Health, rnd Rand, now time.Time, model str
 	p.first.Budget.Request(now)
 }
 
+// SetRand replaces the plan's randomness for the rest of the request. Replay finishes a request
+// whose replayed plan departed from the log on another stream than the one that follows the
+// log, so the plans that follow it keep drawing what the logging proxy drew.
+func (p *Plan) SetRand(r Rand) { p.rand = r }
+
 // Attempts is the number of attempts handed out so far.
 func (p *Plan) Attempts() int { return p.attempts }
 
