@@ -194,7 +194,11 @@ type routeState struct {
 func (rt *routeState) run(ctx context.Context) string {
 	s := rt.s
 	p := &rt.plan
-	p.Start(rt.c, s.engine, s.rand, s.clock.Now(), rt.req.Model)
+	var rnd failover.Rand = failover.GlobalRand{}
+	if s.rand != nil {
+		rnd = s.rand(rt.requestID)
+	}
+	p.Start(rt.c, s.engine, rnd, s.clock.Now(), rt.req.Model)
 	// Each attempt takes at most a wait and a try, and the planner stops after maxAttempts: the
 	// bound is a guard, never reached.
 	for range 2*p.First().Policy.Retry.MaxAttempts + 2 {
@@ -238,7 +242,7 @@ func (rt *routeState) try(ctx context.Context, st failover.Step) (res result, do
 		}
 		s.metrics.Failovers.WithLabelValues(ch.Namespace, mr.Name, from, ch.Name, rt.prevReason).Inc()
 	}
-	a := &attempt{channel: ch, key: rt.key(ch), model: mr.Name, upstream: upstream, path: rt.path, body: body,
+	a := &attempt{channel: ch, key: rt.key(ch), model: mr.Name, requested: rt.req.Model, upstream: upstream, path: rt.path, body: body,
 		stream: rt.req.Stream, timeout: st.Timeout, header: rt.header, requestID: rt.requestID, number: n, drill: rt.drill,
 		redact: rt.c.redact, restore: rt.restore, piiMasked: rt.piiMasked}
 	res = s.do(ctx, rt.w, a)

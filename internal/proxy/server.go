@@ -72,9 +72,10 @@ type Options struct {
 	// Clock; the real one when nil. The health engine, the failover planner (deadlines, retry
 	// budget) and, when it is also a Sleeper, the planner's waits run on it.
 	Clock Clock
-	// Rand is the failover planner's randomness (channel draws, back-off jitter); math/rand/v2's
-	// global source when nil. It must be safe for concurrent use.
-	Rand failover.Rand
+	// Rand gives the failover planner its randomness (channel draws, back-off jitter) for one
+	// request, by its request id; math/rand/v2's global source when nil. A test that gives replay
+	// the same function gets the same draws for every request, whatever else the proxy served.
+	Rand func(requestID string) failover.Rand
 	// Transport for upstream calls; a tuned http.Transport when nil.
 	Transport http.RoundTripper
 	// Replica names this process on the admin API (default: the hostname).
@@ -88,7 +89,7 @@ type Server struct {
 	opts      Options
 	log       *slog.Logger
 	clock     Clock
-	rand      failover.Rand
+	rand      func(requestID string) failover.Rand // nil: failover.GlobalRand
 	engine    *health.Engine
 	metrics   *Metrics
 	registry  *prometheus.Registry
@@ -161,9 +162,6 @@ func New(opts Options) *Server {
 	}
 	if opts.Clock == nil {
 		opts.Clock = realClock{}
-	}
-	if opts.Rand == nil {
-		opts.Rand = failover.GlobalRand{}
 	}
 	if opts.Transport == nil {
 		opts.Transport = defaultTransport()

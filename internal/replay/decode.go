@@ -32,6 +32,9 @@ type rawLine struct {
 	// context_length_exceeded (errorCode): the failover planner decides on both.
 	retryAfter time.Duration
 	overflow   bool
+	// requested is the model the client asked for when the attempt is on another (a fallback
+	// or context-overflow hop; requestedModel), nil otherwise.
+	requested []byte
 }
 
 // errLine is a decoding error without allocation for the common cases.
@@ -148,6 +151,10 @@ func decodeLine(b []byte, r *rawLine) error {
 				}
 			case "probe":
 				if r.probe, err = d.boolOrNull(); err != nil {
+					return err
+				}
+			case "requestedModel":
+				if r.requested, err = d.strOrNull(); err != nil {
 					return err
 				}
 			case "retryAfterMs":

@@ -41,10 +41,10 @@ type Options struct {
 	MaxProblems int
 	// Incidents are known real outages to score the policy against.
 	Incidents []Incident
-	// Rand, when set, is the failover planner's randomness for the requests it replays as logged
-	// (see docs/replay.md); by default a stream seeded by Seed. A test that injects the same
-	// seeded source into a proxy gets the same draws in the same order.
-	Rand failover.Rand
+	// Rand, when set, gives the failover planner its randomness for one replayed request, by its
+	// request id (see docs/replay.md); by default every request draws from one stream seeded by
+	// Seed. A test that gives the proxy the same function gets the same draws for every request.
+	Rand func(requestID string) failover.Rand
 	// Trace, when set, receives every attempt of the replayed policy, in the order they are
 	// decided (a request that departs from the log is finished, and traced, at the end of its
 	// linger).
@@ -89,6 +89,7 @@ type entry struct {
 	latency    time.Duration
 	retryAfter time.Duration
 	reqID      string
+	requested  int32 // the model index the client asked for; -1 when it is the key's own
 	probe      bool
 	overflow   bool // a context_length_exceeded 400
 	committed  bool // a stream cut after its first event reached the client: no failover
@@ -274,7 +275,13 @@ func Run(ctx context.Context, setup *Setup, log io.Reader, opts Options) (*Repor
 		if !seen || raw.ts > maxTS {
 			maxTS, seen = raw.ts, true
 		}
-		heap.push(entry{ts: raw.ts, line: n, key: k, attempt: int32(raw.attempt), outcome: raw.outcome,
+		requested := int32(-1)
+		if len(raw.requested) > 0 {
+			if mi, ok := r.modelIdx[string(raw.requested)]; ok {
+				requested = int32(mi)
+			}
+		}
+		heap.push(entry{ts: raw.ts, line: n, key: k, attempt: int32(raw.attempt), outcome: raw.outcome, requested: requested,
 			latency: raw.latency, retryAfter: raw.retryAfter, reqID: string(raw.requestID), probe: raw.probe,
 			overflow: raw.overflow, committed: raw.outcome == health.OutcomeStreamCut && raw.stream && raw.ttft > 0})
 		for len(heap) > 0 && heap[0].ts <= maxTS-int64(opts.ReorderTolerance) {
@@ -316,10 +323,7 @@ func newReplayer(setup *Setup, opts Options) *replayer {
 		channels:  map[string]*routing.Channel{},
 		keyByCh:   map[chKey]int32{},
 	}
-	r.prng = opts.Rand
-	if r.prng == nil {
-		r.prng = rand.New(rand.NewPCG(opts.Seed, 0x91a2))
-	}
+	r.prng = rand.New(rand.NewPCG(opts.Seed, 0x91a2))
 	for i := range setup.table.Channels {
 		ch := &setup.table.Channels[i]
 		r.channels[ch.ID()] = ch
@@ -425,7 +429,15 @@ func (r *replayer) process(e *entry) {
 		r.sum.Probes++
 	} else if req == nil {
 		req = &request{id: e.reqID, t0: t, model: ks.model, firstKey: -1, live: true}
-		req.plan.Start(r, r.eng, r.prng, tm(t), m.Model)
+		if e.requested >= 0 {
+			// The first logged attempt is already on a fallback or overflow model.
+			req.model = int(e.requested)
+		}
+		rnd := r.prng
+		if r.opts.Rand != nil {
+			rnd = r.opts.Rand(e.reqID)
+		}
+		req.plan.Start(r, r.eng, rnd, tm(t), r.setup.Models[req.model].Model)
 		r.setStep(req, req.plan.Next(tm(t)), t)
 		if req.step.Action == failover.ActionTry {
 			req.firstKey = r.keyOfStep(&req.step)
@@ -479,7 +491,7 @@ func (r *replayer) process(e *entry) {
 			ks.probePending = false
 			ks.probes.Answered++
 		}
-		r.eng.Observe(ks.key, health.Observation{At: tm(t), Outcome: e.outcome, Latency: e.latency, Probe: probe})
+		r.eng.Observe(ks.key, health.Observation{At: tm(t), Outcome: e.outcome, Latency: e.latency, RetryAfter: e.retryAfter, Probe: probe})
 		r.drain(t)
 	}
 	r.addEvidence(ks, evidence{ts: t, line: e.line, outcome: e.outcome})
@@ -532,7 +544,7 @@ func (r *replayer) follow(req *request, e *entry, t int64) bool {
 	}
 	a := &req.attempts[len(req.attempts)-1]
 	a.used = true
-	r.trace(req, t, e.key, e.outcome, "log")
+	r.trace(req, req.stepAt, e.key, e.outcome, "log")
 	return true
 }
 
