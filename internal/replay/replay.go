@@ -209,6 +209,7 @@ type replayer struct {
 	due     []health.Key
 
 	pending map[string]*request
+	spare   []*request // resolved requests, reused with their plans' scratch
 	queue   []*request
 	qHead   int
 
@@ -428,7 +429,8 @@ func (r *replayer) process(e *entry) {
 	if e.probe {
 		r.sum.Probes++
 	} else if req == nil {
-		req = &request{id: e.reqID, t0: t, model: ks.model, firstKey: -1, live: true}
+		req = r.newRequest()
+		*req = request{id: e.reqID, t0: t, model: ks.model, firstKey: -1, live: true, attempts: req.attempts[:0], plan: req.plan}
 		if e.requested >= 0 {
 			// The first logged attempt is already on a fallback or overflow model.
 			req.model = int(e.requested)
@@ -499,6 +501,16 @@ func (r *replayer) process(e *entry) {
 		r.advance(req, e, t)
 	}
 	r.resolveUpTo(t)
+}
+
+// newRequest returns a resolved request to reuse, or a new one.
+func (r *replayer) newRequest() *request {
+	if n := len(r.spare); n > 0 {
+		req := r.spare[n-1]
+		r.spare = r.spare[:n-1]
+		return req
+	}
+	return &request{}
 }
 
 // Model and Channel make the replayer the planner's failover.Routes.
@@ -767,6 +779,7 @@ func (r *replayer) resolveUpTo(t int64) {
 	h := r.horizon()
 	for r.qHead < len(r.queue) && r.queue[r.qHead].t0+h <= t {
 		r.resolve(r.queue[r.qHead])
+		r.spare = append(r.spare, r.queue[r.qHead])
 		r.queue[r.qHead] = nil
 		r.qHead++
 	}
