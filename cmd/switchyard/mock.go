@@ -11,7 +11,7 @@ import (
 )
 
 func init() {
-	commands["mock-provider"] = command{"run a mock OpenAI-compatible provider that misbehaves on request (demo, tests)", runMock}
+	commands["mock-provider"] = command{"run a mock OpenAI-compatible and Anthropic Messages provider that misbehaves on request (demo, tests)", runMock}
 }
 
 func runMock(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -19,7 +19,7 @@ func runMock(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", "127.0.0.1:9101", "address to serve on (loopback by default)")
 	name := fs.String("name", "mock", "name shown in answers and the X-Mock-Name header")
-	apiKey := fs.String("api-key", "", "require this key (Authorization: Bearer or api-key)")
+	apiKey := fs.String("api-key", "", "require this key (Authorization: Bearer, api-key or x-api-key)")
 	models := fs.String("models", "", "comma-separated models listed by GET /v1/models")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: switchyard mock-provider [flags]")

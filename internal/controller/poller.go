@@ -128,6 +128,7 @@ func (p *Poller) poll(ctx context.Context) {
 
 	now := p.opts.Clock.Now()
 	var reports []replicaReport
+	var usage []*adminapi.ChannelsResponse // reachable replicas' reports, for the clients' use
 	var infos []replicaInfo
 	var news []reportedEvent
 	seen := map[string]bool{}
@@ -159,6 +160,7 @@ func (p *Poller) poll(ctx context.Context) {
 		reachable := st.last != nil && st.misses < p.opts.UnreachableAfter
 		if reachable {
 			reports = append(reports, replicaReport{Replica: r.target.Name, Channels: st.last.Channels})
+			usage = append(usage, st.last)
 		}
 		info := replicaInfo{Name: r.target.Name, Reachable: reachable}
 		if reachable {
@@ -175,7 +177,7 @@ func (p *Poller) poll(ctx context.Context) {
 		}
 	}
 	recordReplicas(p.opts.ProxyNamespace, infos)
-	view := liveView{Polled: true, Replicas: infos, Models: aggregate(reports)}
+	view := liveView{Polled: true, Replicas: infos, Models: aggregate(reports), Clients: aggregateClients(usage, now)}
 	if err != nil {
 		view.DiscoveryError = err.Error()
 	}

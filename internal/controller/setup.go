@@ -16,22 +16,21 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1alpha1 "github.com/switchyard-io/switchyard/api/v1alpha1"
+	"github.com/switchyard-io/switchyard/internal/routing"
 )
 
-// credentialsRefIndex indexes ProviderChannels by the Secret they reference.
+// credentialsRefIndex indexes ProviderChannels by the Secrets they reference (routing.SecretNames:
+// credentialsRef and the TLS client certificate).
 const credentialsRefIndex = "spec.credentialsRef.name"
 
-// Setup registers the two reconcilers and the admin API poller with the manager. Build the
+// Setup registers the reconcilers (ProviderChannel, RoutingPolicy, GatewayClient) and the admin API poller with the manager. Build the
 // manager with CacheOptions(opts).
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err := opts.complete(); err != nil {
 		return err
 	}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.ProviderChannel{}, credentialsRefIndex, func(o client.Object) []string {
-		if ref := o.(*v1alpha1.ProviderChannel).Spec.CredentialsRef; ref != nil {
-			return []string{ref.Name}
-		}
-		return nil
+		return routing.SecretNames(o.(*v1alpha1.ProviderChannel))
 	}); err != nil {
 		return fmt.Errorf("failed to index ProviderChannels by Secret: %w", err)
 	}
@@ -42,6 +41,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err := mgr.Add(poller); err != nil {
 		return err
 	}
+	publisher.replicas = func() int { return readyReplicas(poller.View()) }
 	base := reconcilerBase{client: c, opts: opts, publisher: publisher, journal: journal, live: poller}
 
 	owned := predicate.NewPredicateFuncs(func(o client.Object) bool {
@@ -75,7 +75,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		Complete(pr); err != nil {
 		return fmt.Errorf("failed to set up the RoutingPolicy controller: %w", err)
 	}
-	return nil
+	return setupClients(ctx, mgr, base, owned)
 }
 
 // reconcilerBase is what both reconcilers share.

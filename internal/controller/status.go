@@ -60,6 +60,8 @@ type liveView struct {
 	Models   map[modelKey]modelAggregate
 	// DiscoveryError is why finding the replicas failed on the last poll ("" when it did not).
 	DiscoveryError string
+	// Clients is the GatewayClients' use today, summed over the reachable replicas (clients.go).
+	Clients map[string]clientUsage
 }
 
 // replicaInfo is one discovered replica's reachability and, when it reports one, the config it

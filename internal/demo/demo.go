@@ -33,6 +33,7 @@ import (
 	"github.com/switchyard-io/switchyard/internal/adminapi"
 	"github.com/switchyard-io/switchyard/internal/health"
 	"github.com/switchyard-io/switchyard/internal/mockprovider"
+	"github.com/switchyard-io/switchyard/internal/procs"
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
 
@@ -176,7 +177,7 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	free, err := freePorts(len(in.Channels) + 2)
+	free, err := procs.FreePorts(len(in.Channels) + 2)
 	if err != nil {
 		return err
 	}
@@ -195,11 +196,11 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (err error) {
 	}
 
 	hc := &http.Client{Timeout: 5 * time.Second}
-	var children []*child
+	var children []*procs.Child
 	defer func() {
 		// The proxy first (it drains), then the mocks.
 		for i := len(children) - 1; i >= 0; i-- {
-			children[i].stop(5 * time.Second)
+			_ = children[i].Stop(5 * time.Second)
 		}
 	}()
 	fmt.Fprintf(stdout, "Starting %d mock providers and the proxy on free loopback ports (manifests: %s, duration scale %g)...\n",
@@ -218,11 +219,11 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (err error) {
 	}
 	for i, c := range children {
 		base := mockBase(st, st.Table.Channels[i].Name)
-		if err := waitReady(ctx, hc, c, base+"/_mock/stats", 20*time.Second); err != nil {
+		if err := procs.WaitHTTP(ctx, base+"/_mock/stats", 20*time.Second, c); err != nil {
 			return err
 		}
 		if err := setBehavior(ctx, hc, base, "", ptr(healthyBehavior(i))); err != nil {
-			return fmt.Errorf("mock %s: %w", c.name, err)
+			return fmt.Errorf("mock %s: %w", c.Name, err)
 		}
 	}
 	apiBase := "http://127.0.0.1:" + strconv.Itoa(apiPort)
@@ -238,7 +239,7 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (err error) {
 		return err
 	}
 	children = append(children, px)
-	if err := waitReady(ctx, hc, px, adminBase+"/readyz", 30*time.Second); err != nil {
+	if err := procs.WaitHTTP(ctx, adminBase+"/readyz", 30*time.Second, px); err != nil {
 		return err
 	}
 
@@ -254,6 +255,12 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (err error) {
 	gen := newGenerator(apiBase, st.Models, o.Rate, o.Workers)
 	m.gen = gen
 	return m.run(ctx)
+}
+
+// startChild runs the switchyard binary's subcommand in its own process group (a Ctrl-C reaches
+// the demo, which then stops its children in order), its output in dir/name.log.
+func startChild(exe, dir, name string, args ...string) (*procs.Child, error) {
+	return procs.Start(procs.Spec{Name: name, Path: exe, Args: args, Log: filepath.Join(dir, name+".log"), OwnGroup: true})
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -296,7 +303,7 @@ type monitor struct {
 	out     io.Writer
 	live    bool
 	failing string
-	proxy   *child
+	proxy   *procs.Child
 	gen     *generator
 	mk      marks
 
@@ -387,8 +394,8 @@ loop:
 		case <-tick.C:
 		}
 		m.poll(ctx)
-		if m.proxy.exited() {
-			fatal = fmt.Errorf("the proxy exited (%v):\n%s", m.proxy.err, m.proxy.tail(20))
+		if m.proxy.Exited() {
+			fatal = fmt.Errorf("the proxy exited (%v):\n%s", m.proxy.Err(), m.proxy.Tail(20))
 			break loop
 		}
 		if m.pollFails >= 10 {

@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"regexp"
@@ -80,9 +79,6 @@ func runTestProxy(ctx context.Context, cfg, listen, adminListen string, drain, t
 		return err
 	}
 	go src.Watch(bg, srv)
-	go srv.Run(bg, tick)
-	api := &http.Server{Handler: srv.Handler()}
-	admin := &http.Server{Handler: srv.AdminHandler()}
 	apiLn, err := net.Listen("tcp", listen)
 	if err != nil {
 		return err
@@ -91,15 +87,7 @@ func runTestProxy(ctx context.Context, cfg, listen, adminListen string, drain, t
 	if err != nil {
 		return err
 	}
-	go func() { _ = api.Serve(apiLn) }()
-	go func() { _ = admin.Serve(adminLn) }()
-	<-ctx.Done()
-	srv.Drain()
-	sctx, cancel := context.WithTimeout(context.Background(), drain)
-	defer cancel()
-	_ = api.Shutdown(sctx)
-	_ = admin.Shutdown(sctx)
-	return nil
+	return proxy.Serve(ctx, srv, proxy.ServeOptions{API: apiLn, Admin: adminLn, Drain: drain, Tick: tick})
 }
 
 // TestDemoCompressed plays the whole demo at 0.3× its durations (about 35 s): real child

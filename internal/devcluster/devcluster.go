@@ -8,22 +8,19 @@ import (
 	"bytes"
 	"context"
 	_ "embed"
-	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"text/template"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/switchyard-io/switchyard/internal/procs"
 	"github.com/switchyard-io/switchyard/internal/testenv"
 )
 
@@ -69,8 +66,7 @@ type Proc struct {
 	LogPath string
 	// Addr is the main listen address; Admin the admin one (proxies).
 	Addr, Admin string
-	cmd         *exec.Cmd
-	done        chan error
+	c           *procs.Child
 }
 
 // Start builds the binary, starts the control plane and every process, and waits until they answer.
@@ -115,7 +111,10 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	// Every port at once, each held until all are chosen: a port closed as soon as it was
 	// picked can be handed out again by the next pick, and two processes would share it (a
 	// proxy's admin port answering 404 as another proxy's API port).
-	addrs := freeAddrs(2 + 2*opts.Proxies)
+	addrs, err := procs.FreeAddrs(2 + 2*opts.Proxies)
+	if err != nil {
+		return nil, err
+	}
 	next := func() string { a := addrs[0]; addrs = addrs[1:]; return a }
 	c.MockA = c.proc("mock-a", "mock-provider", "--name", "provider-a", "--api-key", "sk-dev-provider-a")
 	c.MockB = c.proc("mock-b", "mock-provider", "--name", "provider-b", "--api-key", "dev-provider-b-key")
@@ -146,12 +145,12 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		}
 	}
 	for _, p := range c.Proxies {
-		if err := waitHTTP(ctx, "http://"+p.Admin+"/healthz", 30*time.Second); err != nil {
+		if err := procs.WaitHTTP(ctx, "http://"+p.Admin+"/healthz", 30*time.Second, p.c); err != nil {
 			return nil, fmt.Errorf("%s: %w", p.Name, err)
 		}
 	}
 	for _, m := range []*Proc{c.MockA, c.MockB} {
-		if err := waitHTTP(ctx, "http://"+m.Addr+"/_mock/stats", 30*time.Second); err != nil {
+		if err := procs.WaitHTTP(ctx, "http://"+m.Addr+"/_mock/stats", 30*time.Second, m.c); err != nil {
 			return nil, fmt.Errorf("%s: %w", m.Name, err)
 		}
 	}
@@ -175,53 +174,26 @@ func (c *Cluster) proc(name, sub string, args ...string) *Proc {
 
 // Start starts (or restarts) the process, appending to its log.
 func (p *Proc) Start() error {
-	f, err := os.OpenFile(p.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	c, err := procs.Start(procs.Spec{Name: p.Name, Path: p.Args[0], Args: p.Args[1:], Env: p.Env, Log: p.LogPath, AppendLog: true})
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(p.Args[0], p.Args[1:]...)
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.Env = append(os.Environ(), p.Env...)
-	if err := cmd.Start(); err != nil {
-		f.Close()
-		return fmt.Errorf("%s: %w", p.Name, err)
-	}
-	p.cmd, p.done = cmd, make(chan error, 1)
-	go func() { p.done <- cmd.Wait(); f.Close() }()
+	p.c = c
 	return nil
 }
 
 // Stop sends SIGTERM and waits up to limit, then kills. It returns the exit error (nil for 0).
 func (p *Proc) Stop(limit time.Duration) error {
-	if p == nil || p.cmd == nil {
+	if p == nil || p.c == nil {
 		return nil
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-p.done:
-		p.cmd = nil
-		return err
-	case <-time.After(limit):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-		p.cmd = nil
-		return fmt.Errorf("%s did not stop within %s and was killed", p.Name, limit)
-	}
+	err := p.c.Stop(limit)
+	p.c = nil
+	return err
 }
 
 // Running reports whether the process is alive.
-func (p *Proc) Running() bool {
-	if p == nil || p.cmd == nil {
-		return false
-	}
-	select {
-	case err := <-p.done:
-		p.done <- err
-		return false
-	default:
-		return true
-	}
-}
+func (p *Proc) Running() bool { return p != nil && p.c != nil && !p.c.Exited() }
 
 // Kubectl runs kubectl against the cluster.
 func (c *Cluster) Kubectl(args ...string) (string, error) {
@@ -261,42 +233,4 @@ func (c *Cluster) DumpLogs(w io.Writer) {
 		out, _ := c.Kubectl("get", "events", "-A", "--sort-by=.lastTimestamp")
 		fmt.Fprintf(w, "\n===== kubectl get events -A =====\n%s", out)
 	}
-}
-
-// freeAddrs returns n distinct loopback addresses no process listens on now.
-func freeAddrs(n int) []string {
-	out := make([]string, n)
-	for i := range out {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			panic(err)
-		}
-		defer ln.Close()
-		out[i] = ln.Addr().String()
-	}
-	return out
-}
-
-func waitHTTP(ctx context.Context, url string, limit time.Duration) error {
-	deadline := time.Now().Add(limit)
-	var last error = errors.New("no answer")
-	for time.Now().Before(deadline) {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			last = fmt.Errorf("HTTP %d", resp.StatusCode)
-		} else {
-			last = err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	return fmt.Errorf("%s did not answer within %s: %v", url, limit, last)
 }

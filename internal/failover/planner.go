@@ -36,6 +36,18 @@ type Health interface {
 	StatusOf(now time.Time, k health.Key) (health.Status, bool)
 }
 
+// Fit says whether a channel can serve this very request: its model's capabilities on the
+// channel (vision, tools, context window) and whether the request translates into the channel's
+// API. The proxy gives one per request; replay and simulate, whose logs and worlds carry no
+// request bodies, give none (every channel fits).
+type Fit interface {
+	// Unfit says why ch cannot serve the request for model ("" when it can).
+	Unfit(ch *routing.Channel, model string) string
+	// OverflowsAll reports whether the prompt certainly exceeds the context window of every
+	// candidate of m: the request then goes to m's contextOverflowModels before any attempt.
+	OverflowsAll(m *Model) bool
+}
+
 // Rand is the planner's only randomness (Select's draws, back-off jitter): uniform in [0, 1).
 // Replay, simulate and tests inject a seeded source so that a run can be repeated; the proxy's
 // must be safe for concurrent use.
@@ -79,6 +91,9 @@ const (
 	// StopPassThrough: the last attempt's 4xx is the caller's to fix (content policy, a context
 	// overflow with no larger model to go to): hand it back unchanged.
 	StopPassThrough
+	// StopUnfit: no channel could take the request at all (Detail says what it lacks: images,
+	// tools, a context window); nothing was sent. The caller's to change (400).
+	StopUnfit
 	// StopAnswered: the last attempt answered. The proxy ends such a request without asking;
 	// replay and simulate report every outcome and read the end from here.
 	StopAnswered
@@ -127,15 +142,18 @@ const CodeContextLengthExceeded = "context_length_exceeded"
 // Plan walks one client request through channels and models. Its order of resort:
 //
 //  1. the routable channels of the requested model, in the engine's order, skipping those tried
-//     already and preferring one in another failure domain than the channel that failed last;
+//     already and those that cannot take the request (Fit), preferring one in another failure
+//     domain than the channel that failed last;
 //  2. the same channel again only when it is the model's only candidate and its failure was not a
 //     timeout or a 429 (a silent provider costs one timeout, not a chain of them), after a
 //     jittered exponential back-off (base × 2^(attempts-1), capped at the policy's backoff max,
 //     then drawn uniformly from its upper half) that must fit the deadline;
-//  3. fallbackModels, in order, each through 1 and 2; a context-length overflow instead switches
-//     to the overflowing model's contextOverflowModels (once per request);
+//  3. fallbackModels, in order, each through 1 and 2; a context-length overflow (answered, or
+//     certain before sending by every channel's contextWindow) instead switches to the
+//     overflowing model's contextOverflowModels (once per request);
 //  4. panic routing: the least-bad channels of the requested model, one after the other;
-//  5. a clear 503, or a 429 when every attempt was rate limited.
+//  5. a clear 503, or a 429 when every attempt was rate limited, or a 400 when no channel could
+//     take the request at all.
 //
 // A 429 whose Retry-After is at most the policy's maxRetryAfterWait and ends before the deadline
 // is waited out and the same channel tried again, whatever other channels exist: a short pause
@@ -154,9 +172,11 @@ type Plan struct {
 	routes Routes
 	health Health
 	rand   Rand
+	fit    Fit // nil: every channel fits
 
 	first   *Model
 	cur     *Model   // the model being walked; nil between hops
+	entered bool     // cur's context-window pre-check is done
 	hops    []string // the models still to walk after cur
 	hop     int
 	panicky bool // in panic routing
@@ -173,6 +193,7 @@ type Plan struct {
 	lastDetail string
 	sameAgain  bool // the back-off retry of the only channel was used on cur
 	overflowed bool
+	unfit      string        // why the last channel passed over could not take the request
 	retryAfter time.Duration // the smallest Retry-After seen from 429s
 	allLimited bool          // every attempt so far was a 429
 
@@ -206,6 +227,9 @@ func (p *Plan) Start(routes Routes, h Health, rnd Rand, now time.Time, model str
 // whose replayed plan departed from the log on another stream than the one that follows the
 // log, so the plans that follow it keep drawing what the logging proxy drew.
 func (p *Plan) SetRand(r Rand) { p.rand = r }
+
+// SetFit gives the plan the request's capability check (after Start; nil: every channel fits).
+func (p *Plan) SetFit(f Fit) { p.fit = f }
 
 // Attempts is the number of attempts handed out so far.
 func (p *Plan) Attempts() int { return p.attempts }
@@ -245,6 +269,15 @@ func (p *Plan) Next(now time.Time) Step {
 			}
 		}
 		mr := p.cur
+		if !p.entered {
+			p.entered = true
+			if !p.overflowed && p.fit != nil && p.fit.OverflowsAll(mr) && p.anyHop(mr.Policy.ContextOverflowModels) {
+				// The prompt certainly exceeds every channel's contextWindow: overflow before sending.
+				p.overflowed = true
+				p.cur, p.hops, p.hop = nil, mr.Policy.ContextOverflowModels, 0
+				continue
+			}
+		}
 		ch, id := p.pick(now, mr, false)
 		if ch == nil && !p.sameAgain && p.canRetrySame(mr) {
 			p.sameAgain = true
@@ -335,6 +368,9 @@ func (p *Plan) try(now time.Time, mr *Model, ch *routing.Channel, id string, pan
 
 // fail ends the request with the answer for "no channel could answer".
 func (p *Plan) fail(now time.Time) Step {
+	if p.attempts == 0 && p.unfit != "" {
+		return p.stop(Step{Action: ActionStop, Stop: StopUnfit, Detail: p.unfit})
+	}
 	if p.attempts == 0 && p.allRateLimited(now, p.first) {
 		p.retryAfter = p.pendingRetryAfter(now, p.first)
 	}
@@ -357,7 +393,7 @@ func (p *Plan) nextHop() bool {
 		mr := p.routes.Model(p.hops[p.hop])
 		p.hop++
 		if mr != nil && p.hopAllowed(mr) {
-			p.cur, p.sameAgain = mr, false
+			p.cur, p.sameAgain, p.entered = mr, false, false
 			return true
 		}
 	}
@@ -387,6 +423,12 @@ func (p *Plan) pick(now time.Time, mr *Model, panicRouting bool) (ch *routing.Ch
 		ch := p.routes.Channel(route.Channel)
 		if ch == nil || !p.resident(ch) {
 			continue
+		}
+		if p.fit != nil {
+			if why := p.fit.Unfit(ch, mr.Name); why != "" {
+				p.unfit = why
+				continue
+			}
 		}
 		if p.last == nil || ch.Domain.Differs(p.last.Domain) {
 			return ch, route.Channel
@@ -441,7 +483,7 @@ func (p *Plan) untried(mr *Model) []health.Candidate {
 		if p.wasTried(health.Key{Channel: c.Channel, Model: mr.Name}) {
 			continue
 		}
-		if ch := p.routes.Channel(c.Channel); ch == nil || !p.resident(ch) {
+		if ch := p.routes.Channel(c.Channel); ch == nil || !p.resident(ch) || (p.fit != nil && p.fit.Unfit(ch, mr.Name) != "") {
 			continue
 		}
 		out = append(out, c)

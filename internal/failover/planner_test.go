@@ -108,7 +108,7 @@ func walk(t *testing.T, w *world, h Health, model string, outcomes ...Result) ([
 			steps = append(steps, "wait "+st.Wait.String())
 			now = now.Add(st.Wait)
 		default:
-			steps = append(steps, "stop "+[]string{"", "unavailable", "rate-limited", "pass-through", "answered"}[st.Stop])
+			steps = append(steps, "stop "+[]string{"", "unavailable", "rate-limited", "pass-through", "unfit", "answered"}[st.Stop])
 			return steps, st
 		}
 	}
@@ -155,6 +155,57 @@ func TestPlanOrderOfResort(t *testing.T) {
 				h.out[c] = true
 			}
 			steps, _ := walk(t, newWorld(nil), h, tt.model, tt.outcomes...)
+			if got := strings.Join(steps, ", "); got != tt.want {
+				t.Errorf("got  %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}
+
+// fit: a and b cannot take the request (no vision); overflow: every channel of gpt-4o is too
+// small for the prompt.
+type fit struct {
+	unfit    map[string]bool
+	overflow bool
+}
+
+func (f fit) Unfit(ch *routing.Channel, model string) string {
+	if f.unfit[ch.Name] {
+		return "no vision on " + ch.Name
+	}
+	return ""
+}
+
+func (f fit) OverflowsAll(m *Model) bool { return f.overflow && m.Name == "gpt-4o" }
+
+func TestPlanSkipsChannelsThatCannotTakeTheRequest(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		fit  fit
+		want string
+	}{
+		{"an unfit channel is passed over", fit{unfit: map[string]bool{"a": true}}, "try b/gpt-4o, stop answered"},
+		{"a certain overflow goes to the larger model before sending", fit{overflow: true}, "try d/gpt-4.1, stop answered"},
+		{"no channel can take it: a 400 naming what is missing", fit{unfit: map[string]bool{"a": true, "b": true, "c": true, "d": true}}, "stop unfit"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var p Plan
+			p.Start(newWorld(nil), &fakeHealth{}, fixedRand(0.5), t0, "gpt-4o")
+			p.SetFit(tt.fit)
+			var steps []string
+			for range 8 {
+				st := p.Next(t0)
+				if st.Action == ActionTry {
+					steps = append(steps, "try "+st.Channel.Name+"/"+st.Model.Name)
+					p.Observe(Result{Outcome: health.OutcomeSuccess})
+					continue
+				}
+				steps = append(steps, "stop "+[]string{"", "unavailable", "rate-limited", "pass-through", "unfit", "answered"}[st.Stop])
+				if st.Stop == StopUnfit && !strings.Contains(st.Detail, "no vision") {
+					t.Errorf("the 400 does not say what is missing: %q", st.Detail)
+				}
+				break
+			}
 			if got := strings.Join(steps, ", "); got != tt.want {
 				t.Errorf("got  %s\nwant %s", got, tt.want)
 			}

@@ -89,45 +89,6 @@ func OutcomeFromStatus(status int) Outcome {
 	}
 }
 
-// Classify is the one classification of an upstream answer: OutcomeFromStatus, refined by the
-// error code the provider put in its error body (OpenAI's error.code, or error.type when there is
-// no code) where the status alone misleads. provider is the channel's provider ("openai",
-// "azure-openai", ...); code may be "" (no body, or none that parses). The proxy classifies every
-// attempt with it and logs the result, so replay and simulate see the same outcomes.
-func Classify(provider string, status int, code string) Outcome {
-	if code != "" {
-		for _, r := range ErrorRules[provider] {
-			if r.Status == status && r.Code == code {
-				return r.Outcome
-			}
-		}
-	}
-	return OutcomeFromStatus(status)
-}
-
-// ErrorRule reclassifies an upstream status when the provider's error body carries Code.
-type ErrorRule struct {
-	Status  int
-	Code    string
-	Outcome Outcome
-}
-
-// openAIErrorRules are OpenAI's (and Azure OpenAI's, which answers in OpenAI's error shape).
-//
-//   - 429 insufficient_quota: the account is out of credit or over its monthly limit. No
-//     Retry-After ends that: the channel is broken until someone pays, so it is a failure of
-//     the channel (and fails over), not a request to slow down.
-var openAIErrorRules = []ErrorRule{
-	{Status: 429, Code: "insufficient_quota", Outcome: OutcomeServerError},
-}
-
-// ErrorRules are the per-provider refinements Classify applies, by the channel's provider. A
-// provider with its own error classes adds its table here; one without keeps OutcomeFromStatus.
-var ErrorRules = map[string][]ErrorRule{
-	"openai":       openAIErrorRules,
-	"azure-openai": openAIErrorRules,
-}
-
 func (o Outcome) MarshalText() ([]byte, error) { return []byte(o.String()), nil }
 
 func (o *Outcome) UnmarshalText(b []byte) error {

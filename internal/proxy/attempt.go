@@ -46,6 +46,14 @@ type attempt struct {
 	restore *pii.Session
 	// piiMasked counts the values masked in the request, per detector (access log).
 	piiMasked map[string]int
+	// call is the client layer's record of the request (clientauth.go); nil for probes.
+	call *clientCall
+	// caps are the model's capabilities on this channel (the max_tokens a translation adds).
+	caps routing.Capabilities
+	// wire is the request as the channel's provider speaks it (wire.go); set by do.
+	wire *upstream
+	// translated is the body in the channel's API when routing made it already (nil: do makes it).
+	translated *translated
 }
 
 // result is what happened. When committed, bytes went to the client and nothing more may be sent.
@@ -109,51 +117,45 @@ func (s *Server) do(ctx context.Context, w http.ResponseWriter, a *attempt) (res
 		}
 	}
 
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.channel.BaseURL+a.path, bytes.NewReader(a.body))
+	up, err := upstreamFor(a, a.caps, time.Now())
+	if err != nil {
+		return translationFailure(err)
+	}
+	a.wire = up
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.channel.BaseURL+up.path, bytes.NewReader(up.body))
 	if err != nil {
 		return result{outcome: health.OutcomeConnectionError, detail: "building the upstream request failed"}
 	}
 	copyRequestHeaders(req.Header, a.header)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Request-Id", a.requestID)
-	if a.key != "" {
-		switch a.channel.Provider {
-		case "azure-openai":
-			req.Header.Set("api-key", a.key)
-		default:
-			req.Header.Set("Authorization", "Bearer "+a.key)
-		}
-	}
+	setUpstreamAuth(req.Header, a, up)
 
-	resp, err := s.transport.RoundTrip(req) // no redirects to follow: a 3xx is a failure (below)
+	resp, err := s.transportFor(a.channel).RoundTrip(req) // no redirects to follow: a 3xx is a failure (below)
 	if err != nil {
 		return transportFailure(ctx, err, "waiting for response headers")
 	}
 	defer resp.Body.Close()
 	res.status = resp.StatusCode
 	res.header = resp.Header
-	// The outcome is health's one classification, shared with replay: by status, refined by the
-	// provider's error code where the status misleads (health.Classify); the cases below handle
+	// The outcome is health's one classification, shared with replay; the cases below handle
 	// the body each class needs.
 	res.outcome = health.OutcomeFromStatus(resp.StatusCode)
+	if resp.StatusCode >= 400 {
+		if r, done := classifyProviderError(a, resp); done {
+			return r
+		}
+	}
 
 	switch {
 	case resp.StatusCode == http.StatusTooManyRequests:
+		res.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		res.body = a.redact.bytes(b)
-		if code := upstreamErrorCode(b); code != "" {
-			if res.outcome = health.Classify(a.channel.Provider, resp.StatusCode, code); res.outcome != health.OutcomeRateLimited {
-				// e.g. insufficient_quota: no wait ends it, so it is the channel's failure.
-				res.detail = fmt.Sprintf("HTTP 429 %s: %s", code, summarize(res.body))
-				return res
-			}
-		}
-		res.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 		res.detail = "429 rate limited"
 		return res
 	case resp.StatusCode >= 500:
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-		res.outcome = health.Classify(a.channel.Provider, resp.StatusCode, upstreamErrorCode(b))
 		res.detail = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, summarize(a.redact.bytes(b)))
 		return res
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
@@ -173,8 +175,10 @@ func (s *Server) do(ctx context.Context, w http.ResponseWriter, a *attempt) (res
 	case resp.StatusCode >= 400:
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		res.errCode = upstreamErrorCode(b)
-		res.outcome = health.Classify(a.channel.Provider, resp.StatusCode, res.errCode)
 		res.body = a.redact.bytes(b) // passed back to the client
+		if up.errorBody != nil {
+			res.body = up.errorBody(resp.StatusCode, res.body)
+		}
 		res.detail = fmt.Sprintf("HTTP %d %s", resp.StatusCode, res.errCode)
 		return res
 	case resp.StatusCode >= 300:
@@ -203,6 +207,11 @@ func (s *Server) do(ctx context.Context, w http.ResponseWriter, a *attempt) (res
 	res.latency = time.Since(start)
 	if a.probe {
 		return res
+	}
+	if up.answer != nil {
+		if body, err = up.answer(body); err != nil {
+			return result{outcome: health.OutcomeServerError, status: resp.StatusCode, detail: "the upstream answer could not be translated: " + err.Error()}
+		}
 	}
 	if u, ok := answerUsage(body); ok {
 		s.addTokens(a, &u)
@@ -297,7 +306,7 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 					if restore != nil {
 						_, _ = w.Write(restore.end())
 					}
-					_, _ = io.WriteString(w, "data: [DONE]\n\n")
+					_, _ = w.Write(a.streamEnd())
 					flushIf(flusher)
 				}
 				return res
@@ -318,7 +327,7 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 				if restore != nil {
 					_, _ = w.Write(restore.end())
 				}
-				writeStreamError(w, flusher, r.detail)
+				writeStreamErrorFor(a, w, flusher, r.detail)
 			}
 			r.status, r.committed, r.ttft = res.status, res.committed, res.ttft
 			return r
@@ -332,9 +341,12 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 				if restore != nil {
 					_, _ = w.Write(restore.end())
 				}
-				writeStreamError(w, flusher, detail)
+				writeStreamErrorFor(a, w, flusher, detail)
 			}
 			return result{outcome: health.OutcomeStreamCut, status: res.status, committed: res.committed, ttft: res.ttft, detail: detail}
+		}
+		if a.wire != nil && a.wire.stream != nil && !a.wire.convertEvent(&ev) {
+			continue // malformed for the translation: passed over like any malformed event
 		}
 		if !res.committed && ev.noData {
 			continue // a keep-alive before the first event commits nothing: failover stays possible
@@ -364,9 +376,15 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 		if ev.usage != nil {
 			s.addTokens(a, ev.usage)
 		}
+		if a.call.dropEvent(&ev) {
+			continue // the usage the proxy asked for on the client's behalf
+		}
 		wd.extend()
 		out := ev.raw
-		if restore != nil {
+		switch {
+		case restore != nil && a.wire != nil && a.wire.stream != nil:
+			out = restoreEvents(restore, ev.raw)
+		case restore != nil:
 			out = restore.event(&ev)
 		}
 		if _, err := w.Write(out); err != nil {
@@ -439,6 +457,7 @@ func (s *Server) finishAttempt(a *attempt, r *result) {
 			s.metrics.TTFT.WithLabelValues(a.channel.Namespace, a.channel.Name, a.model).Observe(r.ttft.Seconds())
 		}
 	}
+	a.call.attempt(a, r)
 	if s.accessLog == nil {
 		return
 	}
@@ -737,6 +756,7 @@ func (s *sseReader) next() (sseEvent, error) {
 }
 
 func (s *Server) addTokens(a *attempt, u *usage) {
+	a.call.tokens(u)
 	if p := u.PromptTokens + u.InputTokens; p > 0 {
 		s.metrics.Tokens.WithLabelValues(a.channel.Namespace, a.channel.Name, a.model, "prompt").Add(float64(p))
 	}

@@ -25,12 +25,18 @@ var apiPaths = map[string]bool{
 	"/v1/completions":      true,
 	"/v1/embeddings":       true,
 	"/v1/responses":        true,
+	// The Anthropic Messages API (messages.go, wire.go).
+	"/v1/messages":              true,
+	"/v1/messages/count_tokens": true,
 }
 
 // Handler is the data plane: the OpenAI-compatible API.
 func (s *Server) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		path := strings.TrimRight(r.URL.Path, "/")
+		if isMessagesPath(strings.TrimPrefix(path, "/v1")) {
+			w = &messagesWriter{w} // the gateway's errors in Anthropic's shape
+		}
 		switch {
 		case apiPaths[path]:
 			if r.Method != http.MethodPost {
@@ -50,7 +56,7 @@ func (s *Server) Handler() http.Handler {
 			s.serveModels(w)
 		default:
 			writeError(w, http.StatusNotFound, "invalid_request_error", "unknown_url",
-				fmt.Sprintf("unknown path %s %s; Switchyard serves /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/responses and /v1/models", r.Method, path), 0)
+				fmt.Sprintf("unknown path %s %s; Switchyard serves /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/responses, /v1/messages, /v1/messages/count_tokens and /v1/models", r.Method, path), 0)
 		}
 	})
 }
@@ -89,6 +95,13 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
 		return
 	}
 	defer s.inFlight.Add(-1)
+	// Client keys, limits and the audit line (clientauth.go): the key is checked before the body
+	// is read; call is nil, and w unchanged, on an open proxy without an audit log.
+	call, w := s.beginCall(w, path)
+	defer call.finish(reqID)
+	if !call.authenticate(r) {
+		return
+	}
 	if len(r.TransferEncoding) > 0 {
 		// Go's server lets Transfer-Encoding override a Content-Length sent with it, where a
 		// front proxy may have framed the body by the Content-Length: a smuggled request. Every
@@ -138,6 +151,11 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
 		writeError(w, http.StatusServiceUnavailable, "server_error", "no_config", "the gateway has no routing configuration loaded yet", 0)
 		return
 	}
+	cr, admitted := call.admit(c, cr)
+	if !admitted {
+		return
+	}
+	body = cr.bodyOr(body)
 	if c.models[cr.Model] == nil {
 		s.metrics.Requests.WithLabelValues("", "unknown", "model_not_found").Inc()
 		writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found",
@@ -146,7 +164,13 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
 	}
 	rt := &routeState{
 		s: s, c: c, w: w, req: cr, path: path, header: r.Header, requestID: reqID,
-		drill: strings.EqualFold(r.Header.Get("X-Switchyard-Drill"), "true"),
+		drill: strings.EqualFold(r.Header.Get("X-Switchyard-Drill"), "true"), call: call,
+	}
+	defer call.routed(rt)
+	if c.models[cr.Model].pii != nil && isMessagesPath(path) {
+		s.reject(w, http.StatusBadRequest, "pii_unsupported", "invalid_request_error",
+			fmt.Sprintf("model %q is routed by a policy that masks personal data, which /v1/messages does not support yet; use /v1/chat/completions", cr.Model), 0)
+		return
 	}
 	if pr := c.models[cr.Model].pii; pr != nil {
 		// The requested model's policy masks for every hop: fallbacks get the same masked body.
@@ -184,6 +208,10 @@ type routeState struct {
 	prevReason string
 	restore    *pii.Session   // the masked values to put back into the answer; nil for none
 	piiMasked  map[string]int // values masked per detector, for the access log
+	call       *clientCall    // the client layer's record of the request (nil: none)
+	// need and translations are capability routing's (messages.go).
+	need         need
+	translations map[translationKey]translationResult
 }
 
 // run routes the request as the planner says (see failover.Plan for the order of resort: the
@@ -199,6 +227,7 @@ func (rt *routeState) run(ctx context.Context) string {
 		rnd = s.rand(rt.requestID)
 	}
 	p.Start(rt.c, s.engine, rnd, s.clock.Now(), rt.req.Model)
+	p.SetFit(rt)
 	// Each attempt takes at most a wait and a try, and the planner stops after maxAttempts: the
 	// bound is a guard, never reached.
 	for range 2*p.First().Policy.Retry.MaxAttempts + 2 {
@@ -242,9 +271,9 @@ func (rt *routeState) try(ctx context.Context, st failover.Step) (res result, do
 		}
 		s.metrics.Failovers.WithLabelValues(ch.Namespace, mr.Name, from, ch.Name, rt.prevReason).Inc()
 	}
-	a := &attempt{channel: ch, key: rt.key(ch), model: mr.Name, requested: rt.req.Model, upstream: upstream, path: rt.path, body: body,
+	a := rt.withCapabilities(&attempt{channel: ch, key: rt.key(ch), model: mr.Name, requested: rt.req.Model, upstream: upstream, path: rt.path, body: body,
 		stream: rt.req.Stream, timeout: st.Timeout, header: rt.header, requestID: rt.requestID, number: n, drill: rt.drill,
-		redact: rt.c.redact, restore: rt.restore, piiMasked: rt.piiMasked}
+		redact: rt.c.redact, restore: rt.restore, piiMasked: rt.piiMasked, call: rt.call})
 	res = s.do(ctx, rt.w, a)
 	rt.prev, rt.prevReason = ch, res.outcome.String()
 	if res.errCode != "" {
@@ -267,6 +296,9 @@ func (rt *routeState) stop(st failover.Step) string {
 		rt.s.metrics.BudgetExhausted.WithLabelValues(st.Model.Policy.Namespace, st.Model.Name).Inc()
 	}
 	switch st.Stop {
+	case failover.StopUnfit:
+		writeUnfit(rt.w, rt.req.Model, st.Detail)
+		return "client_error"
 	case failover.StopPassThrough:
 		rt.passThrough(rt.res, rt.prev, st.Attempts) // content_policy_violation and other 4xx are the caller's to fix
 		return "client_error"
@@ -284,6 +316,12 @@ func (rt *routeState) stop(st failover.Step) string {
 	writeError(rt.w, http.StatusServiceUnavailable, "server_error", "no_channel_available", msg, 0)
 	return "unavailable"
 }
+
+// Unfit and OverflowsAll make the request the planner's failover.Fit (capability routing,
+// messages.go).
+func (rt *routeState) Unfit(ch *routing.Channel, model string) string { return rt.unfit(ch, model) }
+
+func (rt *routeState) OverflowsAll(m *failover.Model) bool { return rt.overflowsAll(m) }
 
 // Model and Channel make a config the planner's failover.Routes.
 func (c *config) Model(name string) *failover.Model {

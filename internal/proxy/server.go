@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/switchyard-io/switchyard/internal/adminapi"
+	"github.com/switchyard-io/switchyard/internal/audit"
 	"github.com/switchyard-io/switchyard/internal/failover"
 	"github.com/switchyard-io/switchyard/internal/health"
 	"github.com/switchyard-io/switchyard/internal/routing"
@@ -82,6 +84,11 @@ type Options struct {
 	Replica string
 	// JournalSize is the number of health events kept for /admin/v1/events (default 1024).
 	JournalSize int
+	// RequireClientKey refuses every request without a GatewayClient key (401), even while the
+	// config has no GatewayClient. Without it the proxy requires keys only once a client exists.
+	RequireClientKey bool
+	// Audit receives one line per API request (clientauth.go); nil disables it.
+	Audit *audit.Log
 }
 
 // Server is the proxy. Its data-plane Handler and AdminHandler are served on separate ports.
@@ -94,8 +101,10 @@ type Server struct {
 	metrics   *Metrics
 	registry  *prometheus.Registry
 	transport http.RoundTripper
+	channelTr channelTransports // of the channels with spec.tls
 	accessLog *accessLog
 	bootID    string
+	clients   *clientsState // client keys, limits and the audit log (clientauth.go)
 
 	cfg     atomic.Pointer[config]
 	cfgMu   sync.Mutex // serialises Apply
@@ -128,6 +137,9 @@ type config struct {
 	models   map[string]*modelRoute
 	keys     []health.Key // every channel×model the engine was configured with
 	redact   *redactor    // removes this table's provider keys from upstream-derived text
+	// transports are the upstream transports of the channels with TLS settings, by channel ID.
+	transports map[string]http.RoundTripper
+	auth       *clientIndex // the table's GatewayClients by key hash
 }
 
 // modelRoute is everything needed to route one public model: the planner's view of it and the
@@ -203,8 +215,13 @@ func New(opts Options) *Server {
 		Name: "switchyard_request_body_bytes_buffered", Help: "Bytes of client request bodies held in memory (bounded by --max-buffered-body-bytes).",
 	}, func() float64 { return float64(s.bodyBytes.Load()) })
 	opts.Registry.MustRegister(s.metrics.InFlight, s.metrics.BodyBytes)
+	s.clients = newClientsState(s)
 	if cs, ok := opts.Transport.(interface{ connStats() (open, idle int) }); ok {
-		f := cs.connStats
+		f := func() (open, idle int) {
+			o, i := cs.connStats()
+			co, ci := s.channelTr.connStats()
+			return o + co, i + ci
+		}
 		s.metrics.connStats.Store(&f)
 	}
 	return s
@@ -233,10 +250,21 @@ func (s *Server) apply(t *routing.Table, source string, rejected error, problems
 	now := s.clock.Now()
 	c := &config{table: t, channels: map[string]*routing.Channel{}, models: map[string]*modelRoute{}}
 	keys := make([]string, 0, len(t.Credentials))
-	for _, k := range t.Credentials {
+	for name, k := range t.Credentials {
+		// A TLS client certificate and its key never go to the provider, so it cannot echo them;
+		// and redacting a PEM header's prefix would mangle any answer that shows a certificate.
+		if strings.HasSuffix(name, "#"+routing.PartTLSCert) || strings.HasSuffix(name, "#"+routing.PartTLSKey) {
+			continue
+		}
 		keys = append(keys, k.Reveal())
 	}
 	c.redact = newRedactor(keys)
+	var tlsErrs []error
+	c.transports, tlsErrs = s.channelTr.update(t)
+	for _, err := range tlsErrs {
+		s.log.Error("A channel's TLS settings do not load; its attempts fail until they do", "error", err.Error())
+	}
+	c.auth = s.clients.index(t)
 	for i := range t.Channels {
 		c.channels[t.Channels[i].ID()] = &t.Channels[i]
 	}
@@ -359,9 +387,6 @@ func (s *Server) Run(ctx context.Context, interval time.Duration) {
 			return
 		case <-t.C:
 			s.Step(ctx)
-			if p, ok := s.transport.(interface{ closeExpired() }); ok {
-				p.closeExpired() // idle upstream connections nobody came back for
-			}
 		}
 	}
 }

@@ -20,6 +20,8 @@ type Inputs struct {
 	Channels []v1alpha1.ProviderChannel
 	Policies []v1alpha1.RoutingPolicy
 	Secrets  []corev1.Secret
+	// Clients are compiled by CompileClients, not Compile (their keys Secrets are in Secrets).
+	Clients []v1alpha1.GatewayClient
 	// KeyOverrides maps a channel ID (see Channel.ID) to a key that wins over its credentialsRef (standalone
 	// mode fills it from SWITCHYARD_KEY_<CHANNEL> environment variables).
 	KeyOverrides map[string]string
@@ -116,6 +118,14 @@ func Compile(in Inputs) (*Table, []Problem) {
 		if !ok {
 			continue
 		}
+		tlsSettings, parts, ok := c.channelTLS(pc)
+		if !ok {
+			continue
+		}
+		ch.TLS = tlsSettings
+		for part, v := range parts {
+			t.Credentials[CredentialPart(id, part)] = NewSecret(v)
+		}
 		if override, ok := in.KeyOverrides[id]; ok && override != "" {
 			key, ch.HasCredentials = override, true
 		}
@@ -181,9 +191,7 @@ func (c *compiler) channel(pc *v1alpha1.ProviderChannel) (ch Channel, key string
 		return Channel{}, "", false
 	}
 	switch spec.Provider {
-	case v1alpha1.ProviderOpenAI, v1alpha1.ProviderAzureOpenAI:
-	case v1alpha1.ProviderAnthropic:
-		return bad(ReasonUnsupportedProvider, "spec.provider: anthropic is not supported by this version of the proxy yet; use openai or azure-openai")
+	case v1alpha1.ProviderOpenAI, v1alpha1.ProviderAzureOpenAI, v1alpha1.ProviderAnthropic:
 	default:
 		return bad(ReasonInvalidSpec, "spec.provider: unsupported value %q: supported values: \"openai\", \"azure-openai\", \"anthropic\"", spec.Provider)
 	}
@@ -206,7 +214,11 @@ func (c *compiler) channel(pc *v1alpha1.ProviderChannel) (ch Channel, key string
 		if up == "" {
 			up = m.Name
 		}
-		ch.Models = append(ch.Models, ChannelModel{Name: m.Name, Upstream: up})
+		caps, msg := resolveCapabilities(spec.Provider, m.Capabilities)
+		if msg != "" {
+			return bad(ReasonInvalidSpec, "spec.models[%d].capabilities.%s", i, msg)
+		}
+		ch.Models = append(ch.Models, ChannelModel{Name: m.Name, Upstream: up, Capabilities: caps})
 	}
 	ch.Weight = int(spec.Weight)
 	if ch.Weight == 0 {

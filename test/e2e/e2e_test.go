@@ -197,6 +197,32 @@ func TestOnCallStory(t *testing.T) {
 		if mockCount(t, c.MockA, "gpt-4o") == 0 || mockCount(t, c.MockB, "gpt-4o") == 0 {
 			t.Error("traffic does not reach both channels")
 		}
+		// Claude on two Anthropic channels, through the OpenAI API and the Anthropic API.
+		cl := startLoad("claude-sonnet-4-5", proxies, 2)
+		for i, p := range proxies {
+			resp, err := http.Post("http://"+p+"/v1/messages", "application/json",
+				strings.NewReader(`{"model":"claude-sonnet-4-5","max_tokens":64,"messages":[{"role":"user","content":"hi"}]}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || !strings.Contains(string(b), `"type":"message"`) {
+				t.Errorf("proxy %d /v1/messages: %d %s", i, resp.StatusCode, b)
+			}
+		}
+		e.eventually(60*time.Second, "both Claude channels Healthy", func() bool {
+			return e.get("providerchannels", "claude-a", "{.status.phase}") == "Healthy" &&
+				e.get("providerchannels", "claude-b", "{.status.phase}") == "Healthy"
+		})
+		cl.end(t, "Claude traffic")
+		if got := e.get("providerchannels", "claude-a", "{.spec.provider}"); got != "anthropic" {
+			t.Errorf("claude-a provider %q", got)
+		}
+		t.Logf("kubectl get pch:\n%s", e.kubectl("get", "pch", "-n", ns))
+		if mockCount(t, c.MockA, "claude-sonnet-4-5-20250929") == 0 || mockCount(t, c.MockB, "claude-sonnet-4-5-20250929") == 0 {
+			t.Error("Claude traffic does not reach both Anthropic channels")
+		}
 	})
 
 	t.Run("2 channel A returns 500s: zero client errors, A Ejected, Event with rule and figures", func(t *testing.T) {

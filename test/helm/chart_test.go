@@ -119,7 +119,7 @@ func TestDefaultValuesDryRunServer(t *testing.T) {
 	ensureNamespaces(t, defaultNS)
 	objs := parse(t, render(t, "switchyard", defaultNS, nil))
 	for _, want := range []string{
-		"CustomResourceDefinition/providerchannels.switchyard.io", "CustomResourceDefinition/routingpolicies.switchyard.io",
+		"CustomResourceDefinition/providerchannels.switchyard.io", "CustomResourceDefinition/routingpolicies.switchyard.io", "CustomResourceDefinition/gatewayclients.switchyard.io",
 		"Deployment/switchyard-controller", "Deployment/switchyard-proxy",
 		"Service/switchyard-proxy", "Service/switchyard-proxy-admin", "Service/switchyard-controller-metrics",
 		"ServiceAccount/switchyard-controller", "ServiceAccount/switchyard-proxy",

@@ -7,15 +7,6 @@ import (
 	"unsafe"
 )
 
-// childAttr puts a child in its own process group (a Ctrl-C reaches the demo, which then stops
-// its children in order) and has the kernel kill it should the demo die without cleaning up.
-func childAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-}
-
-// stopSignal asks a child to shut down gracefully.
-var stopSignal os.Signal = syscall.SIGTERM
-
 // termSize returns the columns and rows of the terminal w is, or 0, 0.
 func termSize(w io.Writer) (cols, rows int) {
 	f, ok := w.(*os.File)
