@@ -228,6 +228,15 @@ func (p *Plan) Start(routes Routes, h Health, rnd Rand, now time.Time, model str
 // log, so the plans that follow it keep drawing what the logging proxy drew.
 func (p *Plan) SetRand(r Rand) { p.rand = r }
 
+// Release drops everything the plan refers to but its scratch, for a driver that pools plans:
+// a pooled plan must not keep a request's route (and so an old routing table) alive.
+func (p *Plan) Release() {
+	clear(p.tried)
+	clear(p.routesBuf)
+	clear(p.candsBuf)
+	*p = Plan{tried: p.tried[:0], routesBuf: p.routesBuf[:0], candsBuf: p.candsBuf[:0]}
+}
+
 // SetFit gives the plan the request's capability check (after Start; nil: every channel fits).
 func (p *Plan) SetFit(f Fit) { p.fit = f }
 

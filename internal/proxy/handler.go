@@ -162,10 +162,17 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
 			fmt.Sprintf("the model %q does not exist or is not routed by this gateway; GET /v1/models lists the served models", cr.Model), 0)
 		return
 	}
-	rt := &routeState{
-		s: s, c: c, w: w, req: cr, path: path, header: r.Header, requestID: reqID,
-		drill: strings.EqualFold(r.Header.Get("X-Switchyard-Drill"), "true"), call: call,
+	// The planner holds the request (its Fit) behind an interface, so a routeState lives on the
+	// heap: it is pooled, with its plan's scratch, instead of allocated per request.
+	rt, _ := s.routeStates.Get().(*routeState)
+	if rt == nil {
+		rt = new(routeState)
 	}
+	*rt = routeState{
+		s: s, c: c, w: w, req: cr, path: path, header: r.Header, requestID: reqID,
+		drill: strings.EqualFold(r.Header.Get("X-Switchyard-Drill"), "true"), call: call, plan: rt.plan,
+	}
+	defer s.putRouteState(rt)
 	defer call.routed(rt)
 	if c.models[cr.Model].pii != nil && isMessagesPath(path) {
 		s.reject(w, http.StatusBadRequest, "pii_unsupported", "invalid_request_error",
@@ -315,6 +322,14 @@ func (rt *routeState) stop(st failover.Step) string {
 	}
 	writeError(rt.w, http.StatusServiceUnavailable, "server_error", "no_channel_available", msg, 0)
 	return "unavailable"
+}
+
+// putRouteState returns a finished request's state to the pool, keeping nothing of the request
+// but its plan's scratch.
+func (s *Server) putRouteState(rt *routeState) {
+	rt.plan.Release()
+	*rt = routeState{plan: rt.plan}
+	s.routeStates.Put(rt)
 }
 
 // Unfit and OverflowsAll make the request the planner's failover.Fit (capability routing,

@@ -111,6 +111,8 @@ type Server struct {
 	loadMu  sync.Mutex
 	load    adminapi.ConfigState
 	budgets sync.Map // policy key -> *failover.Budget, kept across reloads
+	// routeStates pools the per-request routing state (handler.go).
+	routeStates sync.Pool
 
 	draining  atomic.Bool
 	inFlight  atomic.Int64 // API requests being served
