@@ -25,6 +25,7 @@ type attempt struct {
 	channel   *routing.Channel
 	key       string // provider key, "" for none
 	model     string // public model name
+	requested string // the model the client asked for ("" for a probe)
 	upstream  string // model name sent upstream
 	path      string // API path after /v1, e.g. /chat/completions
 	body      []byte
@@ -501,12 +502,27 @@ func (s *Server) finishAttempt(a *attempt, r *result) {
 		return
 	}
 	line := &accessLogLine{TS: now.UTC(), RequestID: a.requestID, Channel: a.channel.ID(), Model: a.model, Attempt: a.number,
-		Status: r.status, Outcome: r.outcome.String(), LatencyMs: r.latency.Milliseconds(), TTFTMs: r.ttft.Milliseconds(),
+		Status: r.status, Outcome: r.outcome.String(), LatencyMs: r.latency.Milliseconds(), TTFTMs: ttftMs(r.ttft),
 		Stream: a.stream, Probe: a.probe, PII: a.piiMasked}
+	if !a.probe && a.requested != a.model {
+		line.RequestedModel = a.requested
+	}
 	if r.outcome != health.OutcomeSuccess {
 		line.Error = r.detail
+		line.ErrorCode = r.errCode
+		line.RetryAfterMs = r.retryAfter.Milliseconds()
 	}
 	s.accessLog.write(line)
+}
+
+// ttftMs is the access log's ttftMs: 0 only when no first event arrived, so a sub-millisecond
+// first event still tells replay that the answer had started (a stream cut after it was not
+// failed over).
+func ttftMs(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return max(d.Milliseconds(), 1)
 }
 
 // answeredCounter counts the channel×model's completed answers (probes included), for telling a

@@ -411,8 +411,8 @@ func (cc *clientCall) routed(rt *routeState) {
 	}
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
-	if rt.first != nil {
-		cc.policy = qualifiedName(rt.first.policy.Namespace, rt.first.policy.Name)
+	if first := rt.plan.First(); first != nil {
+		cc.policy = qualifiedName(first.Policy.Namespace, first.Policy.Name)
 	}
 	cc.pii = rt.piiMasked
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/switchyard-io/switchyard/internal/anthropic"
+	"github.com/switchyard-io/switchyard/internal/failover"
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
 
@@ -151,16 +152,16 @@ func (rt *routeState) translation(ch *routing.Channel, m *routing.ChannelModel) 
 
 // overflowsAll reports whether every candidate of mr's model certainly cannot take the prompt:
 // the request goes to the context-overflow models before any attempt.
-func (rt *routeState) overflowsAll(mr *modelRoute) bool {
-	if len(mr.candidates) == 0 {
+func (rt *routeState) overflowsAll(mr *failover.Model) bool {
+	if len(mr.Candidates) == 0 {
 		return false
 	}
-	for _, c := range mr.candidates {
+	for _, c := range mr.Candidates {
 		ch := rt.c.channels[c.Channel]
 		if ch == nil {
 			continue
 		}
-		m, ok := ch.Model(mr.model)
+		m, ok := ch.Model(mr.Name)
 		if !ok || !rt.overflows(m) {
 			return false
 		}
@@ -168,16 +169,11 @@ func (rt *routeState) overflowsAll(mr *modelRoute) bool {
 	return true
 }
 
-// unfitFailure answers a request no channel could take, before any attempt: a 400 naming what
-// is missing. ok is false when some channel was fit (the failure is another one).
-func (rt *routeState) unfitFailure() (string, bool) {
-	if rt.attempts > 0 || rt.unfitReason == "" {
-		return "", false
-	}
-	code := "unsupported_capability"
-	writeError(rt.w, http.StatusBadRequest, "invalid_request_error", code,
-		fmt.Sprintf("no channel of model %q can serve this request: %s", rt.req.Model, rt.unfitReason), 0)
-	return "client_error", true
+// writeUnfit answers a request no channel could take, before any attempt (the planner's
+// StopUnfit): a 400 naming what is missing.
+func writeUnfit(w http.ResponseWriter, model, reason string) {
+	writeError(w, http.StatusBadRequest, "invalid_request_error", "unsupported_capability",
+		fmt.Sprintf("no channel of model %q can serve this request: %s", model, reason), 0)
 }
 
 // withCapabilities gives the attempt its model's capabilities on the channel, and the body

@@ -24,6 +24,7 @@ import (
 
 	"github.com/switchyard-io/switchyard/internal/adminapi"
 	"github.com/switchyard-io/switchyard/internal/audit"
+	"github.com/switchyard-io/switchyard/internal/failover"
 	"github.com/switchyard-io/switchyard/internal/health"
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
@@ -70,8 +71,13 @@ type Options struct {
 	Logger *slog.Logger
 	// Registry for the metrics; a fresh one when nil.
 	Registry *prometheus.Registry
-	// Clock; the real one when nil.
+	// Clock; the real one when nil. The health engine, the failover planner (deadlines, retry
+	// budget) and, when it is also a Sleeper, the planner's waits run on it.
 	Clock Clock
+	// Rand gives the failover planner its randomness (channel draws, back-off jitter) for one
+	// request, by its request id; math/rand/v2's global source when nil. A test that gives replay
+	// the same function gets the same draws for every request, whatever else the proxy served.
+	Rand func(requestID string) failover.Rand
 	// Transport for upstream calls; a tuned http.Transport when nil.
 	Transport http.RoundTripper
 	// Replica names this process on the admin API (default: the hostname).
@@ -90,6 +96,7 @@ type Server struct {
 	opts      Options
 	log       *slog.Logger
 	clock     Clock
+	rand      func(requestID string) failover.Rand // nil: failover.GlobalRand
 	engine    *health.Engine
 	metrics   *Metrics
 	registry  *prometheus.Registry
@@ -103,7 +110,9 @@ type Server struct {
 	cfgMu   sync.Mutex // serialises Apply
 	loadMu  sync.Mutex
 	load    adminapi.ConfigState
-	budgets sync.Map // policy key -> *retryBudget, kept across reloads
+	budgets sync.Map // policy key -> *failover.Budget, kept across reloads
+	// routeStates pools the per-request routing state (handler.go).
+	routeStates sync.Pool
 
 	draining  atomic.Bool
 	inFlight  atomic.Int64 // API requests being served
@@ -137,14 +146,11 @@ type config struct {
 	adapters map[string]*channelAdapter
 }
 
-// modelRoute is everything needed to route one public model.
+// modelRoute is everything needed to route one public model: the planner's view of it and the
+// proxy's own.
 type modelRoute struct {
-	model      string
-	policy     *routing.Policy
-	strategy   health.Strategy
-	candidates []health.Candidate // channels of the policy that serve this model, in policy order
-	budget     *retryBudget
-	pii        *piiRoute // the policy's masking, shared by its models; nil when off
+	failover.Model
+	pii *piiRoute // the policy's masking, shared by its models; nil when off
 }
 
 // New creates a proxy with no configuration: it answers 503 until Apply succeeds.
@@ -188,6 +194,7 @@ func New(opts Options) *Server {
 		opts:         opts,
 		log:          opts.Logger,
 		clock:        opts.Clock,
+		rand:         opts.Rand,
 		engine:       health.NewEngine(opts.JournalSize),
 		registry:     opts.Registry,
 		metrics:      NewMetrics(opts.Registry),
@@ -285,7 +292,7 @@ func (s *Server) apply(t *routing.Table, source string, rejected error, problems
 		p := &t.Policies[i]
 		strategy, _ := health.ParseStrategy(p.Strategy)
 		bkey := p.Namespace + "/" + p.Name
-		b, _ := s.budgets.LoadOrStore(bkey, newRetryBudget())
+		b, _ := s.budgets.LoadOrStore(bkey, failover.NewBudget())
 		var pr *piiRoute
 		if p.PII != nil {
 			if pr = newPIIRoute(p); pr.err != nil {
@@ -293,7 +300,7 @@ func (s *Server) apply(t *routing.Table, source string, rejected error, problems
 			}
 		}
 		for _, model := range p.Models {
-			mr := &modelRoute{model: model, policy: p, strategy: strategy, budget: b.(*retryBudget), pii: pr}
+			mr := &modelRoute{Model: failover.Model{Name: model, Policy: p, Strategy: strategy, Budget: b.(*failover.Budget)}, pii: pr}
 			for _, pc := range p.Channels {
 				ch := c.channels[pc.Channel]
 				if ch == nil {
@@ -302,7 +309,7 @@ func (s *Server) apply(t *routing.Table, source string, rejected error, problems
 				if _, ok := ch.Upstream(model); !ok {
 					continue
 				}
-				mr.candidates = append(mr.candidates, health.Candidate{Channel: ch.ID(), Weight: pc.Weight})
+				mr.Candidates = append(mr.Candidates, health.Candidate{Channel: ch.ID(), Weight: pc.Weight})
 				tg := health.Target{Key: health.Key{Channel: ch.ID(), Model: model}, Settings: p.Settings,
 					Disabled: ch.Disabled, DisabledReason: ch.DisabledReason}
 				if ch.DisabledUntil != nil {
@@ -337,8 +344,8 @@ func (s *Server) apply(t *routing.Table, source string, rejected error, problems
 			}
 		}
 		for m, omr := range old.models {
-			if nmr := c.models[m]; nmr == nil || nmr.policy.Namespace != omr.policy.Namespace {
-				s.metrics.Panic.DeleteLabelValues(omr.policy.Namespace, m)
+			if nmr := c.models[m]; nmr == nil || nmr.Policy.Namespace != omr.Policy.Namespace {
+				s.metrics.Panic.DeleteLabelValues(omr.Policy.Namespace, m)
 			}
 		}
 	}
@@ -446,7 +453,7 @@ func (s *Server) publishStatus(now time.Time, all bool) {
 			if s.panicModels[m] > 0 {
 				v = 1
 			}
-			s.metrics.Panic.WithLabelValues(mr.policy.Namespace, m).Set(v)
+			s.metrics.Panic.WithLabelValues(mr.Policy.Namespace, m).Set(v)
 		}
 		if all {
 			for m, mr := range c.models {
