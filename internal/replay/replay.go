@@ -499,6 +499,11 @@ func (r *replayer) process(e *entry) {
 		fed = r.panicTo(t, ks)
 	}
 	ks.logged[phase]++
+	// Before the engine sees it: the transitions this line causes come after it.
+	if o := r.opts.Observer; o != nil {
+		o.Attempt(LoggedAttempt{At: tm(t), Line: e.line, RequestID: e.reqID, Channel: ks.key.Channel, Model: ks.key.Model,
+			Attempt: int(e.attempt), Outcome: e.outcome, Latency: e.latency, Probe: e.probe, Carried: fed || probe})
+	}
 	if fed || probe {
 		ks.carried[phase]++
 		if probe {
@@ -509,10 +514,6 @@ func (r *replayer) process(e *entry) {
 		r.drain(t)
 	}
 	r.addEvidence(ks, evidence{ts: t, line: e.line, outcome: e.outcome})
-	if o := r.opts.Observer; o != nil {
-		o.Attempt(LoggedAttempt{At: tm(t), Line: e.line, RequestID: e.reqID, Channel: ks.key.Channel, Model: ks.key.Model,
-			Attempt: int(e.attempt), Outcome: e.outcome, Latency: e.latency, Probe: e.probe, Carried: fed || probe})
-	}
 	if followed {
 		r.advance(req, e, t)
 	}

@@ -194,7 +194,7 @@ func (c *Collector) Attempt(a replay.LoggedAttempt) {
 
 func (c *Collector) addRecent(ks *keyStats, m mark) {
 	w := int64(c.settings(ks).Window)
-	for ks.head < len(ks.recent) && ks.recent[ks.head].at <= m.at-w {
+	for ks.head < len(ks.recent) && ks.recent[ks.head].at < m.at-w {
 		ks.head++
 	}
 	if ks.head > 1024 && ks.head*2 > len(ks.recent) {
@@ -204,10 +204,12 @@ func (c *Collector) addRecent(ks *keyStats, m mark) {
 	ks.recent = append(ks.recent, m)
 }
 
-// window counts the key's logged attempts in (at-w, at].
+// window counts the key's logged attempts read so far in [at-w, at]: the engine's window at an
+// ejection stamped at `at` (the line that caused it has been read; one stamped at a window
+// boundary comes before the line at that instant).
 func (ks *keyStats) window(at, w int64) (n, f int64) {
 	for _, m := range ks.recent[ks.head:] {
-		if m.at > at-w && m.at <= at {
+		if m.at >= at-w && m.at <= at {
 			n++
 			if m.failed {
 				f++
