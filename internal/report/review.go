@@ -194,7 +194,7 @@ func AuditTokens(r io.Reader, want map[string]bool) (map[string]int64, error) {
 	for line := 1; ; line++ {
 		var v struct {
 			RequestID string `json:"requestId"`
-			Tokens    struct {
+			Tokens    *struct {
 				Prompt     int64 `json:"prompt"`
 				Completion int64 `json:"completion"`
 			} `json:"tokens"`
@@ -204,7 +204,7 @@ func AuditTokens(r io.Reader, want map[string]bool) (map[string]int64, error) {
 		} else if err != nil {
 			return nil, fmt.Errorf("audit log, record %d: %w", line, err)
 		}
-		if want[v.RequestID] {
+		if want[v.RequestID] && v.Tokens != nil { // a record without tokens is not a count of 0
 			out[v.RequestID] += v.Tokens.Prompt + v.Tokens.Completion
 		}
 	}
@@ -360,6 +360,7 @@ func (c *Collector) cost(rv *Review, tokens map[string]int64) {
 	routes := map[route]*MovedTokens{}
 	var order []route
 	var total int64
+	unaudited := 0
 	for _, m := range c.moved {
 		q.Moved++
 		r := route{m.from, m.to}
@@ -371,6 +372,9 @@ func (c *Collector) cost(rv *Review, tokens map[string]int64) {
 		}
 		mt.Requests++
 		if tokens != nil {
+			if _, ok := tokens[m.id]; !ok {
+				unaudited++
+			}
 			if mt.Tokens == nil {
 				mt.Tokens = new(int64)
 			}
@@ -422,6 +426,9 @@ func (c *Collector) cost(rv *Review, tokens map[string]int64) {
 	}
 	if q.MoneyNote != "" {
 		rv.Notes = append(rv.Notes, q.MoneyNote)
+	}
+	if unaudited > 0 {
+		rv.Notes = append(rv.Notes, fmt.Sprintf("%d moved requests have no record in the audit log: their tokens are not counted", unaudited))
 	}
 }
 
