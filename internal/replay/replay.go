@@ -49,6 +49,12 @@ type Options struct {
 	// decided (a request that departs from the log is finished, and traced, at the end of its
 	// linger).
 	Trace func(TracedAttempt)
+	// Observer, when set, sees every accepted line, journal transition and scored request (see
+	// Observer).
+	Observer Observer
+	// Since, when set, skips the lines stamped before it (counted in LogSummary.BeforeSince):
+	// the engine starts Healthy at the first line at or after it.
+	Since time.Time
 }
 
 // TracedAttempt is one attempt of the replayed policy.
@@ -160,6 +166,7 @@ type request struct {
 	t0       int64
 	model    int
 	firstKey int32 // the key of the plan's first attempt; -1 for none
+	lastKey  int32 // the key of the plan's latest attempt; -1 for none
 	attempts []attemptRec
 
 	plan    failover.Plan
@@ -228,7 +235,10 @@ func Run(ctx context.Context, setup *Setup, log io.Reader, opts Options) (*Repor
 	lr := newLineReader(log)
 	var heap entryHeap
 	var raw rawLine
-	var maxTS int64
+	var maxTS, since int64
+	if !opts.Since.IsZero() {
+		since = opts.Since.UnixNano()
+	}
 	seen := false
 	for i := 0; ; i++ {
 		if i&1023 == 0 {
@@ -255,6 +265,10 @@ func Run(ctx context.Context, setup *Setup, log io.Reader, opts Options) (*Repor
 		r.sum.Lines++
 		if err := decodeLine(line, &raw); err != nil {
 			r.problem(n, KindMalformed, err.Error())
+			continue
+		}
+		if since != 0 && raw.ts < since {
+			r.sum.BeforeSince++
 			continue
 		}
 		k, ok := r.byName[string(raw.channel)][string(raw.model)]
@@ -430,7 +444,7 @@ func (r *replayer) process(e *entry) {
 		r.sum.Probes++
 	} else if req == nil {
 		req = r.newRequest()
-		*req = request{id: e.reqID, t0: t, model: ks.model, firstKey: -1, live: true, attempts: req.attempts[:0], plan: req.plan}
+		*req = request{id: e.reqID, t0: t, model: ks.model, firstKey: -1, lastKey: -1, live: true, attempts: req.attempts[:0], plan: req.plan}
 		if e.requested >= 0 {
 			// The first logged attempt is already on a fallback or overflow model.
 			req.model = int(e.requested)
@@ -487,6 +501,11 @@ func (r *replayer) process(e *entry) {
 		fed = r.panicTo(t, ks)
 	}
 	ks.logged[phase]++
+	// Before the engine sees it: the transitions this line causes come after it.
+	if o := r.opts.Observer; o != nil {
+		o.Attempt(LoggedAttempt{At: tm(t), Line: e.line, RequestID: e.reqID, Channel: ks.key.Channel, Model: ks.key.Model,
+			Attempt: int(e.attempt), Outcome: e.outcome, Latency: e.latency, Probe: e.probe, Carried: fed || probe})
+	}
 	if fed || probe {
 		ks.carried[phase]++
 		if probe {
@@ -556,6 +575,7 @@ func (r *replayer) follow(req *request, e *entry, t int64) bool {
 	}
 	a := &req.attempts[len(req.attempts)-1]
 	a.used = true
+	req.lastKey = e.key
 	r.trace(req, req.stepAt, e.key, e.outcome, "log")
 	return true
 }
@@ -679,6 +699,10 @@ func (r *replayer) drain(now int64) {
 				ks.ejections = append(ks.ejections, ejection{at: at, reason: ev.Reason, message: ev.Message})
 			}
 			if ev.From != ev.To {
+				if o := r.opts.Observer; o != nil {
+					o.Transition(Transition{At: ev.At.UTC(), Channel: ev.Channel, Model: ev.Model, From: ev.From, To: ev.To,
+						Reason: ev.Reason, Message: ev.Message})
+				}
 				ks.setPhase(ev.To, at)
 				changed = true
 				if ev.To == health.PhaseEjected {
@@ -797,9 +821,18 @@ func (r *replayer) resolve(req *request) {
 	first := req.attempts[0]
 	ks := r.keys[first.key]
 	mr := &r.models[req.model]
+	var out *RequestOutcome
+	if r.opts.Observer != nil {
+		out = &RequestOutcome{ID: req.id, Line: first.line, At: tm(req.t0), Model: r.setup.Models[req.model].Model,
+			FirstChannel: ks.key.Channel, FirstModel: ks.key.Model}
+		defer func() { r.opts.Observer.Request(*out) }()
+	}
 	if first.outcome == health.OutcomeClientError && !first.overflow {
 		ks.req.ClientErrors++
 		mr.ClientErrors++
+		if out != nil {
+			out.ClientError = true
+		}
 		return
 	}
 	failNone := first.outcome != health.OutcomeSuccess
@@ -811,6 +844,13 @@ func (r *replayer) resolve(req *request) {
 	}
 	ok, tries, assumed := r.withPolicy(req)
 	rerouted := req.firstKey != first.key
+	if out != nil {
+		out.FailedWithoutFailover, out.FailedAsLogged, out.FailedWithPolicy = failNone, failLogged, !ok
+		out.PolicyAttempts, out.Rerouted, out.Assumed = tries, rerouted, assumed
+		if req.lastKey >= 0 {
+			out.PolicyChannel = r.keys[req.lastKey].key.Channel
+		}
+	}
 	for _, rep := range []*RequestReport{&ks.req, mr} {
 		rep.Requests++
 		rep.FailedWithoutFailover += b2i(failNone)
@@ -848,6 +888,9 @@ func (r *replayer) withPolicy(req *request) (ok bool, tries int, assumed bool) {
 				r.setStep(req, req.plan.Next(tm(req.stepAt)), req.stepAt)
 			case failover.ActionTry:
 				k := r.keyOfStep(&st)
+				if k >= 0 {
+					req.lastKey = k
+				}
 				res, src := r.outcomeFor(req, k)
 				req.assumed = req.assumed || src == "assumed"
 				if k >= 0 {
