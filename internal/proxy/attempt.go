@@ -441,7 +441,9 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 		if a.cont != nil {
 			var ok bool
 			if out, ok = a.cont.rewrite(out); !ok {
-				return result{outcome: health.OutcomeServerError, status: res.status, committed: true, ttft: res.ttft,
+				// The model wrote another answer, which says nothing against the channel: the
+				// continuation fails without touching its health.
+				return result{outcome: health.OutcomeClientError, status: res.status, committed: true, ttft: res.ttft,
 					detail: "the continuation does not go on from the text already sent"}
 			}
 			if len(out) == 0 {

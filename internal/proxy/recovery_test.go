@@ -49,7 +49,7 @@ spec:
   baseURL: %s/v1
   models: [{name: m, capabilities: {prefill: %v}}]
   failureDomain: {region: r%d}
-  timeouts: {request: 5s, fallbackRequest: 4s, firstByte: 2s, streamIdle: 300ms}
+  timeouts: {request: 5s, fallbackRequest: 4s, firstByte: 500ms, streamIdle: 300ms}
 `, i, c.provider, ts.URL, c.prefill, i)
 		fmt.Fprintf(&refs, "{name: c%d},", i)
 	}
@@ -228,6 +228,8 @@ func TestRecoveryCutEverywhere(t *testing.T) {
 		{"chat client, anthropic channels", false, []recoveryChannel{{"anthropic", true}, {"anthropic", true}}},
 		{"messages client, anthropic channels", true, []recoveryChannel{{"anthropic", true}, {"anthropic", true}}},
 		{"messages client, anthropic then openai with prefill", true, []recoveryChannel{{"anthropic", true}, {"openai", true}}},
+		{"messages client, openai channels with prefill", true, []recoveryChannel{{"openai", true}, {"openai", true}}},
+		{"messages client, openai then anthropic", true, []recoveryChannel{{"openai", false}, {"anthropic", true}}},
 		{"chat client, openai then anthropic", false, []recoveryChannel{{"openai", false}, {"anthropic", true}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -325,6 +327,20 @@ func TestRecoveryRefusedPrefill(t *testing.T) {
 	readStream(t, rr.post("/v1/chat/completions", det), false).mustFailInBand(t)
 	if m := rr.metrics(); !strings.Contains(m, `result="gave_up"} 2`) {
 		t.Fatalf("metrics lack the two recoveries given up:\n%s", grepLines(m, "recoveries"))
+	}
+}
+
+// TestRecoveryTargetHangs: a continuation target that never answers costs its firstByte timeout,
+// is not tried again after it, and the stream ends with the in-band error (no other can continue).
+func TestRecoveryTargetHangs(t *testing.T) {
+	rr := newRecoveryRig(t, "", recoveryChannel{"openai", false}, recoveryChannel{"openai", true})
+	rr.behave("cut;after=1;splits=5;text=Hello world", "hang")
+	readStream(t, rr.post("/v1/chat/completions", chatStreamBody), false).mustFailInBand(t)
+	if n := rr.mocks[1].Total(); n != 1 {
+		t.Fatalf("the hanging target got %d continuation request(s), want 1", n)
+	}
+	if !strings.Contains(rr.accessLog.String(), `"continuation":1`) || !strings.Contains(rr.accessLog.String(), `"outcome":"timeout"`) {
+		t.Fatalf("access log lacks the timed-out continuation:\n%s", rr.accessLog)
 	}
 }
 
