@@ -94,6 +94,8 @@ bench: ## Measure the gateway's overhead, failover cost and ejection time agains
 	$(GO) run ./hack/bench $(BENCH_FLAGS)
 	@echo "PII masking, off and on side by side (per KB of prompt, per stream event):"
 	$(GO) test -run '^$$' -bench 'HotPathPII|StreamEventPII|MaskRequest' -benchmem ./internal/proxy/
+	@echo "Stream recovery: the client-visible gap at a seam, and the tap's cost (streamRecovery Error vs Continue):"
+	$(GO) test -run '^$$' -bench 'StreamSeamGap|StreamRecoveryTap' -benchtime 500x -benchmem ./internal/proxy/
 
 .PHONY: bench-go
 bench-go: ## Run the package micro-benchmarks (health engine, proxy hot path, replay).

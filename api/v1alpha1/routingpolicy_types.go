@@ -16,6 +16,17 @@ const (
 	ScenarioBatch Scenario = "batch"
 )
 
+// StreamRecovery says what becomes of a stream that breaks after text was sent.
+// +kubebuilder:validation:Enum=Continue;Error
+type StreamRecovery string
+
+const (
+	// StreamRecoveryContinue finishes the broken answer on a prefill-capable channel.
+	StreamRecoveryContinue StreamRecovery = "Continue"
+	// StreamRecoveryError ends the broken stream with an in-band error event.
+	StreamRecoveryError StreamRecovery = "Error"
+)
+
 // Strategy orders the routable channels of a model.
 //
 // +kubebuilder:validation:Enum=HealthScore;Weighted;Priority
@@ -38,6 +49,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.recovery) || !has(self.recovery.maxCooldown) || has(self.recovery.cooldown) || duration(self.recovery.maxCooldown) >= duration(self.scenario == 'batch' ? '10m' : '5m')",message="maxCooldown must be at least the cooldown in effect (recovery.cooldown, or the scenario's: chat 5m, batch 10m)",fieldPath=".recovery.maxCooldown"
 // +kubebuilder:validation:XValidation:rule="!has(self.fallbackModels) || !self.fallbackModels.exists(m, m in self.models)",message="fallbackModels must not name a model this policy routes",fieldPath=".fallbackModels"
 // +kubebuilder:validation:XValidation:rule="!has(self.contextOverflowModels) || !self.contextOverflowModels.exists(m, m in self.models)",message="contextOverflowModels must not name a model this policy routes",fieldPath=".contextOverflowModels"
+// +kubebuilder:validation:XValidation:rule="!has(self.maxContinuations) || self.maxContinuations == 0 || !has(self.streamRecovery) || self.streamRecovery != 'Error'",message="maxContinuations has no effect with streamRecovery Error; set it to 0 or remove it",fieldPath=".maxContinuations"
 type RoutingPolicySpec struct {
 	// models are the public model names this policy routes (one policy per model).
 	// +required
@@ -125,6 +137,21 @@ type RoutingPolicySpec struct {
 	// +optional
 	// +kubebuilder:default=true
 	PanicRouting *bool `json:"panicRouting,omitempty"`
+
+	// streamRecovery: what a stream that breaks after text reached the client becomes. Continue
+	// finishes the answer on a channel whose model continues a trailing assistant message
+	// (capabilities.prefill), or splices a deterministic regeneration, and ends with an in-band
+	// error only when neither can be done; Error ends it with the in-band error at once.
+	// Default (chat and batch): Continue.
+	// +optional
+	StreamRecovery StreamRecovery `json:"streamRecovery,omitempty"`
+
+	// maxContinuations bounds the continuation and regeneration attempts of one client request
+	// (default 2; 0 with streamRecovery Continue means none is tried).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10
+	MaxContinuations *int32 `json:"maxContinuations,omitempty"`
 
 	// pii masks or refuses personal data in prompts before they leave for a provider (default off).
 	// +optional

@@ -952,6 +952,11 @@ func (in *RoutingPolicySpec) DeepCopyInto(out *RoutingPolicySpec) {
 		*out = new(bool)
 		**out = **in
 	}
+	if in.MaxContinuations != nil {
+		in, out := &in.MaxContinuations, &out.MaxContinuations
+		*out = new(int32)
+		**out = **in
+	}
 	if in.PII != nil {
 		in, out := &in.PII, &out.PII
 		*out = new(PII)

@@ -1,6 +1,7 @@
 package failover
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -338,5 +339,32 @@ func TestPlanDoesNotAllocatePerRequest(t *testing.T) {
 	run()
 	if n := testing.AllocsPerRun(100, run); n != 0 {
 		t.Errorf("a request with one failover allocates %v times", n)
+	}
+}
+
+func TestContinuationOrder(t *testing.T) {
+	routes := []health.Route{{Channel: "llm/a"}, {Channel: "llm/b"}, {Channel: "llm/c"}, {Channel: "llm/p", Panic: true}}
+	all := func(string) bool { return true }
+	noB := func(id string) bool { return id != "llm/b" }
+	onlyA := func(id string) bool { return id == "llm/a" }
+	for _, c := range []struct {
+		name     string
+		broken   string
+		timedOut bool
+		usable   func(string) bool
+		want     []string
+	}{
+		{"others first, the broken one last", "llm/a", false, all, []string{"llm/b", "llm/c", "llm/a"}},
+		{"a stall never returns to the channel that stalled", "llm/a", true, all, []string{"llm/b", "llm/c"}},
+		{"unusable channels are left out", "llm/c", false, noB, []string{"llm/a", "llm/c"}},
+		{"the only usable one is the broken one: same channel after a cut", "llm/a", false, onlyA, []string{"llm/a"}},
+		{"the only usable one is the broken one: nothing after a stall", "llm/a", true, onlyA, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := Continuation(routes, c.broken, c.timedOut, c.usable)
+			if !slices.Equal(got, c.want) {
+				t.Fatalf("Continuation = %v, want %v", got, c.want)
+			}
+		})
 	}
 }

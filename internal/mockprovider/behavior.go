@@ -49,6 +49,13 @@ const (
 	// overloaded_error on /v1/messages, an OpenAI error object elsewhere) and closes; a
 	// non-streamed request gets Status (default 500).
 	ModeErrorEvent Mode = "error_event"
+	// ModeContinue continues a trailing assistant message (a prefill), as a model with prefill
+	// does: when the request ends with one whose text begins the answer (Text, or the mock's own
+	// text), it answers the rest of the answer after it; otherwise the whole answer. With
+	// ReemitSpace, a prefill ending in whitespace gets that whitespace again at the start of the
+	// rest (as some servers do). On /v1/messages a prefill ending in whitespace is refused with
+	// Anthropic's 400, and NoPrefill refuses every prefill with the 400 of a model without it.
+	ModeContinue Mode = "continue"
 )
 
 // DefaultFirstTokenDelay is the FirstTokenDelay of ModeSlowFirstToken when none is set.
@@ -66,7 +73,7 @@ var knownModes = map[Mode]bool{
 	ModeOK: true, ModeFailOnce: true, ModeStatus: true, ModeRateLimit: true, ModeReset: true,
 	ModeHang: true, ModeSlowFirstToken: true, ModeCut: true, ModeStall: true, ModeGarbage: true,
 	ModeNoDone: true, ModeContextLength: true, ModeContentPolicy: true, ModeEcho: true,
-	ModeErrorEvent: true,
+	ModeErrorEvent: true, ModeContinue: true,
 }
 
 // Behavior says how the mock answers. The zero value answers normally at once.
@@ -118,6 +125,14 @@ type Behavior struct {
 	// (increasing; offsets past the end are ignored), instead of Chunks pieces or ChunkBytes.
 	// A string, so that a Behavior stays comparable.
 	Splits string `json:"splits,omitempty"`
+	// Text, when set, is the answer text instead of the mock's own ("Hello from <name>").
+	Text string `json:"text,omitempty"`
+	// ReemitSpace and NoPrefill shape ModeContinue (see there).
+	ReemitSpace bool `json:"reemit_space,omitempty"`
+	NoPrefill   bool `json:"no_prefill,omitempty"`
+	// Prefill makes the other modes (cut, stall, error_event) continue a prefill as ModeContinue
+	// does: a continuation that breaks again.
+	Prefill bool `json:"prefill,omitempty"`
 }
 
 // normalized resolves aliases and defaults: the behaviour actually played.
@@ -164,7 +179,7 @@ func (b Behavior) normalized() Behavior {
 
 // customPieces: the answer text is cut by ChunkBytes or Splits, or echoed, not Chunks pieces.
 func (b Behavior) customPieces() bool {
-	return b.Mode == ModeEcho || b.ChunkBytes > 0 || b.Splits != ""
+	return b.Mode == ModeEcho || b.Mode == ModeContinue || b.Prefill || b.ChunkBytes > 0 || b.Splits != "" || b.Text != ""
 }
 
 // splitOffsets parses Splits.
@@ -315,6 +330,15 @@ func (b *Behavior) setParam(key, val string, hasVal bool) error {
 		return boolVal(&b.HeadersFirst)
 	case "separate_usage":
 		return boolVal(&b.SeparateUsage)
+	case "text":
+		b.Text = val
+		return nil
+	case "reemit_space":
+		return boolVal(&b.ReemitSpace)
+	case "no_prefill":
+		return boolVal(&b.NoPrefill)
+	case "prefill":
+		return boolVal(&b.Prefill)
 	case "message":
 		if !hasVal {
 			return errors.New("param message: want a value")
@@ -392,6 +416,10 @@ type behaviorJSON struct {
 	Message         string       `json:"message,omitempty"`
 	ChunkBytes      int          `json:"chunk_bytes,omitempty"`
 	Splits          string       `json:"splits,omitempty"`
+	Text            string       `json:"text,omitempty"`
+	ReemitSpace     bool         `json:"reemit_space,omitempty"`
+	NoPrefill       bool         `json:"no_prefill,omitempty"`
+	Prefill         bool         `json:"prefill,omitempty"`
 }
 
 // MarshalJSON writes durations as Go duration strings ("150ms").
@@ -402,6 +430,7 @@ func (b Behavior) MarshalJSON() ([]byte, error) {
 		FirstTokenDelay: jsonDuration(b.FirstTokenDelay), HeadersFirst: b.HeadersFirst,
 		Chunks: b.Chunks, ChunkDelay: jsonDuration(b.ChunkDelay), After: b.After,
 		SeparateUsage: b.SeparateUsage, Message: b.Message, ChunkBytes: b.ChunkBytes, Splits: b.Splits,
+		Text: b.Text, ReemitSpace: b.ReemitSpace, NoPrefill: b.NoPrefill, Prefill: b.Prefill,
 	})
 }
 
@@ -417,6 +446,7 @@ func (b *Behavior) UnmarshalJSON(data []byte) error {
 		FirstTokenDelay: time.Duration(j.FirstTokenDelay), HeadersFirst: j.HeadersFirst,
 		Chunks: j.Chunks, ChunkDelay: time.Duration(j.ChunkDelay), After: j.After,
 		SeparateUsage: j.SeparateUsage, Message: j.Message, ChunkBytes: j.ChunkBytes, Splits: j.Splits,
+		Text: j.Text, ReemitSpace: j.ReemitSpace, NoPrefill: j.NoPrefill, Prefill: j.Prefill,
 	}
 	return nil
 }

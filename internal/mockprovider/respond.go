@@ -189,6 +189,12 @@ func (x *exchange) answerText() string {
 	if x.b.Mode == ModeEcho {
 		return x.echo()
 	}
+	if x.b.Mode == ModeContinue || x.b.Prefill {
+		return x.continuation()
+	}
+	if x.b.Text != "" {
+		return x.b.Text
+	}
 	b := x.b
 	b.ChunkBytes, b.Splits = 0, ""
 	y := *x

@@ -410,6 +410,10 @@ func (x *exchange) serve() {
 	case ModeContentPolicy:
 		x.errorJSON(http.StatusBadRequest, "invalid_request_error", "prompt", "content_policy_violation", x.message(
 			"Your request was rejected as a result of our safety system. Your prompt may contain text that is not allowed by our safety system."))
+	case ModeContinue:
+		if !x.refusePrefill() {
+			x.answer()
+		}
 	case ModeReset:
 		x.abort(true)
 	case ModeHang:

@@ -30,6 +30,9 @@ type accessLogLine struct {
 	RetryAfterMs int64  `json:"retryAfterMs,omitempty"`
 	// PII counts the values masked in the request, per detector; absent when none was.
 	PII map[string]int `json:"pii,omitempty"`
+	// Continuation numbers an attempt that continues (or regenerates) a stream that broke after
+	// text reached the client (1, 2, ...; absent on other attempts).
+	Continuation int `json:"continuation,omitempty"`
 }
 
 // accessLog writes one JSON line per attempt with a single Write, so lines never interleave.

@@ -54,6 +54,13 @@ type attempt struct {
 	wire *upstream
 	// translated is the body in the channel's API when routing made it already (nil: do makes it).
 	translated *translated
+	// Stream recovery (recovery.go): tap records what the client's stream got; deferError
+	// leaves a break's in-band error to the recovery; cont, on a continuation attempt (the
+	// continuation-th of the request), rewrites its events into the rest of the client's stream.
+	tap          *streamTap
+	deferError   bool
+	cont         *contRelay
+	continuation int
 }
 
 // result is what happened. When committed, bytes went to the client and nothing more may be sent.
@@ -364,6 +371,8 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 			if res.committed {
 				// Bytes already went to the client: a cut, stall or broken stream counts as stream_cut.
 				r.outcome = health.OutcomeStreamCut
+			}
+			if res.committed && !a.deferError {
 				if restore != nil {
 					_, _ = w.Write(restore.end())
 				}
@@ -377,7 +386,7 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 		}
 		if ev.upstreamError {
 			detail := "upstream sent an error event mid-stream"
-			if res.committed {
+			if res.committed && !a.deferError {
 				if restore != nil {
 					_, _ = w.Write(restore.end())
 				}
@@ -400,9 +409,11 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 				res.outcome = health.OutcomeSuccess
 				return res
 			}
-			writeAnswerHeaders(w, a, resp.Header)
-			w.Header().Set("Cache-Control", "no-cache")
-			w.WriteHeader(resp.StatusCode)
+			if a.cont == nil { // a continuation's stream has its headers already
+				writeAnswerHeaders(w, a, resp.Header)
+				w.Header().Set("Cache-Control", "no-cache")
+				w.WriteHeader(resp.StatusCode)
+			}
 			res.committed = true
 		}
 		if idle == nil {
@@ -426,6 +437,21 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 			out = restoreEvents(restore, ev.raw)
 		case restore != nil:
 			out = restore.event(&ev)
+		}
+		if a.cont != nil {
+			var ok bool
+			if out, ok = a.cont.rewrite(out); !ok {
+				// The model wrote another answer, which says nothing against the channel: the
+				// continuation fails without touching its health.
+				return result{outcome: health.OutcomeClientError, status: res.status, committed: true, ttft: res.ttft,
+					detail: "the continuation does not go on from the text already sent"}
+			}
+			if len(out) == 0 {
+				continue
+			}
+		}
+		if a.tap != nil {
+			a.tap.observe(out)
 		}
 		if _, err := w.Write(out); err != nil {
 			return result{outcome: health.OutcomeClientError, canceled: true, committed: true, status: res.status, ttft: res.ttft, detail: "client went away"}
@@ -503,7 +529,7 @@ func (s *Server) finishAttempt(a *attempt, r *result) {
 	}
 	line := &accessLogLine{TS: now.UTC(), RequestID: a.requestID, Channel: a.channel.ID(), Model: a.model, Attempt: a.number,
 		Status: r.status, Outcome: r.outcome.String(), LatencyMs: r.latency.Milliseconds(), TTFTMs: ttftMs(r.ttft),
-		Stream: a.stream, Probe: a.probe, PII: a.piiMasked}
+		Stream: a.stream, Probe: a.probe, PII: a.piiMasked, Continuation: a.continuation}
 	if !a.probe && a.requested != a.model {
 		line.RequestedModel = a.requested
 	}

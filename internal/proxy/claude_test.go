@@ -269,7 +269,7 @@ func TestClaudeErrorClasses(t *testing.T) {
 // TestClaudeStreamCutAfterContent: an error event after content reached the client ends the
 // stream with an in-band error in the client's API, never as a complete answer.
 func TestClaudeStreamCutAfterContent(t *testing.T) {
-	r, _ := newClaudeRig(t)
+	r, _ := newClaudeRig(t, "streamRecovery: Error") // recovery (recovery_test.go) would finish the answer
 	r.A.SetDefault(mockprovider.Behavior{Mode: mockprovider.ModeErrorEvent, After: 2})
 	rep := r.post("/v1/messages", `{"model":"claude-sonnet","stream":true,"max_tokens":10,"messages":[{"role":"user","content":"hello"}]}`)
 	if !strings.Contains(rep.body, `"text":"Hello"`) || !strings.HasSuffix(rep.body, "\n\n") || !strings.Contains(rep.body, "event: error\ndata: {") || strings.Contains(rep.body, "message_stop") {

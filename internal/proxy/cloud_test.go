@@ -153,6 +153,7 @@ spec:
   contextOverflowModels: [claude-sonnet]
   strategy: Priority
   rateLimit: {maxRetryAfterWait: 1s}
+  streamRecovery: Error  # TestCloudStreamCut: the in-band error; recovery is recovery_test.go's
 ---
 apiVersion: switchyard.io/v1alpha1
 kind: RoutingPolicy

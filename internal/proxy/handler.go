@@ -281,7 +281,13 @@ func (rt *routeState) try(ctx context.Context, st failover.Step) (res result, do
 	a := rt.withCapabilities(&attempt{channel: ch, key: rt.key(ch), model: mr.Name, requested: rt.req.Model, upstream: upstream, path: rt.path, body: body,
 		stream: rt.req.Stream, timeout: st.Timeout, header: rt.header, requestID: rt.requestID, number: n, drill: rt.drill,
 		redact: rt.c.redact, restore: rt.restore, piiMasked: rt.piiMasked, call: rt.call})
+	if rt.recoverable(mr) {
+		a.tap, a.deferError = &streamTap{messages: isMessagesPath(rt.path)}, true
+	}
 	res = s.do(ctx, rt.w, a)
+	if a.tap != nil && res.committed && !res.canceled && res.outcome != health.OutcomeSuccess {
+		res = rt.recoverStream(ctx, a, mr, res)
+	}
 	rt.prev, rt.prevReason = ch, res.outcome.String()
 	if res.errCode != "" {
 		rt.prevReason = res.errCode

@@ -19,6 +19,7 @@ type Metrics struct {
 	Duration         *prometheus.HistogramVec
 	TTFT             *prometheus.HistogramVec
 	Failovers        *prometheus.CounterVec
+	Recoveries       *prometheus.CounterVec
 	Ejections        *prometheus.CounterVec
 	BudgetExhausted  *prometheus.CounterVec
 	Tokens           *prometheus.CounterVec
@@ -77,6 +78,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Failovers: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchyard_failovers_total", Help: "Attempts moved from one channel to another, by the reason the first failed (namespace is to_channel's; from_channel is namespace/name when it is another).",
 		}, []string{"namespace", "model", "from_channel", "to_channel", "reason"}),
+		Recoveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchyard_stream_recoveries_total", Help: "Streams that broke after text reached the client, by how they ended: continued (on a prefill-capable channel), spliced (a deterministic regeneration matched the text sent) or gave_up (in-band error).",
+		}, []string{"namespace", "model", "result"}),
 		Ejections: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchyard_ejections_total", Help: "Ejections of a channel×model by the rule that fired.",
 		}, []string{"namespace", "channel", "model", "reason"}),
@@ -124,7 +128,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.UpstreamIdle = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "switchyard_upstream_connections_idle", Help: "Idle connections to upstream providers, kept for reuse.",
 	}, func() float64 { _, i := m.conns(); return float64(i) })
-	reg.MustRegister(m.Requests, m.Attempts, m.Duration, m.TTFT, m.Failovers, m.health,
+	reg.MustRegister(m.Requests, m.Attempts, m.Duration, m.TTFT, m.Failovers, m.Recoveries, m.health,
 		m.Ejections, m.BudgetExhausted, m.Tokens, m.Panic, m.ConfigLoads, m.ConfigLastLoaded, m.ConfigStale,
 		m.UpstreamOpen, m.UpstreamIdle, m.Rejected, m.PIIMasked)
 	m.Clients = newClientMetrics(reg)

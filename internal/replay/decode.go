@@ -35,6 +35,9 @@ type rawLine struct {
 	// requested is the model the client asked for when the attempt is on another (a fallback
 	// or context-overflow hop; requestedModel), nil otherwise.
 	requested []byte
+	// continuation numbers an attempt that continued a stream broken after text reached the
+	// client (the proxy's stream recovery); 0 for the others.
+	continuation int
 }
 
 // errLine is a decoding error without allocation for the common cases.
@@ -157,6 +160,12 @@ func decodeLine(b []byte, r *rawLine) error {
 				if r.requested, err = d.strOrNull(); err != nil {
 					return err
 				}
+			case "continuation":
+				n, _, err := d.intOrNull()
+				if err != nil {
+					return err
+				}
+				r.continuation = int(min(max(n, 0), math.MaxInt32))
 			case "retryAfterMs":
 				if r.retryAfter, err = d.millis(); err != nil {
 					return err

@@ -99,6 +99,8 @@ type entry struct {
 	probe      bool
 	overflow   bool // a context_length_exceeded 400
 	committed  bool // a stream cut after its first event reached the client: no failover
+	// continuation: the attempt continued a stream the proxy recovered (its number, 0: none).
+	continuation int32
 }
 
 // evidence is one logged attempt kept for the failover model.
@@ -298,7 +300,8 @@ func Run(ctx context.Context, setup *Setup, log io.Reader, opts Options) (*Repor
 		}
 		heap.push(entry{ts: raw.ts, line: n, key: k, attempt: int32(raw.attempt), outcome: raw.outcome, requested: requested,
 			latency: raw.latency, retryAfter: raw.retryAfter, reqID: string(raw.requestID), probe: raw.probe,
-			overflow: raw.overflow, committed: raw.outcome == health.OutcomeStreamCut && raw.stream && raw.ttft > 0})
+			overflow: raw.overflow, committed: raw.outcome == health.OutcomeStreamCut && raw.stream && raw.ttft > 0,
+			continuation: int32(raw.continuation)})
 		for len(heap) > 0 && heap[0].ts <= maxTS-int64(opts.ReorderTolerance) {
 			e := heap.pop()
 			r.process(&e)
@@ -442,6 +445,8 @@ func (r *replayer) process(e *entry) {
 	}
 	if e.probe {
 		r.sum.Probes++
+	} else if req == nil && e.continuation > 0 {
+		// A continuation of a request already decided: evidence about its channel, no request.
 	} else if req == nil {
 		req = r.newRequest()
 		*req = request{id: e.reqID, t0: t, model: ks.model, firstKey: -1, lastKey: -1, live: true, attempts: req.attempts[:0], plan: req.plan}
@@ -468,7 +473,11 @@ func (r *replayer) process(e *entry) {
 	followed := false
 	if req != nil {
 		req.attempts = append(req.attempts, attemptRec{key: e.key, line: e.line, outcome: e.outcome, retry: e.retryAfter, overflow: e.overflow})
-		followed = r.follow(req, e, t)
+		if e.continuation > 0 {
+			followed = r.continued(req, e)
+		} else {
+			followed = r.follow(req, e, t)
+		}
 	}
 
 	st, _ := r.eng.StatusOf(tm(t), ks.key)
@@ -516,10 +525,26 @@ func (r *replayer) process(e *entry) {
 		r.drain(t)
 	}
 	r.addEvidence(ks, evidence{ts: t, line: e.line, outcome: e.outcome})
-	if followed {
+	if followed && e.continuation == 0 {
 		r.advance(req, e, t)
 	}
 	r.resolveUpTo(t)
+}
+
+// continued takes a logged continuation of a request whose stream was cut after text reached
+// the client: under a replayed policy that recovers streams (streamRecovery Continue, and this
+// many continuations allowed) the proxy would have sent it too, so it is followed (the engine
+// observes it, as the proxy's did) and its success is the request's; otherwise it is evidence
+// only and the request stays cut.
+func (r *replayer) continued(req *request, e *entry) bool {
+	p := r.setup.Models[req.model].policy
+	if !req.cut || p == nil || p.StreamRecovery != "Continue" || int(e.continuation) > p.MaxContinuations {
+		return false
+	}
+	if e.outcome == health.OutcomeSuccess {
+		req.ok, req.cut = true, false
+	}
+	return true
 }
 
 // newRequest returns a resolved request to reuse, or a new one.

@@ -406,6 +406,8 @@ func (c *compiler) policy(rp *v1alpha1.RoutingPolicy, channels []v1alpha1.Provid
 		AcceptFallbackFrom:    slices.Clone(spec.AcceptFallbackFrom),
 		RequireResidency:      slices.Clone(spec.RequireResidency),
 		PanicRouting:          eff.PanicRouting,
+		StreamRecovery:        eff.StreamRecovery,
+		MaxContinuations:      eff.MaxContinuations,
 	}
 	if p.PII, err = compilePII(spec.PII); err != nil {
 		return bad(ReasonInvalidSpec, "%v", err)

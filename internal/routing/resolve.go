@@ -20,6 +20,8 @@ const (
 	DefaultBudgetPercent   = 20
 	DefaultBackoffBase     = 100 * time.Millisecond
 	DefaultBackoffMax      = 2 * time.Second
+	// DefaultMaxContinuations bounds a broken stream's continuation attempts per request.
+	DefaultMaxContinuations = 2
 )
 
 // EffectivePolicy is a RoutingPolicy's settings with every unset field filled in.
@@ -29,6 +31,9 @@ type EffectivePolicy struct {
 	Settings     health.Settings
 	Retry        Retry
 	PanicRouting bool
+	// StreamRecovery ("Continue" or "Error") and MaxContinuations: what a broken stream becomes.
+	StreamRecovery   string
+	MaxContinuations int
 }
 
 // ResolvePolicy resolves a RoutingPolicy spec into its effective settings: an explicit field wins,
@@ -123,12 +128,30 @@ func ResolvePolicy(spec *v1alpha1.RoutingPolicySpec) (EffectivePolicy, error) {
 	if retry.BackoffMax < retry.BackoffBase {
 		return EffectivePolicy{}, errors.New("spec.retry.backoff.max: must be at least base")
 	}
+	recovery := string(v1alpha1.StreamRecoveryContinue) // both scenarios: an answer finished beats one lost
+	if spec.StreamRecovery != "" {
+		recovery = string(spec.StreamRecovery)
+	}
+	if recovery != string(v1alpha1.StreamRecoveryContinue) && recovery != string(v1alpha1.StreamRecoveryError) {
+		return EffectivePolicy{}, fmt.Errorf("spec.streamRecovery: unsupported value %q: supported values: \"Continue\", \"Error\"", recovery)
+	}
+	maxCont := DefaultMaxContinuations
+	if spec.MaxContinuations != nil {
+		if maxCont = int(*spec.MaxContinuations); maxCont < 0 {
+			return EffectivePolicy{}, errors.New("spec.maxContinuations: must not be negative")
+		}
+	}
+	if recovery == string(v1alpha1.StreamRecoveryError) {
+		maxCont = 0
+	}
 	return EffectivePolicy{
-		Scenario:     scenario,
-		Strategy:     strategy,
-		Settings:     s,
-		Retry:        retry,
-		PanicRouting: spec.PanicRouting == nil || *spec.PanicRouting,
+		StreamRecovery:   recovery,
+		MaxContinuations: maxCont,
+		Scenario:         scenario,
+		Strategy:         strategy,
+		Settings:         s,
+		Retry:            retry,
+		PanicRouting:     spec.PanicRouting == nil || *spec.PanicRouting,
 	}, nil
 }
 

@@ -155,6 +155,10 @@ type Policy struct {
 	AcceptFallbackFrom    []string        `json:"acceptFallbackFrom,omitempty"`
 	RequireResidency      []string        `json:"requireResidency,omitempty"`
 	PanicRouting          bool            `json:"panicRouting"`
+	// StreamRecovery is "Continue" or "Error" and MaxContinuations bounds a request's
+	// continuation attempts (see the proxy's recovery.go).
+	StreamRecovery   string `json:"streamRecovery"`
+	MaxContinuations int    `json:"maxContinuations"`
 	// PII is the policy's personal-data masking; nil when it is off.
 	PII *PII `json:"pii,omitempty"`
 }
