@@ -79,8 +79,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "switchyard_failovers_total", Help: "Attempts moved from one channel to another, by the reason the first failed (namespace is to_channel's; from_channel is namespace/name when it is another).",
 		}, []string{"namespace", "model", "from_channel", "to_channel", "reason"}),
 		Recoveries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "switchyard_stream_recoveries_total", Help: "Streams that broke after text reached the client, by how they ended: continued (on a prefill-capable channel), spliced (a deterministic regeneration matched the text sent) or gave_up (in-band error).",
-		}, []string{"namespace", "model", "result"}),
+			Name: "switchyard_stream_continuations_total", Help: "Streams that broke on a channel after text reached the client, by how they ended: continued (on a prefill-capable channel), spliced (a deterministic regeneration matched the text sent) or gave_up (in-band error). namespace and channel are the channel the stream broke on.",
+		}, []string{"namespace", "channel", "model", "result"}),
 		Ejections: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchyard_ejections_total", Help: "Ejections of a channel×model by the rule that fired.",
 		}, []string{"namespace", "channel", "model", "reason"}),

@@ -35,7 +35,7 @@ import (
 // bounded by maxContinuations and its own deadline. It reuses the planner's order of resort
 // through failover.Continuation, a pure function over the engine's routable channels.
 
-// Recovery results (switchyard_stream_recoveries_total's result label).
+// Recovery results (switchyard_stream_continuations_total's result label).
 const (
 	recoveryContinued = "continued"
 	recoverySpliced   = "spliced"
@@ -514,7 +514,7 @@ func (rt *routeState) recoverStream(ctx context.Context, broken *attempt, mr *fa
 			if splice {
 				result = recoverySpliced
 			}
-			s.metrics.Recoveries.WithLabelValues(mr.Policy.Namespace, mr.Name, result).Inc()
+			s.metrics.Recoveries.WithLabelValues(broken.channel.Namespace, broken.channel.Name, mr.Name, result).Inc()
 			r.committed = true
 			return r
 		case !splice && prefillRejected(&r):
@@ -529,7 +529,7 @@ func (rt *routeState) recoverStream(ctx context.Context, broken *attempt, mr *fa
 	if why == "" {
 		why = fmt.Sprintf("%d continuation(s) failed, the last: %s", limit, lastRes.shown())
 	}
-	s.metrics.Recoveries.WithLabelValues(mr.Policy.Namespace, mr.Name, recoveryGaveUp).Inc()
+	s.metrics.Recoveries.WithLabelValues(broken.channel.Namespace, broken.channel.Name, mr.Name, recoveryGaveUp).Inc()
 	flusher, _ := rt.w.(http.Flusher)
 	writeStreamErrorFor(broken, rt.w, flusher, res.shown()+"; not recovered: "+why)
 	res.committed = true
