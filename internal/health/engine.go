@@ -75,6 +75,7 @@ type Status struct {
 	DryRunPhase                                Phase
 	DryRunScore                                int
 	DryRunReason, DryRunMessage                string
+	DryRunLastTransition                       time.Time
 	DryRunWindowRequests, DryRunWindowFailures int
 }
 

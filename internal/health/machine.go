@@ -186,7 +186,7 @@ func (s *state) status() Status {
 	if sh := s.shadow; sh != nil {
 		would := sh.status()
 		st.DryRun, st.DryRunPhase, st.DryRunScore = true, would.Phase, would.Score
-		st.DryRunReason, st.DryRunMessage = would.Reason, would.Message
+		st.DryRunReason, st.DryRunMessage, st.DryRunLastTransition = would.Reason, would.Message, would.LastTransition
 		st.DryRunWindowRequests, st.DryRunWindowFailures = would.WindowRequests, would.WindowFailures
 	}
 	if st.WindowRequests > 0 {
