@@ -35,7 +35,8 @@ type ChannelsResponse struct {
 	Rollouts []RolloutState `json:"rollouts,omitempty"`
 }
 
-// RolloutState is one policy being rolled out (spec.rollout) on one replica.
+// RolloutState is one policy being rolled out (spec.rollout) on one replica. Its counts start
+// again whenever the policy's rollout changes (another percent or mode).
 type RolloutState struct {
 	// Name is the policy's namespace/name.
 	Name    string `json:"name"`

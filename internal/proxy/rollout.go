@@ -24,7 +24,10 @@ func (rt *routeState) cohortKey() string {
 
 // rolloutStats are one policy's figures per cohort since the proxy started: plain sums, so that
 // the controller can add up the replicas' and divide once.
-type rolloutStats [2]cohortStats
+type rolloutStats struct {
+	form    routing.Rollout // the rollout the figures were counted under
+	cohorts [2]cohortStats
+}
 
 type cohortStats struct {
 	requests, successes atomic.Int64
@@ -39,10 +42,18 @@ func (s *Server) recordCohort(p *routing.Policy, c failover.Cohort, outcome stri
 	}
 	key := p.Namespace + "/" + p.Name
 	v, ok := s.rollouts.Load(key)
-	if !ok {
-		v, _ = s.rollouts.LoadOrStore(key, new(rolloutStats))
+	if !ok || v.(*rolloutStats).form != *p.Rollout {
+		// A new rollout, or another percent or mode: figures counted under the old one would
+		// blur the comparison, so they start again (a race here loses a count or two, no more).
+		nv := &rolloutStats{form: *p.Rollout}
+		if ok {
+			s.rollouts.CompareAndSwap(key, v, nv)
+		} else {
+			s.rollouts.LoadOrStore(key, nv)
+		}
+		v, _ = s.rollouts.Load(key)
 	}
-	cs := &v.(*rolloutStats)[c]
+	cs := &v.(*rolloutStats).cohorts[c]
 	cs.requests.Add(1)
 	if outcome == "success" {
 		cs.successes.Add(1)
@@ -62,8 +73,8 @@ func (s *Server) rolloutsState(c *config) []adminapi.RolloutState {
 			continue
 		}
 		rs := adminapi.RolloutState{Name: p.Namespace + "/" + p.Name, Percent: p.Rollout.Percent, DryRun: p.Rollout.DryRun}
-		if v, ok := s.rollouts.Load(rs.Name); ok {
-			st := v.(*rolloutStats)
+		if v, ok := s.rollouts.Load(rs.Name); ok && v.(*rolloutStats).form == *p.Rollout {
+			st := &v.(*rolloutStats).cohorts
 			rs.Policy = counts(&st[failover.CohortPolicy])
 			rs.Listed = counts(&st[failover.CohortListed])
 		}
