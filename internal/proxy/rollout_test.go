@@ -57,6 +57,7 @@ func TestRolloutTenPercent(t *testing.T) {
 	if r.phase("chan-a", "gpt-4o") != "Ejected" {
 		t.Fatalf("chan-a is %s, want Ejected by the failures both cohorts saw", r.phase("chan-a", "gpt-4o"))
 	}
+	t.Logf("%d of %d requests in the policy cohort (%.1f%%), %d of them straight to chan-b", policy, n, float64(policy)*100/n, avoided)
 	if policy < n*8/100 || policy > n*12/100 {
 		t.Errorf("%d of %d requests in the policy cohort, want 10%% ± 2%%", policy, n)
 	}
