@@ -156,6 +156,48 @@ type RoutingPolicySpec struct {
 	// pii masks or refuses personal data in prompts before they leave for a provider (default off).
 	// +optional
 	PII *PII `json:"pii,omitempty"`
+
+	// rollout brings this policy in gradually: DryRun journals what it would decide while traffic
+	// follows the listed channels, percent gives its failover and ejection to a share of requests.
+	// +optional
+	Rollout *Rollout `json:"rollout,omitempty"`
+}
+
+// RolloutMode says whether a policy's health decisions steer traffic.
+//
+// +kubebuilder:validation:Enum=Enforce;DryRun
+type RolloutMode string
+
+const (
+	// RolloutEnforce: the policy's decisions route traffic (the default).
+	RolloutEnforce RolloutMode = "Enforce"
+	// RolloutDryRun: decisions are computed on live outcomes and journaled (Events with a DryRun
+	// reason prefix, status.dryRun, switchyard_channel_dryrun_phase); requests follow the listed
+	// channels in order, failing over to the next one on a failed attempt, as a plain proxy would.
+	RolloutDryRun RolloutMode = "DryRun"
+)
+
+// Rollout is how much of the traffic a policy steers.
+//
+// DryRun with percent below 100 is refused: a dry run steers no request at all, so a share would
+// mean nothing, and reading it as "dry-run on 10%" would be wrong (the shadow rules see every
+// outcome of the channels).
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode != 'DryRun' || !has(self.percent) || self.percent == 100",message="percent must be 100 with mode DryRun: a dry run steers no request, so a share has no meaning",fieldPath=".percent"
+type Rollout struct {
+	// mode: Enforce (decisions route traffic) or DryRun (decisions are journaled only).
+	// +optional
+	// +kubebuilder:default=Enforce
+	Mode RolloutMode `json:"mode,omitempty"`
+
+	// percent is the share of requests (by a hash of the request id, or of the client's
+	// X-Switchyard-Cohort header for sticky sessions) that get this policy's failover and
+	// ejection; the rest go to the listed channels in order, as without a gateway.
+	// +optional
+	// +kubebuilder:default=100
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	Percent *int32 `json:"percent,omitempty"`
 }
 
 // PIIMode says what the proxy does with personal data found in a prompt.
@@ -420,6 +462,15 @@ type RoutingPolicyStatus struct {
 	// +listType=atomic
 	Channels []PolicyChannelStatus `json:"channels,omitempty"`
 
+	// dryRun has one row per channel × model with the phase a DryRun policy would have set.
+	// +optional
+	// +listType=atomic
+	DryRun []PolicyDryRunStatus `json:"dryRun,omitempty"`
+
+	// rollout compares the policy cohort with the listed cohort while percent is below 100.
+	// +optional
+	Rollout *RolloutStatus `json:"rollout,omitempty"`
+
 	// conditions: Ready (valid, every referenced channel exists and serves the models),
 	// Available (every model has a routable channel), Degraded (some channel is not Healthy).
 	// +optional
@@ -449,6 +500,56 @@ type PolicyChannelStatus struct {
 	// trafficPercent is the lowest traffic share across proxy replicas.
 	// +optional
 	TrafficPercent int32 `json:"trafficPercent"`
+}
+
+// PolicyDryRunStatus is one channel × model row of a DryRun policy's would-be decisions.
+type PolicyDryRunStatus struct {
+	// channel is the ProviderChannel name.
+	// +required
+	Channel string `json:"channel"`
+
+	// model is the public model name.
+	// +required
+	Model string `json:"model"`
+
+	// phase is the phase the policy would have put the channel in (dominant across replicas);
+	// routing ignores it.
+	// +optional
+	Phase Phase `json:"phase,omitempty"`
+
+	// reason is the rule of the would-be decision that led there (on the replica that decided last).
+	// +optional
+	Reason string `json:"reason,omitempty"`
+}
+
+// CohortStatus is one cohort's live figures, summed over the proxy replicas since they started.
+type CohortStatus struct {
+	// requests answered or failed for this cohort.
+	// +optional
+	Requests int64 `json:"requests"`
+
+	// successRate is the share of requests answered, in percent with one decimal (e.g. "99.5").
+	// +optional
+	SuccessRate string `json:"successRate,omitempty"`
+
+	// meanLatency is the mean time to answer a request, successful or not (e.g. "850ms").
+	// +optional
+	MeanLatency string `json:"meanLatency,omitempty"`
+}
+
+// RolloutStatus compares the two cohorts of a partial rollout side by side.
+type RolloutStatus struct {
+	// percent is the share of requests routed by the policy.
+	// +optional
+	Percent int32 `json:"percent"`
+
+	// policy: the requests routed with the policy's failover and ejection.
+	// +optional
+	Policy CohortStatus `json:"policy"`
+
+	// listed: the requests that followed the listed channels in order.
+	// +optional
+	Listed CohortStatus `json:"listed"`
 }
 
 // +kubebuilder:object:root=true

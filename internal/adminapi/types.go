@@ -30,6 +30,31 @@ type ChannelsResponse struct {
 	// Clients are the GatewayClients' use of this replica today (UTC), one entry per client
 	// that has sent a request since the replica started or the day began.
 	Clients []ClientUsage `json:"clients,omitempty"`
+	// Rollouts are the served policies with a spec.rollout and their cohorts' figures on this
+	// replica since it started.
+	Rollouts []RolloutState `json:"rollouts,omitempty"`
+}
+
+// RolloutState is one policy being rolled out (spec.rollout) on one replica. Its counts start
+// again whenever the policy's rollout changes (another percent or mode).
+type RolloutState struct {
+	// Name is the policy's namespace/name.
+	Name    string `json:"name"`
+	Percent int    `json:"percent"`
+	DryRun  bool   `json:"dryRun,omitempty"`
+	// Policy counts the requests routed with the policy's failover and ejection; Listed those
+	// that followed the listed channels in order.
+	Policy CohortCounts `json:"policy"`
+	Listed CohortCounts `json:"listed"`
+}
+
+// CohortCounts are sums since the replica started, so that replicas add up: the success rate
+// is Successes/Requests and the mean latency LatencyNanos/Requests. Requests the client canceled
+// and 4xx answers (the caller's) are not counted.
+type CohortCounts struct {
+	Requests     int64 `json:"requests"`
+	Successes    int64 `json:"successes"`
+	LatencyNanos int64 `json:"latencyNanos"`
 }
 
 // ClientAuthState is the proxy's client authentication mode.
@@ -74,6 +99,10 @@ type ConfigState struct {
 
 // ChannelState is the live health of one channel×model on one replica.
 type ChannelState struct {
+	// DryRun is the would-be state of a channel×model of a DryRun policy (nil otherwise): the
+	// phase and score its rules would have set, and the transition that led there.
+	DryRun *DryRunState `json:"dryRun,omitempty"`
+
 	Channel          string      `json:"channel"`
 	Model            string      `json:"model"`
 	Provider         string      `json:"provider"`
@@ -117,4 +146,13 @@ type Event struct {
 	Message string    `json:"message"`
 	// Actor is "rule", "probe" or "operator".
 	Actor string `json:"actor"`
+}
+
+// DryRunState is what a DryRun policy's rules would have made of one channel×model.
+type DryRunState struct {
+	Phase          string      `json:"phase"`
+	HealthScore    int         `json:"healthScore"`
+	WindowRequests int         `json:"windowRequests"`
+	WindowFailures int         `json:"windowFailures"`
+	LastTransition *Transition `json:"lastTransition,omitempty"`
 }

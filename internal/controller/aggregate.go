@@ -3,6 +3,8 @@ package controller
 import (
 	"math"
 	"sort"
+	"strconv"
+	"time"
 
 	v1alpha1 "github.com/switchyard-io/switchyard/api/v1alpha1"
 	"github.com/switchyard-io/switchyard/internal/adminapi"
@@ -16,6 +18,7 @@ type modelKey struct{ Channel, Model string }
 type replicaReport struct {
 	Replica  string
 	Channels []adminapi.ChannelState
+	Rollouts []adminapi.RolloutState
 }
 
 // modelAggregate is one channel×model as all replicas together see it.
@@ -38,6 +41,11 @@ type modelAggregate struct {
 	Panic            bool
 	// LastTransition is the latest transition among the replicas in the dominant phase.
 	LastTransition *adminapi.Transition
+	// DryRunPhase is the dominant would-be phase of a DryRun policy's channel×model ("" when no
+	// replica reports one) and DryRunReason the latest would-be transition's rule among the
+	// replicas in that phase.
+	DryRunPhase  v1alpha1.Phase
+	DryRunReason string
 }
 
 // aggregate merges the replicas' reports per channel×model. It is pure and order-independent.
@@ -45,6 +53,7 @@ func aggregate(reports []replicaReport) map[modelKey]modelAggregate {
 	type acc struct {
 		agg    modelAggregate
 		states []adminapi.ChannelState
+		dry    map[string]int32 // replicas per would-be phase
 	}
 	accs := map[modelKey]*acc{}
 	for _, r := range reports {
@@ -65,6 +74,12 @@ func aggregate(reports []replicaReport) map[modelKey]modelAggregate {
 			g.P95LatencyMillis = max(g.P95LatencyMillis, s.P95LatencyMillis)
 			g.Ejections += int64(max(s.Ejections, 0))
 			g.Panic = g.Panic || s.Panic
+			if s.DryRun != nil {
+				if a.dry == nil {
+					a.dry = map[string]int32{}
+				}
+				a.dry[normalPhase(s.DryRun.Phase)]++
+			}
 		}
 	}
 	out := make(map[modelKey]modelAggregate, len(accs))
@@ -83,7 +98,64 @@ func aggregate(reports []replicaReport) map[modelKey]modelAggregate {
 				g.LastTransition = &t
 			}
 		}
+		if a.dry != nil {
+			g.DryRunPhase = dominantPhase(a.dry)
+			var latest *adminapi.Transition
+			for _, s := range a.states {
+				if s.DryRun == nil || normalPhase(s.DryRun.Phase) != string(g.DryRunPhase) || s.DryRun.LastTransition == nil {
+					continue
+				}
+				if latest == nil || s.DryRun.LastTransition.Time.After(latest.Time) {
+					latest = s.DryRun.LastTransition
+				}
+			}
+			if latest != nil {
+				g.DryRunReason = latest.Reason
+			}
+		}
 		out[k] = g
+	}
+	return out
+}
+
+// rolloutAggregate is one policy's rollout cohorts, summed over the replicas that serve it.
+type rolloutAggregate struct {
+	Percent        int
+	DryRun         bool
+	Policy, Listed adminapi.CohortCounts
+}
+
+// aggregateRollouts sums the replicas' cohort figures per policy (namespace/name). Replicas that
+// serve another form of the policy (a reload in progress) are added up all the same: the counts
+// are since each replica started, whatever percent it served them under.
+func aggregateRollouts(reports []replicaReport) map[string]rolloutAggregate {
+	var out map[string]rolloutAggregate
+	for _, r := range reports {
+		for _, ro := range r.Rollouts {
+			if out == nil {
+				out = map[string]rolloutAggregate{}
+			}
+			g := out[ro.Name]
+			g.Percent, g.DryRun = ro.Percent, ro.DryRun
+			g.Policy = addCounts(g.Policy, ro.Policy)
+			g.Listed = addCounts(g.Listed, ro.Listed)
+			out[ro.Name] = g
+		}
+	}
+	return out
+}
+
+func addCounts(a, b adminapi.CohortCounts) adminapi.CohortCounts {
+	return adminapi.CohortCounts{Requests: a.Requests + max(b.Requests, 0), Successes: a.Successes + max(b.Successes, 0),
+		LatencyNanos: a.LatencyNanos + max(b.LatencyNanos, 0)}
+}
+
+// cohortStatus is a cohort's figures as status shows them.
+func cohortStatus(c adminapi.CohortCounts) v1alpha1.CohortStatus {
+	out := v1alpha1.CohortStatus{Requests: c.Requests}
+	if c.Requests > 0 {
+		out.SuccessRate = strconv.FormatFloat(math.Floor(float64(c.Successes)*1000/float64(c.Requests))/10, 'f', 1, 64)
+		out.MeanLatency = (time.Duration(c.LatencyNanos / c.Requests)).Round(time.Millisecond).String()
 	}
 	return out
 }

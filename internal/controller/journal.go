@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +18,7 @@ import (
 
 	v1alpha1 "github.com/switchyard-io/switchyard/api/v1alpha1"
 	"github.com/switchyard-io/switchyard/internal/adminapi"
+	"github.com/switchyard-io/switchyard/internal/health"
 )
 
 // journalEntry is one Event to write about an object.
@@ -229,8 +231,12 @@ func absDuration(d time.Duration) time.Duration {
 // carries the model, the phases and the figures.
 func transitionEntry(re reportedEvent) journalEntry {
 	e := re.Event
-	typ := corev1.EventTypeNormal
-	if e.To == string(v1alpha1.PhaseEjected) || e.To == string(v1alpha1.PhaseDegraded) || e.To == string(v1alpha1.PhaseRateLimited) {
+	typ, action := corev1.EventTypeNormal, "PhaseTransition"
+	if strings.HasPrefix(e.Reason, health.DryRunPrefix) {
+		// A RoutingPolicy's dry run: what it would have done. Nothing happened to the channel, so
+		// it is no warning, and the action says it was not taken.
+		action = "DryRun"
+	} else if e.To == string(v1alpha1.PhaseEjected) || e.To == string(v1alpha1.PhaseDegraded) || e.To == string(v1alpha1.PhaseRateLimited) {
 		typ = corev1.EventTypeWarning
 	}
 	note := fmt.Sprintf("%s: %s -> %s: %s", e.Model, e.From, e.To, e.Message)
@@ -241,6 +247,6 @@ func transitionEntry(re reportedEvent) journalEntry {
 	if reason == "" {
 		reason = "PhaseTransition"
 	}
-	return journalEntry{Type: typ, Reason: reason, Action: "PhaseTransition", Note: note, Time: e.Time,
+	return journalEntry{Type: typ, Reason: reason, Action: action, Note: note, Time: e.Time,
 		Key: fmt.Sprintf("transition/%s/%d", re.BootID, e.Seq)}
 }

@@ -48,6 +48,8 @@ type Poller struct {
 	replicas map[string]*replicaState
 	// pending are journal entries not written yet (see journalEntries).
 	pending []reportedEvent
+	// rolloutSent is when each rolled-out policy was last enqueued for its live figures.
+	rolloutSent map[string]time.Time
 }
 
 // replicaState is what the poll loop remembers of one replica.
@@ -75,6 +77,7 @@ func newPoller(c client.Client, opts Options, j *Journal) *Poller {
 		clientChanges: make(chan event.GenericEvent, 1024),
 		clientSent:    map[string]clientSent{},
 		replicas:      map[string]*replicaState{},
+		rolloutSent:   map[string]time.Time{},
 	}
 }
 
@@ -165,7 +168,7 @@ func (p *Poller) poll(ctx context.Context) {
 		// One missed poll keeps the replica's last report: a blip is not news worth a status write.
 		reachable := st.last != nil && st.misses < p.opts.UnreachableAfter
 		if reachable {
-			reports = append(reports, replicaReport{Replica: r.target.Name, Channels: st.last.Channels})
+			reports = append(reports, replicaReport{Replica: r.target.Name, Channels: st.last.Channels, Rollouts: st.last.Rollouts})
 			usage = append(usage, st.last)
 		}
 		info := replicaInfo{Name: r.target.Name, Reachable: reachable}
@@ -183,7 +186,7 @@ func (p *Poller) poll(ctx context.Context) {
 		}
 	}
 	recordReplicas(p.opts.ProxyNamespace, infos)
-	view := liveView{Polled: true, Replicas: infos, Models: aggregate(reports), Clients: aggregateClients(usage, now)}
+	view := liveView{Polled: true, Replicas: infos, Models: aggregate(reports), Clients: aggregateClients(usage, now), Rollouts: aggregateRollouts(reports)}
 	if err != nil {
 		view.DiscoveryError = err.Error()
 	}
@@ -212,6 +215,21 @@ func (p *Poller) poll(ctx context.Context) {
 	}
 	if !p.enqueueClients(ctx, prev, view, now) {
 		return
+	}
+	significant, minor := rolloutsChanged(prev, view)
+	for _, key := range minor {
+		if now.Sub(p.rolloutSent[key]) >= rolloutRefresh {
+			significant = append(significant, key)
+		}
+	}
+	for _, key := range significant {
+		p.rolloutSent[key] = now
+		ns, name, _ := strings.Cut(key, "/")
+		select {
+		case p.policyChanges <- event.GenericEvent{Object: &v1alpha1.RoutingPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}}:
+		case <-ctx.Done():
+			return
+		}
 	}
 	if prev.Polled == view.Polled && reflect.DeepEqual(prev.Replicas, view.Replicas) {
 		return
@@ -428,4 +446,53 @@ func uniqueTargets(ts []target) []target {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// rolloutRefresh bounds how stale a rollout's figures in status may be while they only creep.
+const rolloutRefresh = time.Minute
+
+// rolloutsChanged are the policies (namespace/name) being rolled out whose status would show
+// something new. significant: a dry-run phase moved (any channel×model: the poller does not
+// know which policy routes which key, and rolled-out policies are few), a cohort's success rate
+// or mean latency as status shows them changed, or its request count moved by a tenth, or the
+// policy came or went. minor: only the counts crept; writing those on every poll would rewrite
+// status every poll, so the poller sends them once per rolloutRefresh.
+func rolloutsChanged(prev, next liveView) (significant, minor []string) {
+	if len(prev.Rollouts) == 0 && len(next.Rollouts) == 0 {
+		return nil, nil
+	}
+	dryMoved := false
+	for k, g := range next.Models {
+		if prev.Models[k].DryRunPhase != g.DryRunPhase || prev.Models[k].DryRunReason != g.DryRunReason {
+			dryMoved = true
+			break
+		}
+	}
+	for key, g := range next.Rollouts {
+		old, had := prev.Rollouts[key]
+		switch {
+		case !had || dryMoved || old.Percent != g.Percent || old.DryRun != g.DryRun ||
+			cohortMoved(old.Policy, g.Policy) || cohortMoved(old.Listed, g.Listed):
+			significant = append(significant, key)
+		case old != g:
+			minor = append(minor, key)
+		}
+	}
+	for key := range prev.Rollouts {
+		if _, still := next.Rollouts[key]; !still {
+			significant = append(significant, key)
+		}
+	}
+	sort.Strings(significant)
+	sort.Strings(minor)
+	return significant, minor
+}
+
+func cohortMoved(a, b adminapi.CohortCounts) bool {
+	sa, sb := cohortStatus(a), cohortStatus(b)
+	d := a.Requests - b.Requests
+	if d < 0 {
+		d = -d
+	}
+	return sa.SuccessRate != sb.SuccessRate || sa.MeanLatency != sb.MeanLatency || (d > 0 && d*10 >= max(a.Requests, b.Requests))
 }

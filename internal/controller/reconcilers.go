@@ -140,7 +140,7 @@ func (r *PolicyReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	ready := readyCondition("RoutingPolicy", rp.Namespace, rp.Name, res)
 	conds := conditionsFor("RoutingPolicy", rp.Namespace, rp.Name, rp.Generation, ready, res, r.live.View(), r.monitored(), rp.Status.Conditions)
 	status := policyStatus(policyInputs{Policy: rp, Now: now, Ready: conds.Ready, Accepted: conds.Accepted, Programmed: conds.Programmed,
-		ResolvedRefs: conds.ResolvedRefs, Published: res.Published, Channels: channels})
+		ResolvedRefs: conds.ResolvedRefs, Published: res.Published, Channels: channels, Live: r.live.View()})
 	if ready.Status == metav1.ConditionTrue && conds.ResolvedRefs.Status == metav1.ConditionFalse {
 		// A hop that cannot be followed is journaled like a problem, and its end as resolved.
 		ready = metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: conds.ResolvedRefs.Reason, Message: conds.ResolvedRefs.Message}

@@ -62,6 +62,8 @@ type liveView struct {
 	DiscoveryError string
 	// Clients is the GatewayClients' use today, summed over the reachable replicas (clients.go).
 	Clients map[string]clientUsage
+	// Rollouts are the cohorts of the policies with a spec.rollout, by namespace/name.
+	Rollouts map[string]rolloutAggregate
 }
 
 // replicaInfo is one discovered replica's reachability and, when it reports one, the config it
@@ -425,6 +427,8 @@ type policyInputs struct {
 	Published *routing.Table
 	// Channels are the ProviderChannels of the policy's namespace by name, with their status.
 	Channels map[string]*v1alpha1.ProviderChannel
+	// Live is the replicas' view: a rollout's dry-run phases and cohorts come from it.
+	Live liveView
 }
 
 // policyStatus computes a RoutingPolicy's status: one row per channel × model it routes, taken
@@ -456,7 +460,18 @@ func policyStatus(in policyInputs) v1alpha1.RoutingPolicyStatus {
 					}
 				}
 				st.Channels = append(st.Channels, row)
+				if pol.Rollout != nil && pol.Rollout.DryRun {
+					dry := v1alpha1.PolicyDryRunStatus{Channel: ch.Name, Model: model, Phase: v1alpha1.PhaseUnknown}
+					if agg, ok := in.Live.Models[modelKey{ch.ID(), model}]; ok && agg.DryRunPhase != "" {
+						dry.Phase, dry.Reason = agg.DryRunPhase, agg.DryRunReason
+					}
+					st.DryRun = append(st.DryRun, dry)
+				}
 			}
+		}
+		if pol.Rollout != nil && !pol.Rollout.DryRun {
+			ro := in.Live.Rollouts[rp.Namespace+"/"+rp.Name]
+			st.Rollout = &v1alpha1.RolloutStatus{Percent: int32(pol.Rollout.Percent), Policy: cohortStatus(ro.Policy), Listed: cohortStatus(ro.Listed)}
 		}
 	}
 	setOptional(&st.Conditions, in.Accepted, rp.Generation, in.Now)

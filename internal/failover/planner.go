@@ -175,6 +175,7 @@ type Plan struct {
 	fit    Fit // nil: every channel fits
 
 	first   *Model
+	listed  bool     // the listed cohort: channels in listed order, health ignored (cohort.go)
 	cur     *Model   // the model being walked; nil between hops
 	entered bool     // cur's context-window pre-check is done
 	hops    []string // the models still to walk after cur
@@ -273,6 +274,9 @@ func (p *Plan) Next(now time.Time) Step {
 		}
 		if p.cur == nil {
 			if !p.nextHop() {
+				if p.listed {
+					return p.fail(now) // every listed channel was tried: no panic routing without health
+				}
 				p.panicky = true
 				break
 			}
@@ -413,6 +417,9 @@ func (p *Plan) nextHop() bool {
 // already, preferring one in another failure domain than the channel that just failed. id is
 // the channel's ID as the candidates name it.
 func (p *Plan) pick(now time.Time, mr *Model, panicRouting bool) (ch *routing.Channel, id string) {
+	if p.listed {
+		return p.pickListed(now, mr)
+	}
 	rnd := p.rand.Float64()
 	cands := mr.Candidates
 	if panicRouting {

@@ -127,4 +127,16 @@
 // above, HealthScoreDegraded, HealthScoreRecovered, RateLimited, RateLimitRecovered,
 // CooldownElapsed, ProbeFailed, ProbesPassed, RampStep, RampErrorRise, RampLatencyRise,
 // RampCompleted, Disabled, Enabled. Actors are "rule", "probe" and "operator".
+//
+// # Dry run
+//
+// A key whose policy is rolled out with mode DryRun (Target.DryRun) keeps a shadow: a second
+// machine with the same settings that takes every outcome of the key instead of it. The shadow
+// runs every rule above and journals each transition with the reason prefixed DryRun
+// (DryRunErrorRateExceeded) and a message saying what it would do ("would eject openai-direct ×
+// gpt-4o: error rate 27.0% (31/115) >= 25% over 1m0s"); Status carries its phase as DryRunPhase.
+// The key itself takes no verdict, so Select and ProbesDue treat it as healthy (the proxy routes
+// a dry run in listed order anyway). A shadow sends no probes: the key keeps its live traffic,
+// and in Probing those attempts count as its probes. Operator overrides act on the key, not on
+// the shadow.
 package health

@@ -20,7 +20,16 @@ type Target struct {
 	Disabled       bool
 	DisabledUntil  time.Time
 	DisabledReason string
+	// DryRun: the key's policy is rolled out with mode DryRun. Its outcomes go to a shadow state
+	// machine with the same settings, whose transitions are journaled with the reason prefixed
+	// DryRun and reported in Status.DryRun*; the key itself takes no verdict from them, so Select
+	// and probes go on as if it were healthy (routing follows the listed order anyway).
+	DryRun bool
 }
+
+// DryRunPrefix starts the Reason of every event a shadow (Target.DryRun) journals: the decision
+// the policy would have taken, e.g. DryRunErrorRateExceeded.
+const DryRunPrefix = "DryRun"
 
 // Observation is the result of one attempt on a channel×model.
 type Observation struct {
@@ -59,6 +68,15 @@ type Status struct {
 	LastTransition   time.Time
 	Reason, Message  string // of the last transition
 	Panic            bool   // the last Select for this model returned this key by panic routing
+	// DryRun: the key's policy is in DryRun; the fields after it are its shadow's (would-be)
+	// phase, score and last transition, and the key's own figures above stay those of a key
+	// that takes no verdict.
+	DryRun                                     bool
+	DryRunPhase                                Phase
+	DryRunScore                                int
+	DryRunReason, DryRunMessage                string
+	DryRunLastTransition                       time.Time
+	DryRunWindowRequests, DryRunWindowFailures int
 }
 
 const (
@@ -154,6 +172,16 @@ func (e *Engine) Configure(now time.Time, targets []Target) {
 		}
 		next[tg.Key] = s
 		e.applyDisabled(s, tg)
+		switch {
+		case tg.DryRun && s.shadow == nil:
+			s.shadow = newState(tg.Key, set, s.now)
+			s.shadow.dryRun, s.shadow.sweeps = true, s.sweeps
+		case tg.DryRun:
+			e.advance(s.shadow, t)
+			s.shadow.reconfigure(set)
+		default:
+			s.shadow = nil // back to Enforce: the key's own machine decides from here on
+		}
 	}
 	for k, s := range e.states {
 		if next[k] != s {
@@ -265,7 +293,13 @@ func (e *Engine) Observe(k Key, o Observation) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if s := e.states[k]; s != nil {
-		e.observe(s, o)
+		if s.shadow != nil {
+			// DryRun: only the shadow takes the outcome; the key's clock still moves.
+			e.advance(s, nanos(o.At))
+			e.observe(s.shadow, o)
+		} else {
+			e.observe(s, o)
+		}
 		e.touch(s)
 	}
 }
@@ -401,4 +435,29 @@ func (e *Engine) emit(s *state, at int64, from, to Phase, reason, actor, msg str
 	}
 	e.journal[e.next] = ev
 	e.next = (e.next + 1) % len(e.journal)
+}
+
+// wouldDo names a shadow's transition for its journal message ("would eject ...").
+func wouldDo(from, to Phase) string {
+	switch to {
+	case PhaseEjected:
+		if from == PhaseProbing {
+			return "keep ejected"
+		}
+		return "eject"
+	case PhaseProbing:
+		return "probe"
+	case PhaseRampingUp:
+		if from == PhaseRampingUp {
+			return "ramp up"
+		}
+		return "start ramping up"
+	case PhaseDegraded:
+		return "degrade"
+	case PhaseRateLimited:
+		return "rate-limit"
+	case PhaseHealthy:
+		return "restore"
+	}
+	return "move to " + to.String()
 }

@@ -68,6 +68,11 @@ type state struct {
 	lastAt                  int64
 	lastReason, lastMessage string
 
+	// shadow is the DryRun machine of this key (Target.DryRun): it takes the key's outcomes and
+	// journals what it would do; nil in Enforce. dryRun marks a shadow itself.
+	shadow *state
+	dryRun bool
+
 	// The engine's bookkeeping of its sweeps (Engine.active, Engine.dirty).
 	pos           int    // index in Engine.order
 	sweeps        uint64 // Engine.sweeps when the key last caught up with Engine.swept
@@ -178,6 +183,12 @@ func (s *state) status() Status {
 		// The internal score (panic ordering, rules) is untouched.
 		st.Score = 0
 	}
+	if sh := s.shadow; sh != nil {
+		would := sh.status()
+		st.DryRun, st.DryRunPhase, st.DryRunScore = true, would.Phase, would.Score
+		st.DryRunReason, st.DryRunMessage, st.DryRunLastTransition = would.Reason, would.Message, would.LastTransition
+		st.DryRunWindowRequests, st.DryRunWindowFailures = would.WindowRequests, would.WindowFailures
+	}
 	if st.WindowRequests > 0 {
 		st.ErrorRatePercent = float64(st.WindowFailures) * 100 / float64(st.WindowRequests)
 	}
@@ -196,7 +207,7 @@ func (s *state) status() Status {
 // transition is scheduled and it is not probing. Advancing it would only move its clock, so the
 // sweeps skip it and advance lets it catch up with the Ticks it missed when next used.
 func (s *state) atRest() bool {
-	return s.idle && s.base != PhaseProbing && s.nextTimer() == math.MaxInt64
+	return s.idle && s.base != PhaseProbing && s.nextTimer() == math.MaxInt64 && (s.shadow == nil || s.shadow.atRest())
 }
 
 // advance brings s to time t, processing in order every bucket boundary (window-derived
@@ -204,6 +215,9 @@ func (s *state) atRest() bool {
 // (cooldown over, ramp step held, override expired, rate limit healed) that falls in between,
 // each stamped with its own time. Earlier times are ignored: a key's clock never goes back.
 func (e *Engine) advance(s *state, t int64) {
+	if s.shadow != nil {
+		e.advance(s.shadow, t)
+	}
 	if s.sweeps != e.sweeps {
 		// Ticks skipped the key while it was at rest (or were the last to visit it): it is where
 		// they would have left it, at the latest Tick's time.
@@ -439,7 +453,9 @@ func (e *Engine) observe(s *state, o Observation) {
 			e.observeRamp(s, t, o)
 		}
 	case PhaseProbing:
-		if o.Probe {
+		// A shadow sends no probes: in a dry run the channel keeps its live traffic, and those
+		// attempts are what a probe would have been.
+		if o.Probe || s.dryRun {
 			e.observeProbe(s, t, o)
 		}
 	}
@@ -604,6 +620,10 @@ func (e *Engine) note(s *state, at int64, reason, actor, msg string) {
 }
 
 func (e *Engine) record(s *state, at int64, from Phase, reason, actor, msg string) {
+	if s.dryRun {
+		reason = DryRunPrefix + reason
+		msg = "would " + wouldDo(from, s.phase()) + " " + s.key.Channel + " × " + s.key.Model + ": " + msg
+	}
 	s.lastAt, s.lastReason, s.lastMessage = at, reason, msg
 	e.emit(s, at, from, s.phase(), reason, actor, msg)
 }

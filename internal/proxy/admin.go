@@ -56,6 +56,7 @@ func (s *Server) ChannelsState() adminapi.ChannelsResponse {
 	s.loadMu.Unlock()
 	c := s.cfg.Load()
 	out.ClientAuth, out.Clients = s.clients.admin(c, now)
+	out.Rollouts = s.rolloutsState(c)
 	for _, st := range s.engine.Status(now) {
 		cs := adminapi.ChannelState{
 			Channel: st.Channel, Model: st.Model, Phase: st.Phase.String(), HealthScore: st.Score,
@@ -66,6 +67,13 @@ func (s *Server) ChannelsState() adminapi.ChannelsResponse {
 		if c != nil {
 			if ch := c.channels[st.Channel]; ch != nil {
 				cs.Provider = ch.Provider
+			}
+		}
+		if st.DryRun {
+			cs.DryRun = &adminapi.DryRunState{Phase: st.DryRunPhase.String(), HealthScore: st.DryRunScore,
+				WindowRequests: st.DryRunWindowRequests, WindowFailures: st.DryRunWindowFailures}
+			if st.DryRunReason != "" {
+				cs.DryRun.LastTransition = &adminapi.Transition{Time: st.DryRunLastTransition.UTC(), Reason: st.DryRunReason, Message: st.DryRunMessage}
 			}
 		}
 		if !st.LastTransition.IsZero() {

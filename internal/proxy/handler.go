@@ -157,7 +157,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
 	}
 	body = cr.bodyOr(body)
 	if c.models[cr.Model] == nil {
-		s.metrics.Requests.WithLabelValues("", "unknown", "model_not_found").Inc()
+		s.metrics.Requests.WithLabelValues("", "unknown", "model_not_found", "").Inc()
 		writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found",
 			fmt.Sprintf("the model %q does not exist or is not routed by this gateway; GET /v1/models lists the served models", cr.Model), 0)
 		return
@@ -193,8 +193,13 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
 			defer s.bodyBytes.Add(-n)
 		}
 	}
+	start := s.clock.Now()
 	outcome := rt.run(r.Context())
-	s.metrics.Requests.WithLabelValues(c.models[cr.Model].Policy.Namespace, cr.Model, outcome).Inc()
+	pol := c.models[cr.Model].Policy
+	s.metrics.Requests.WithLabelValues(pol.Namespace, cr.Model, outcome, rt.cohort.String()).Inc()
+	if pol.Rollout != nil {
+		s.recordCohort(pol, rt.cohort, outcome, s.clock.Now().Sub(start))
+	}
 }
 
 // routeState is one client request's walk through channels and fallback models: the I/O around
@@ -208,6 +213,7 @@ type routeState struct {
 	header    http.Header
 	requestID string
 	drill     bool
+	cohort    failover.Cohort // the request's rollout cohort (failover.ChooseCohort)
 
 	plan       failover.Plan
 	res        result           // the last attempt's result (a 4xx handed back as it is)
@@ -235,6 +241,8 @@ func (rt *routeState) run(ctx context.Context) string {
 	}
 	p.Start(rt.c, s.engine, rnd, s.clock.Now(), rt.req.Model)
 	p.SetFit(rt)
+	rt.cohort = failover.ChooseCohort(p.First().Policy, rt.cohortKey())
+	p.SetCohort(rt.cohort)
 	// Each attempt takes at most a wait and a try, and the planner stops after maxAttempts: the
 	// bound is a guard, never reached.
 	for range 2*p.First().Policy.Retry.MaxAttempts + 2 {

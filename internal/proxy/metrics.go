@@ -55,6 +55,8 @@ type statusSeries struct {
 	namespace, channel, model string
 	score, traffic            int
 	phase                     health.Phase
+	dryRun                    bool // the key's policy is in DryRun: dryRunPhase is its would-be phase
+	dryRunPhase               health.Phase
 }
 
 // latencyBuckets span 5 ms to 2 min: LLM calls are slow, and the tail is what matters.
@@ -64,8 +66,8 @@ var latencyBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2, 4, 8, 15
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "switchyard_requests_total", Help: "Client requests by public model (and the namespace of the policy that routes it) and final outcome class.",
-		}, []string{"namespace", "model", "outcome"}),
+			Name: "switchyard_requests_total", Help: "Client requests by public model (and the namespace of the policy that routes it), final outcome class and rollout cohort (policy: the policy's failover and ejection; listed: the listed channels in order, spec.rollout).",
+		}, []string{"namespace", "model", "outcome", "cohort"}),
 		Attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchyard_upstream_attempts_total", Help: "Upstream attempts by channel, provider, model and outcome class.",
 		}, []string{"namespace", "channel", "provider", "model", "outcome"}),
@@ -117,6 +119,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			[]string{"namespace", "channel", "model"}, nil),
 		phase: prometheus.NewDesc("switchyard_channel_phase", "1 for the current phase of a channel×model, 0 for the others.",
 			[]string{"namespace", "channel", "model", "phase"}, nil),
+		dryRunPhase: prometheus.NewDesc("switchyard_channel_dryrun_phase", "For a channel×model of a DryRun policy: 1 for the phase the policy would have set, 0 for the others (routing ignores it).",
+			[]string{"namespace", "channel", "model", "phase"}, nil),
 		traffic: prometheus.NewDesc("switchyard_channel_traffic_percent", "Share of its normal traffic a channel×model may take (ramp, rate limit).",
 			[]string{"namespace", "channel", "model"}, nil),
 	}
@@ -156,6 +160,7 @@ func (m *Metrics) observeStatus(s health.Status) {
 		ss.model = s.Model
 	}
 	ss.score, ss.traffic, ss.phase = s.Score, s.TrafficPercent, s.Phase
+	ss.dryRun, ss.dryRunPhase = s.DryRun, s.DryRunPhase
 	m.status[s.Key] = ss
 }
 
@@ -168,14 +173,15 @@ func (m *Metrics) forget(k health.Key) {
 
 // healthCollector serves the health gauges of Metrics.status at each scrape.
 type healthCollector struct {
-	m                     *Metrics
-	score, phase, traffic *prometheus.Desc
+	m                                  *Metrics
+	score, phase, traffic, dryRunPhase *prometheus.Desc
 }
 
 func (c *healthCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.score
 	ch <- c.phase
 	ch <- c.traffic
+	ch <- c.dryRunPhase
 }
 
 // Collect sends every key's score, traffic and one series per phase (1 for the current one). It
@@ -212,6 +218,20 @@ func (c *healthCollector) Collect(ch chan<- prometheus.Metric) {
 		for i := range k.samples {
 			ch <- &k.samples[i]
 		}
+		if ss.dryRun {
+			// A few keys at most (the policies being tried out): one more allocation each.
+			d := &dryRunSamples{}
+			for i, p := range allPhases {
+				l := d.pairs[4*i : 4*i+4 : 4*i+4]
+				copy(l, base)
+				l[3] = phaseLabels[i]
+				d.samples[i] = healthSample{desc: c.dryRunPhase, labels: l}
+				if p == ss.dryRunPhase {
+					d.samples[i].value = 1
+				}
+				ch <- &d.samples[i]
+			}
+		}
 	}
 	clear(all) // no strings of removed keys kept until the next scrape
 	m.scrape = all[:0]
@@ -235,6 +255,12 @@ type keySamples struct {
 	lp      [3]dto.LabelPair
 	pairs   [3 + 4*len(allPhases)]*dto.LabelPair // score and traffic: the first three; each phase: four
 	samples [2 + len(allPhases)]healthSample
+}
+
+// dryRunSamples are one DryRun key's would-be phase series for one scrape.
+type dryRunSamples struct {
+	pairs   [4 * len(allPhases)]*dto.LabelPair
+	samples [len(allPhases)]healthSample
 }
 
 // healthSample is one health series at a scrape (a prometheus.Metric); the registry treats what

@@ -111,6 +111,8 @@ type Server struct {
 	loadMu  sync.Mutex
 	load    adminapi.ConfigState
 	budgets sync.Map // policy key -> *failover.Budget, kept across reloads
+	// rollouts holds the cohorts' figures of the policies being rolled out (rollout.go).
+	rollouts sync.Map // policy key -> *rolloutStats, kept across reloads
 	// routeStates pools the per-request routing state (handler.go).
 	routeStates sync.Pool
 
@@ -311,7 +313,7 @@ func (s *Server) apply(t *routing.Table, source string, rejected error, problems
 				}
 				mr.Candidates = append(mr.Candidates, health.Candidate{Channel: ch.ID(), Weight: pc.Weight})
 				tg := health.Target{Key: health.Key{Channel: ch.ID(), Model: model}, Settings: p.Settings,
-					Disabled: ch.Disabled, DisabledReason: ch.DisabledReason}
+					Disabled: ch.Disabled, DisabledReason: ch.DisabledReason, DryRun: p.Rollout != nil && p.Rollout.DryRun}
 				if ch.DisabledUntil != nil {
 					tg.DisabledUntil = *ch.DisabledUntil
 				}
@@ -474,7 +476,8 @@ func (s *Server) publishStatus(now time.Time, all bool) {
 		s.lastSeq.Store(ev.Seq)
 		// A failed probe restarts the cooldown of the same ejection; it is not a new one (the
 		// engine's own count agrees).
-		if ev.To == health.PhaseEjected && ev.From != health.PhaseProbing {
+		// A dry run's would-be ejection is no ejection: it shows on switchyard_channel_dryrun_phase.
+		if ev.To == health.PhaseEjected && ev.From != health.PhaseProbing && !strings.HasPrefix(ev.Reason, health.DryRunPrefix) {
 			ns, name := routing.SplitChannelID(ev.Channel)
 			s.metrics.Ejections.WithLabelValues(ns, name, ev.Model, ev.Reason).Inc()
 		}

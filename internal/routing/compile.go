@@ -412,6 +412,9 @@ func (c *compiler) policy(rp *v1alpha1.RoutingPolicy, channels []v1alpha1.Provid
 	if p.PII, err = compilePII(spec.PII); err != nil {
 		return bad(ReasonInvalidSpec, "%v", err)
 	}
+	if p.Rollout, err = compileRollout(spec.Rollout); err != nil {
+		return bad(ReasonInvalidSpec, "%v", err)
+	}
 
 	// Candidates: the listed channels in list order, or the selected ones in name order.
 	var refs []v1alpha1.ChannelRef
@@ -545,4 +548,34 @@ func timePtr(t *metav1.Time) *time.Time {
 	}
 	v := t.UTC()
 	return &v
+}
+
+// compileRollout translates spec.rollout: nil for Enforce at 100% (the policy steers every
+// request, as without the field). The CRD's schema refuses what it refuses here too; the
+// standalone proxy reads manifests that no API server checked.
+func compileRollout(r *v1alpha1.Rollout) (*Rollout, error) {
+	if r == nil {
+		return nil, nil
+	}
+	out := &Rollout{Percent: 100}
+	if r.Percent != nil {
+		out.Percent = int(*r.Percent)
+	}
+	if out.Percent < 1 || out.Percent > 100 {
+		return nil, fmt.Errorf("spec.rollout.percent: %d is not within 1-100", out.Percent)
+	}
+	switch r.Mode {
+	case "", v1alpha1.RolloutEnforce:
+	case v1alpha1.RolloutDryRun:
+		if out.Percent != 100 {
+			return nil, fmt.Errorf("spec.rollout.percent: must be 100 with mode DryRun (a dry run steers no request), not %d", out.Percent)
+		}
+		out.DryRun = true
+	default:
+		return nil, fmt.Errorf("spec.rollout.mode: %q is not Enforce or DryRun", r.Mode)
+	}
+	if !out.DryRun && out.Percent == 100 {
+		return nil, nil
+	}
+	return out, nil
 }

@@ -161,6 +161,19 @@ type Policy struct {
 	MaxContinuations int    `json:"maxContinuations"`
 	// PII is the policy's personal-data masking; nil when it is off.
 	PII *PII `json:"pii,omitempty"`
+	// Rollout is how much traffic the policy steers; nil is Enforce for every request (the
+	// default, and the form of every table compiled before rollouts existed).
+	Rollout *Rollout `json:"rollout,omitempty"`
+}
+
+// Rollout is a policy's spec.rollout, compiled.
+type Rollout struct {
+	// DryRun: the policy's rules run on a shadow of every channel×model and are journaled;
+	// every request follows the listed channels in order.
+	DryRun bool `json:"dryRun,omitempty"`
+	// Percent is the share of requests (1-100, by cohort hash) that get the policy's failover
+	// and ejection; the rest follow the listed channels in order.
+	Percent int `json:"percent"`
 }
 
 // PolicyChannel is one candidate channel with its effective weight for this policy.
