@@ -520,6 +520,10 @@ case "${1:-}" in
   down) down ;;
   run)
     shift
+    # One node per machine (one network namespace name, one containerd): a second run waits for
+    # the first instead of clearing its cluster away as an interrupted run's leftovers. Bounded.
+    exec 9>"/run/switchyard-node.lock"
+    if ! flock -w 1800 9; then die "another hack/node.sh run holds /run/switchyard-node.lock for 30 minutes"; fi
     up
     trap down EXIT
     import_images "${REPO}/bin/switchyard-image.tar"
