@@ -13,9 +13,8 @@ import (
 	"time"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1alpha1 "github.com/switchyard-io/switchyard/api/v1alpha1"
@@ -26,16 +25,15 @@ import (
 // Poller reads the proxy replicas' admin API every PollInterval: their live health, aggregated
 // into a view the ProviderChannel reconciler turns into status, and their journals, written as
 // Events. It runs only on the leader (it writes Events) and never writes status itself: it
-// enqueues the channels whose live data changed.
+// queues the channels whose live data changed by enough to be written (liveNews), and the
+// policies whose served generation changed.
 type Poller struct {
 	client  client.Client
 	opts    Options
 	journal *Journal
 	dedup   *deduper
-	// changes carries the channels to reconcile to the ProviderChannel controller.
-	changes chan event.GenericEvent
-	// policyChanges enqueues RoutingPolicies when a replica's served config changed.
-	policyChanges chan event.GenericEvent
+	// queues carry the objects to reconcile to the status controllers.
+	queues statusQueues
 
 	mu   sync.RWMutex
 	view liveView
@@ -59,16 +57,14 @@ type replicaState struct {
 // target is one replica's admin API root.
 type target struct{ Name, URL string }
 
-func newPoller(c client.Client, opts Options, j *Journal) *Poller {
+func newPoller(c client.Client, opts Options, j *Journal, queues statusQueues) *Poller {
 	return &Poller{
-		client:  c,
-		opts:    opts,
-		journal: j,
-		dedup:   newDeduper(opts.JournalDedupWindow, opts.JournalMaxAge),
-		changes: make(chan event.GenericEvent, 1024),
-		// Sized like changes; a full buffer only delays a policy to its next change or resync.
-		policyChanges: make(chan event.GenericEvent, 1024),
-		replicas:      map[string]*replicaState{},
+		client:   c,
+		opts:     opts,
+		journal:  j,
+		dedup:    newDeduper(opts.JournalDedupWindow, opts.JournalMaxAge),
+		queues:   queues,
+		replicas: map[string]*replicaState{},
 	}
 }
 
@@ -194,12 +190,8 @@ func (p *Poller) poll(ctx context.Context) {
 	p.pending = p.journalEntries(ctx, append(p.pending, p.dedup.filter(news, now)...), channels, now)
 	for i := range channels {
 		pc := &channels[i]
-		if changedFor(prev, view, pc) {
-			select {
-			case p.changes <- event.GenericEvent{Object: &v1alpha1.ProviderChannel{ObjectMeta: metav1.ObjectMeta{Namespace: pc.Namespace, Name: pc.Name}}}:
-			case <-ctx.Done():
-				return
-			}
+		if liveNews(prev, view, pc, now, p.opts.ScoreStep) && !p.queues.enqueue(ctx, "ProviderChannel", pc.Namespace, pc.Name) {
+			return
 		}
 	}
 	if prev.Polled == view.Polled && reflect.DeepEqual(prev.Replicas, view.Replicas) {
@@ -218,9 +210,7 @@ func (p *Poller) poll(ctx context.Context) {
 			if !moved && !servedChanged(prev, view, routing.ObjectKey("RoutingPolicy", rp.Namespace, rp.Name)) {
 				continue
 			}
-			select {
-			case p.policyChanges <- event.GenericEvent{Object: &v1alpha1.RoutingPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: rp.Namespace, Name: rp.Name}}}:
-			case <-ctx.Done():
+			if !p.queues.enqueue(ctx, "RoutingPolicy", rp.Namespace, rp.Name) {
 				return
 			}
 		}
@@ -250,18 +240,19 @@ func (p *Poller) journalEntries(ctx context.Context, entries []reportedEvent, ch
 	return retry
 }
 
-// changedFor reports whether a channel's live data differs between two views.
-func changedFor(prev, next liveView, pc *v1alpha1.ProviderChannel) bool {
+// liveNews reports whether a channel's status would change with the live view next: the replicas
+// moved or serve another generation of it (ProxiesReporting, Programmed), or one of its models
+// moved by enough to be written (nextModels, by the rule that damps status writes, against the
+// status as written). Figures that drift by less than a step on every poll queue nothing.
+func liveNews(prev, next liveView, pc *v1alpha1.ProviderChannel, now time.Time, step int32) bool {
 	if replicasMoved(prev, next) || servedChanged(prev, next, routing.ObjectKey("ProviderChannel", pc.Namespace, pc.Name)) {
 		return true
 	}
-	for _, m := range pc.Spec.Models {
-		k := modelKey{routing.ChannelID(pc.Namespace, pc.Name), m.Name}
-		if !reflect.DeepEqual(prev.Models[k], next.Models[k]) {
-			return true
-		}
+	in := channelInputs{Channel: pc, Now: now, Live: next, ScoreStep: step}
+	if effectiveDisabled(&pc.Spec, now) {
+		in.DisabledBy = disabledBy(pc)
 	}
-	return false
+	return !equality.Semantic.DeepEqual(pc.Status.Models, nextModels(in))
 }
 
 // replicasMoved reports whether the replicas themselves changed between two views (polled at
