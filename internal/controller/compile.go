@@ -44,8 +44,13 @@ func (r *CompileReconciler) Reconcile(ctx context.Context, _ reconcile.Request) 
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	prev := r.snapshots.Load()
+	if prev != nil && sameCompile(prev.Result, res) {
+		// Our own write coming back, a resync: nothing any status reads has changed.
+		return reconcile.Result{}, nil
+	}
 	next := newSnapshot(res)
-	prev := r.snapshots.Swap(next)
+	r.snapshots.Store(next)
 	changed := changedObjects(prev, next)
 	if len(changed) > 0 {
 		logf.FromContext(ctx).V(1).Info("Queued status", "objects", len(changed))
@@ -154,6 +159,13 @@ func (s *Snapshot) policiesRouting(channelID string) []types.NamespacedName {
 		return nil
 	}
 	return s.routedBy[channelID]
+}
+
+// sameCompile reports whether two results are the same compile (the memo's table: the same
+// fingerprint, so the same objects at the same generations) published as the same table, so
+// that every verdict would be the same.
+func sameCompile(a, b *SyncResult) bool {
+	return a.Compiled == b.Compiled && a.PublishedHash == b.PublishedHash && a.HeldBack == b.HeldBack
 }
 
 // changedObjects are the objects of next whose verdict differs from prev's (all of them when

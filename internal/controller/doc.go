@@ -10,4 +10,12 @@
 // Everything that can be decided without I/O (aggregation across replicas, status and conditions,
 // the journal's de-duplication, who flipped spec.disabled) is a pure function in this package,
 // table-tested without a cluster; the reconcilers gather inputs, call those functions and write once.
+//
+// The table is compiled in one place, the CompileReconciler: every event that can change it maps
+// to its single request, so a burst of events is one compile. Each compile is kept as an immutable
+// Snapshot, and only the objects whose status it changes are queued to the status reconcilers
+// (ChannelReconciler, PolicyReconciler), which read the snapshot and the poller's live view and
+// patch status, and never compile. The poller queues a channel only when its status would be
+// written (the rule in significant). The kinds compiled into the table are listed once, in
+// inputKinds.
 package controller
