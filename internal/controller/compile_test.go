@@ -221,3 +221,23 @@ func TestEveryEventIsTheOneCompileRequest(t *testing.T) {
 		t.Error("a spec edit or a label does not trigger a compile")
 	}
 }
+
+// BenchmarkSnapshotAtScale is what the compile reconciler adds to a compile at the scale of
+// BenchmarkControlLoopAtScale (1,000 channels, 200 policies): the verdicts of 1,200 objects and their comparison with the last
+// snapshot's, which pick the objects to queue.
+func BenchmarkSnapshotAtScale(b *testing.B) {
+	in := benchInputs("llm")
+	table, problems := routing.Compile(in)
+	if len(problems) > 0 {
+		b.Fatal(problems)
+	}
+	res := &SyncResult{Compiled: table, Published: table, PublishedHash: table.Hash(), objects: objectsOf(&in)}
+	prev := newSnapshot(res)
+	b.ReportAllocs()
+	for b.Loop() {
+		next := newSnapshot(res)
+		if n := len(changedObjects(prev, next)); n != 0 {
+			b.Fatalf("%d objects changed", n)
+		}
+	}
+}
