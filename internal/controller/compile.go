@@ -259,3 +259,47 @@ func ownedObject(opts Options, o client.Object) bool {
 	}
 	return o.GetName() == opts.CredentialsSecretName
 }
+
+// tableLookup finds a table's channels and policies by name: with an index (indexTable) in
+// constant time, without one (the zero value around a table) by the table's own scans. A
+// snapshot looks up each of thousands of objects in two tables; scanning made it quadratic.
+type tableLookup struct {
+	table    *routing.Table
+	channels map[string]*routing.Channel
+	policies map[types.NamespacedName]*routing.Policy
+}
+
+func indexTable(t *routing.Table) tableLookup {
+	l := tableLookup{table: t}
+	if t == nil {
+		return l
+	}
+	l.channels = make(map[string]*routing.Channel, len(t.Channels))
+	for i := range t.Channels {
+		l.channels[t.Channels[i].ID()] = &t.Channels[i]
+	}
+	l.policies = make(map[types.NamespacedName]*routing.Policy, len(t.Policies))
+	for i := range t.Policies {
+		l.policies[types.NamespacedName{Namespace: t.Policies[i].Namespace, Name: t.Policies[i].Name}] = &t.Policies[i]
+	}
+	return l
+}
+
+func (l tableLookup) channel(id string) (*routing.Channel, bool) {
+	if l.channels == nil {
+		if l.table == nil {
+			return nil, false
+		}
+		return l.table.Channel(id)
+	}
+	c, ok := l.channels[id]
+	return c, ok
+}
+
+func (l tableLookup) policy(namespace, name string) (*routing.Policy, bool) {
+	if l.policies == nil {
+		return l.table.Policy(namespace, name)
+	}
+	p, ok := l.policies[types.NamespacedName{Namespace: namespace, Name: name}]
+	return p, ok
+}

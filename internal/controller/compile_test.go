@@ -28,6 +28,7 @@ func compiledAs(t *testing.T, in routing.Inputs, published *routing.Table) *Sync
 	if published != nil {
 		res.Published, res.HeldBack = published, true
 	}
+	res.index()
 	return res
 }
 
@@ -232,6 +233,7 @@ func BenchmarkSnapshotAtScale(b *testing.B) {
 		b.Fatal(problems)
 	}
 	res := &SyncResult{Compiled: table, Published: table, PublishedHash: table.Hash(), objects: objectsOf(&in)}
+	res.index()
 	prev := newSnapshot(res)
 	b.ReportAllocs()
 	for b.Loop() {

@@ -101,6 +101,29 @@ type SyncResult struct {
 	PublishedHash string
 	// objects are the objects compiled, of every inputKind.
 	objects []objectID
+	// compiledIndex and publishedIndex look up Compiled and Published (set by index).
+	compiledIndex, publishedIndex *tableLookup
+}
+
+// index builds the lookups of both tables; call it once the result is complete.
+func (r *SyncResult) index() {
+	c, p := indexTable(r.Compiled), indexTable(r.Published)
+	r.compiledIndex, r.publishedIndex = &c, &p
+}
+
+// compiled and published look up the two tables, by the index when there is one.
+func (r *SyncResult) compiled() tableLookup {
+	if r.compiledIndex != nil {
+		return *r.compiledIndex
+	}
+	return tableLookup{table: r.Compiled}
+}
+
+func (r *SyncResult) published() tableLookup {
+	if r.publishedIndex != nil {
+		return *r.publishedIndex
+	}
+	return tableLookup{table: r.Published}
 }
 
 // publishedHash is the hash of the published table ("" when there is none).
@@ -255,6 +278,7 @@ func (p *Publisher) Sync(ctx context.Context) (*SyncResult, error) {
 	} else {
 		res.Published = table
 	}
+	res.index()
 	return res, nil
 }
 

@@ -428,7 +428,7 @@ func policyStatus(in policyInputs) v1alpha1.RoutingPolicyStatus {
 	for _, c := range rp.Status.Conditions {
 		st.Conditions = append(st.Conditions, *c.DeepCopy())
 	}
-	rows, published := policyRows(in.Published, rp.Namespace, rp.Name)
+	rows, published := policyRows(tableLookup{table: in.Published}, rp.Namespace, rp.Name)
 	for _, row := range rows {
 		if pc := in.Channels[row.Channel]; pc != nil {
 			for _, m := range pc.Status.Models {
@@ -452,13 +452,13 @@ func policyStatus(in policyInputs) v1alpha1.RoutingPolicyStatus {
 // policyRows are the rows of a policy's status, one per channel × model it routes in the published
 // table, Phase Unknown (policyStatus fills in the channels' figures); published is false when the
 // policy is not in the table.
-func policyRows(published *routing.Table, namespace, name string) (rows []v1alpha1.PolicyChannelStatus, ok bool) {
-	pol, ok := published.Policy(namespace, name)
+func policyRows(published tableLookup, namespace, name string) (rows []v1alpha1.PolicyChannelStatus, ok bool) {
+	pol, ok := published.policy(namespace, name)
 	if !ok {
 		return nil, false
 	}
 	for _, cand := range pol.Channels {
-		ch, found := published.Channel(cand.Channel)
+		ch, found := published.channel(cand.Channel)
 		if !found {
 			continue
 		}
