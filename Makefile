@@ -58,6 +58,8 @@ test: envtest tools ## Run all unit and envtest suites (a real kube-apiserver an
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) test ./... -count=1
 	@# The request path and the health engine are shared by many goroutines: run them under the race detector too.
 	$(GO) test -race -count=1 ./internal/health/ ./internal/proxy/
+	@# The planner is shared by every request too; -short plays 100 of the differential test's sequences.
+	$(GO) test -race -short -count=1 ./internal/failover/
 
 .PHONY: test-chart
 test-chart: envtest tools ## Lint, render and dry-run the Helm chart; check metric names, flags and alerts.
@@ -67,8 +69,13 @@ test-chart: envtest tools ## Lint, render and dry-run the Helm chart; check metr
 test-e2e: envtest ## Run the end-to-end suite on a local control plane.
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) test ./test/e2e/... -count=1 -tags=e2e -v -timeout 20m
 
+.PHONY: test-install
+test-install: envtest image ## As root: install the chart and config/default on a real single-node Kubernetes (hack/node.sh) and play the on-call story on real pods.
+	@hack/tools.sh helm >/dev/null
+	SWITCHYARD_INSTALL_IMAGE=$(IMG) hack/node.sh run $(GO) test -tags=install ./test/install/ -count=1 -v -timeout 30m
+
 # The suites that touch time or the network (real sockets, timers, child processes, an API server).
-FLAKE_PKGS ?= ./internal/controller/ ./internal/demo/ ./internal/mockprovider/ ./internal/proxy/... ./cmd/switchyard/ ./hack/bench/ ./test/crdvalidation/ ./test/kustomize/
+FLAKE_PKGS ?= ./internal/controller/ ./internal/demo/ ./internal/failover/ ./internal/mockprovider/ ./internal/proxy/... ./cmd/switchyard/ ./hack/bench/ ./test/crdvalidation/ ./test/kustomize/
 FLAKE_COUNT ?= 10
 FLAKE_E2E_COUNT ?= 0
 
@@ -76,6 +83,7 @@ FLAKE_E2E_COUNT ?= 0
 test-flakes: envtest ## Repeat the suites that touch time or the network FLAKE_COUNT times (default 10, ~12 min), the request path under -race too; FLAKE_E2E_COUNT=N adds N e2e runs.
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) test -count=$(FLAKE_COUNT) -timeout 60m $(FLAKE_PKGS)
 	$(GO) test -race -count=$(FLAKE_COUNT) -timeout 60m ./internal/health/ ./internal/proxy/
+	$(GO) test -race -short -count=$(FLAKE_COUNT) -timeout 60m ./internal/failover/
 	@for i in $$(seq 1 $(FLAKE_E2E_COUNT)); do \
 		echo "e2e run $$i of $(FLAKE_E2E_COUNT)"; \
 		KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) test ./test/e2e/... -count=1 -tags=e2e -timeout 20m || exit 1; \

@@ -6,10 +6,7 @@ import (
 
 // Provider names the wire protocol and authentication a channel speaks.
 //
-// The enum lists the providers this version serves; anthropic is named (ProviderAnthropic) but
-// refused until it works, so the API server rejects it instead of the config compiler.
-//
-// +kubebuilder:validation:Enum=openai;azure-openai
+// +kubebuilder:validation:Enum=openai;azure-openai;anthropic;bedrock;vertex
 type Provider string
 
 const (
@@ -17,36 +14,70 @@ const (
 	ProviderOpenAI Provider = "openai"
 	// ProviderAzureOpenAI is Azure OpenAI's OpenAI-compatible v1 API, authenticated with "api-key".
 	ProviderAzureOpenAI Provider = "azure-openai"
-	// ProviderAnthropic is Anthropic's Messages API.
+	// ProviderAnthropic is Anthropic's Messages API, authenticated with "x-api-key".
 	ProviderAnthropic Provider = "anthropic"
+	// ProviderBedrock is Claude on Amazon Bedrock Runtime (InvokeModel), signed with SigV4.
+	ProviderBedrock Provider = "bedrock"
+	// ProviderVertex is Claude on Google Vertex AI (rawPredict), with OAuth bearer tokens.
+	ProviderVertex Provider = "vertex"
 )
 
 // ProviderChannelSpec is one independent way to reach a model provider.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.disabledUntil) || (has(self.disabled) && self.disabled)",message="disabledUntil is only allowed with disabled: true",fieldPath=".disabledUntil"
 // +kubebuilder:validation:XValidation:rule="!has(self.disabledReason) || (has(self.disabled) && self.disabled)",message="disabledReason is only allowed with disabled: true",fieldPath=".disabledReason"
+// +kubebuilder:validation:XValidation:rule="!has(self.tls) || !has(self.baseURL) || self.baseURL.startsWith('https://')",message="tls applies to an https:// baseURL only",fieldPath=".tls"
+// +kubebuilder:validation:XValidation:rule="self.provider in ['bedrock', 'vertex'] || has(self.baseURL)",message="baseURL is required for this provider (only bedrock and vertex derive it from region)",fieldPath=".baseURL"
+// +kubebuilder:validation:XValidation:rule="!(self.provider in ['bedrock', 'vertex']) || has(self.region)",message="region is required for bedrock (the AWS region) and vertex (the location, e.g. us-east5)",fieldPath=".region"
+// +kubebuilder:validation:XValidation:rule="self.provider in ['bedrock', 'vertex'] || !has(self.region)",message="region is only used by bedrock and vertex (failureDomain.region describes where a channel runs)",fieldPath=".region"
+// +kubebuilder:validation:XValidation:rule="self.provider != 'vertex' || has(self.project)",message="project is required for vertex (the Google Cloud project id)",fieldPath=".project"
+// +kubebuilder:validation:XValidation:rule="self.provider == 'vertex' || !has(self.project)",message="project is only used by vertex",fieldPath=".project"
+// +kubebuilder:validation:XValidation:rule="!has(self.credentialsRef) || self.provider in ['bedrock', 'vertex'] || has(self.credentialsRef.key)",message="credentialsRef.key is required for this provider: the Secret key that holds the API key",fieldPath=".credentialsRef.key"
+// +kubebuilder:validation:XValidation:rule="!has(self.credentialsRef) || self.provider != 'bedrock' || !has(self.credentialsRef.key)",message="credentialsRef.key is not used by bedrock: the Secret's keys accessKeyId, secretAccessKey and sessionToken (optional) are read",fieldPath=".credentialsRef.key"
 type ProviderChannelSpec struct {
-	// provider is the API the channel speaks: openai (any OpenAI-compatible API) or azure-openai.
+	// provider is the API the channel speaks: openai (any OpenAI-compatible API), azure-openai,
+	// anthropic (the Messages API; OpenAI chat completions are translated to it), bedrock
+	// (Claude on Amazon Bedrock) or vertex (Claude on Google Vertex AI).
 	// +required
 	Provider Provider `json:"provider"`
+
+	// region is the AWS region of a bedrock channel (us-east-1) or the location of a vertex
+	// channel (us-east5, europe-west1, global); required for both, not used by other providers.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z][a-z0-9-]*[a-z0-9]$`
+	Region string `json:"region,omitempty"`
+
+	// project is the Google Cloud project id of a vertex channel; required for vertex only.
+	// +optional
+	// +kubebuilder:validation:MaxLength=100
+	// +kubebuilder:validation:Pattern=`^([a-z][a-z0-9.-]*[a-z0-9]:)?[a-z][a-z0-9-]{4,28}[a-z0-9]$`
+	Project string `json:"project,omitempty"`
 
 	// The baseURL rules answer FieldValueForbidden: an Invalid error quotes the value, and a
 	// rejected baseURL may carry a password, which must not reach kubectl output or a GitOps log.
 
 	// baseURL is the provider's API root; requests go to baseURL + the path after /v1
 	// (for example https://api.openai.com/v1 + /chat/completions). It names a host and carries no
-	// credentials, query or fragment: the key goes in the Secret of credentialsRef.
-	// +required
+	// credentials, query or fragment: the key goes in the Secret of credentialsRef. Required but
+	// for bedrock and vertex, whose endpoint is derived from region (and set here only to use
+	// another, such as a VPC endpoint).
+	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:XValidation:rule="isURL(self) && (self.startsWith('http://') || self.startsWith('https://'))",message="baseURL must be an http:// or https:// URL",reason=FieldValueForbidden
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^[^/?#]*//[^/?#]*@')",message="baseURL must not carry credentials (user:password@): put the key in a Secret and reference it with credentialsRef",reason=FieldValueForbidden
 	// +kubebuilder:validation:XValidation:rule="!self.contains('?') && !self.contains('#')",message="baseURL must not carry a query string or fragment: requests go to baseURL + the API path",reason=FieldValueForbidden
 	// +kubebuilder:validation:XValidation:rule="!isURL(self) || url(self).getHostname() != ''",message="baseURL must name a host",reason=FieldValueForbidden
-	BaseURL string `json:"baseURL"`
+	BaseURL string `json:"baseURL,omitempty"`
 
 	// credentialsRef names the Secret key (same namespace) holding the provider API key.
-	// Optional: local model servers need none.
+	// Optional: local model servers need none. bedrock reads the Secret's keys accessKeyId,
+	// secretAccessKey and sessionToken (optional) and takes no key; vertex reads the service
+	// account JSON from key (default serviceAccountJSON). Without credentialsRef, bedrock and
+	// vertex use the pod's workload identity (IRSA / the AWS default chain; GKE workload identity
+	// / Application Default Credentials).
 	// +optional
 	CredentialsRef *SecretKeyRef `json:"credentialsRef,omitempty"`
 
@@ -97,6 +128,11 @@ type ProviderChannelSpec struct {
 	// faultInjection rehearses an outage on a share of this channel's attempts; off when absent.
 	// +optional
 	FaultInjection *FaultInjection `json:"faultInjection,omitempty"`
+
+	// tls sets the CA bundle the channel's https baseURL is verified with and the client
+	// certificate presented to it; absent: the system roots, no client certificate.
+	// +optional
+	TLS *ChannelTLS `json:"tls,omitempty"`
 }
 
 // SecretKeyRef selects one key of a Secret in the channel's namespace.
@@ -107,11 +143,12 @@ type SecretKeyRef struct {
 	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
 
-	// key within the Secret's data.
-	// +required
+	// key within the Secret's data; required but for bedrock (fixed keys) and vertex (default
+	// serviceAccountJSON).
+	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
-	Key string `json:"key"`
+	Key string `json:"key,omitempty"`
 }
 
 // ChannelModel is one model a channel serves.
@@ -126,6 +163,45 @@ type ChannelModel struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=256
 	UpstreamModel string `json:"upstreamModel,omitempty"`
+
+	// capabilities describe what the model can do on this channel; every unset field takes the
+	// provider's default (docs/providers.md). Routing sends a request that needs vision or tools
+	// only to channels whose model has them.
+	// +optional
+	Capabilities *ModelCapabilities `json:"capabilities,omitempty"`
+}
+
+// ModelCapabilities is what a model can do on a channel.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.maxOutputTokens) || !has(self.contextWindow) || self.maxOutputTokens <= self.contextWindow",message="maxOutputTokens must not exceed contextWindow",fieldPath=".maxOutputTokens"
+type ModelCapabilities struct {
+	// prefill: the model continues a trailing assistant message (anthropic: true; others: false).
+	// +optional
+	Prefill *bool `json:"prefill,omitempty"`
+
+	// contextWindow is the model's context size in tokens. A request whose prompt certainly
+	// exceeds it goes to the policy's contextOverflowModels before it is sent (anthropic: 200000;
+	// others: unknown, no check).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100000000
+	ContextWindow *int32 `json:"contextWindow,omitempty"`
+
+	// maxOutputTokens is the most tokens the model writes in one answer; it is also the
+	// max_tokens sent to a provider that requires one (anthropic) when the client gives none
+	// (anthropic: 4096, which every Claude model accepts; others: unknown).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10000000
+	MaxOutputTokens *int32 `json:"maxOutputTokens,omitempty"`
+
+	// vision: the model accepts images (default true).
+	// +optional
+	Vision *bool `json:"vision,omitempty"`
+
+	// tools: the model accepts tool definitions and calls tools (default true).
+	// +optional
+	Tools *bool `json:"tools,omitempty"`
 }
 
 // ChannelTimeouts bound each attempt on a channel.

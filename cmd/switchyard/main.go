@@ -50,6 +50,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 0
 		}
 		fmt.Fprintf(stderr, "switchyard %s: %v\n", args[0], err)
+		// A command that gives its failures a meaning (replay --compare: 1 worse, 2 bad input)
+		// says which exit status each one has.
+		var coded interface{ ExitCode() int }
+		if errors.As(err, &coded) {
+			return coded.ExitCode()
+		}
 		return 1
 	}
 	return 0

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -17,6 +16,7 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/switchyard-io/switchyard/internal/audit"
 	"github.com/switchyard-io/switchyard/internal/proxy"
 	"github.com/switchyard-io/switchyard/internal/proxy/kubesource"
 	"github.com/switchyard-io/switchyard/internal/version"
@@ -30,7 +30,7 @@ func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := flag.NewFlagSet("proxy", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		configPath   = fs.String("config", "", "standalone: a YAML file or directory of ProviderChannel, RoutingPolicy and Secret manifests (reloaded on change and on SIGHUP)")
+		configPath   = fs.String("config", "", "standalone: a YAML file or directory of ProviderChannel, RoutingPolicy, GatewayClient and Secret manifests (reloaded on change and on SIGHUP)")
 		configMap    = fs.String("configmap", "", "in cluster: NAMESPACE/NAME of the ConfigMap the controller writes (credentials come from the Secret NAME-credentials)")
 		credSecret   = fs.String("credentials-secret", "", "with --configmap: the Secret holding provider keys (default NAME-credentials, the controller's default)")
 		kubeconfig   = fs.String("kubeconfig", "", "kubeconfig for --configmap outside a cluster (default: in-cluster, then $KUBECONFIG)")
@@ -45,8 +45,12 @@ func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		reqIDHeader  = fs.String("request-id-header", "", "trust this request header (set by a front proxy) for the request id; by default every id is made by the proxy")
 		drain        = fs.Duration("drain-timeout", 25*time.Second, "on SIGTERM, how long in-flight requests may take to finish")
 		reloadEvery  = fs.Duration("reload-interval", time.Second, "standalone: how often to poll the config files' size, mtime and inode for changes (file events usually trigger a reload sooner)")
-		tick         = fs.Duration("tick", 250*time.Millisecond, "how often time-driven health transitions and probes run")
+		tick         = fs.Duration("tick", proxy.DefaultTick, "how often time-driven health transitions and probes run")
 		logLevel     = fs.String("log-level", "info", "debug, info, warn or error")
+		requireKey   = fs.Bool("require-client-key", false, "refuse every request without a GatewayClient key (401), even while no GatewayClient is configured; without it the proxy requires keys once a GatewayClient exists and serves openly before (the cluster install sets it)")
+		auditLog     = fs.String("audit-log", "", "write one chained JSON line per client request to this file (rotated by size), or - for stdout; verify with 'switchyard audit verify'")
+		auditMax     = fs.Int64("audit-log-max-bytes", 100<<20, "rotate the audit log when it would grow past this size (to PATH.1, PATH.2, ...)")
+		auditKeep    = fs.Int("audit-log-keep", 5, "rotated audit log files kept")
 	)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: switchyard proxy (--config PATH | --configmap NAMESPACE/NAME) [flags]")
@@ -81,13 +85,23 @@ func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		defer f.Close()
 		logW = f
 	}
+	var auditW *audit.Log
+	if *auditLog != "" {
+		var err error
+		auditW, err = audit.Open(audit.Options{Path: *auditLog, MaxBytes: *auditMax, Keep: *auditKeep, Stdout: stdout,
+			OnError: func(err error) { logger.Error("Failed to write the audit log", "error", err.Error()) }})
+		if err != nil {
+			return fmt.Errorf("--audit-log: %w", err)
+		}
+		defer auditW.Close() // after the drain: the last requests' lines are written
+	}
 	replica := os.Getenv("POD_NAME")
 	if *adminListen == "" {
 		*adminListen = defaultAdminListen(*configMap != "")
 	}
 	srv := proxy.New(proxy.Options{MaxBodyBytes: *maxBody, MaxBufferedBodyBytes: *maxBuffered, MaxInFlight: *maxInFlight,
 		BodyReadTimeout: *bodyTimeout, ClientWriteTimeout: *writeTimeout, RequestIDHeader: *reqIDHeader,
-		AccessLog: logW, Logger: logger, Replica: replica})
+		AccessLog: logW, Logger: logger, Replica: replica, RequireClientKey: *requireKey, Audit: auditW})
 	logger.Info("Starting switchyard proxy", "version", version.String(), "listen", *listen, "adminListen", *adminListen)
 
 	bg, stopBG := context.WithCancel(context.Background())
@@ -126,10 +140,6 @@ func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 	}
-	go srv.Run(bg, *tick)
-
-	api := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
-	admin := &http.Server{Handler: srv.AdminHandler(), ReadHeaderTimeout: 10 * time.Second}
 	apiLn, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return fmt.Errorf("--listen: %w", err)
@@ -139,29 +149,7 @@ func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		apiLn.Close()
 		return fmt.Errorf("--admin-listen: %w", err)
 	}
-	errc := make(chan error, 2)
-	go func() { errc <- api.Serve(apiLn) }()
-	go func() { errc <- admin.Serve(adminLn) }()
-	logger.Info("Serving", "api", apiLn.Addr().String(), "admin", adminLn.Addr().String())
-
-	select {
-	case err := <-errc:
-		return fmt.Errorf("server stopped: %w", err)
-	case <-ctx.Done():
-	}
-	// SIGTERM: fail readiness, stop accepting, let in-flight requests finish within the drain timeout.
-	logger.Info("Shutting down: draining in-flight requests", "drainTimeout", drain.String())
-	srv.Drain()
-	sctx, cancel := context.WithTimeout(context.Background(), *drain)
-	defer cancel()
-	err = api.Shutdown(sctx)
-	stopBG()
-	_ = admin.Shutdown(sctx)
-	if err != nil {
-		return fmt.Errorf("drain did not finish within %s: %w", *drain, err)
-	}
-	logger.Info("Stopped")
-	return nil
+	return proxy.Serve(ctx, srv, proxy.ServeOptions{API: apiLn, Admin: adminLn, Drain: *drain, Tick: *tick})
 }
 
 // defaultAdminListen is the admin port's address when --admin-listen is not given. The admin API

@@ -50,7 +50,8 @@ func TestProxySIGTERMDrains(t *testing.T) {
 	defer up.Close()
 	defer mock.Close()
 
-	api, admin := testutil.FreeAddr(t), testutil.FreeAddr(t)
+	addrs := testutil.FreeAddrs(t, 2)
+	api, admin := addrs[0], addrs[1]
 	ctx, sigterm := context.WithCancel(context.Background())
 	defer sigterm()
 	logs := &testutil.SyncBuffer{}
@@ -113,8 +114,9 @@ func TestProxyRefusesABadConfigAtStart(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "p.yaml"), []byte(bad), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	addrs := testutil.FreeAddrs(t, 2)
 	var stderr bytes.Buffer
-	code := run(context.Background(), []string{"proxy", "--config", dir, "--listen", testutil.FreeAddr(t), "--admin-listen", testutil.FreeAddr(t)}, io.Discard, &stderr)
+	code := run(context.Background(), []string{"proxy", "--config", dir, "--listen", addrs[0], "--admin-listen", addrs[1]}, io.Discard, &stderr)
 	if code != 1 || !strings.Contains(stderr.String(), "ProviderChannel nowhere not found") {
 		t.Errorf("exit %d, stderr:\n%s", code, stderr.String())
 	}

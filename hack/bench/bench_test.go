@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/switchyard-io/switchyard/internal/proxy"
+	"github.com/switchyard-io/switchyard/internal/routing"
 )
 
 func TestQuantileIsNearestRank(t *testing.T) {
@@ -399,7 +401,8 @@ func TestControlHeadersPassTheProxy(t *testing.T) {
 
 // TestConfigsCompile: the manifests the bench writes load and compile with the proxy's own code.
 func TestConfigsCompile(t *testing.T) {
-	for name, cfg := range map[string]string{"main": mainConfig("127.0.0.1:1"), "scale": scaleConfig("127.0.0.1:1"), "realistic": realConfig("127.0.0.1:1", "127.0.0.1:2")} {
+	for name, cfg := range map[string]string{"main": mainConfig("127.0.0.1:1"), "scale": scaleConfig("127.0.0.1:1"), "realistic": realConfig("127.0.0.1:1", "127.0.0.1:2"),
+		"clients": clientsConfig("127.0.0.1:1")} {
 		dir, err := writeConfig(t.TempDir(), name, cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -410,6 +413,15 @@ func TestConfigsCompile(t *testing.T) {
 		}
 		if name == "scale" && (len(tab.Channels) != scaleChannels || len(tab.Policies) != scaleChannels/scaleGroup) {
 			t.Fatalf("scale: %d channels, %d policies", len(tab.Channels), len(tab.Policies))
+		}
+		if name == "clients" {
+			if len(tab.Clients) != benchClients {
+				t.Fatalf("clients: %d GatewayClients, want %d", len(tab.Clients), benchClients)
+			}
+			c := tab.Clients[benchClientTarget] // sorted by name: client-0500
+			if c.Name != fmt.Sprintf("client-%04d", benchClientTarget) || !c.Allows(modelOverhead) || c.KeyHashes[0] != routing.KeyHash(benchClientKey(benchClientTarget)) {
+				t.Fatalf("clients: the target client %+v does not hold the load's key or model", c)
+			}
 		}
 	}
 }

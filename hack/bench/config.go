@@ -139,3 +139,40 @@ func writeConfig(dir, name, content string) (string, error) {
 func proxyLoad(dir string) (*routing.Table, []routing.Problem, error) {
 	return proxy.LoadFiles(dir, func(string) string { return "" })
 }
+
+// The clients measurement: benchClients GatewayClients, each with its own keys Secret, beside the
+// main configuration; the load calls as benchClientTarget.
+const benchClients = 1000
+
+var benchClientTarget = benchClients / 2
+
+func benchClientKey(i int) string { return fmt.Sprintf("sk-bench-client-%04d-5d1f0a", i) }
+
+// clientsConfig is mainConfig with benchClients GatewayClients. Their models mix globs and names,
+// as teams' would; their limits are far above the load, so every request is counted against all
+// three limits and none is refused.
+func clientsConfig(up string) string {
+	var b strings.Builder
+	b.WriteString(mainConfig(up))
+	for i := 0; i < benchClients; i++ {
+		models := `["bench-*"]`
+		if i%2 == 1 {
+			models = `["gpt-4o*", "claude-*", "` + modelOverhead + `"]`
+		}
+		fmt.Fprintf(&b, `---
+apiVersion: v1
+kind: Secret
+metadata: {name: client-%04d-keys}
+stringData: {current: %s}
+---
+apiVersion: switchyard.io/v1alpha1
+kind: GatewayClient
+metadata: {name: client-%04d}
+spec:
+  keysSecretRef: {name: client-%04d-keys}
+  models: %s
+  limits: {requestsPerMinute: 10000000, tokensPerMinute: 1000000000, tokensPerDay: 100000000000}
+`, i, benchClientKey(i), i, i, models)
+	}
+	return b.String()
+}

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/switchyard-io/switchyard/internal/procs"
 	"io"
 	"net/http"
 	"os"
@@ -146,7 +147,7 @@ func run(args []string) error {
 		proxyEnv = append(proxyEnv, v)
 		return nil
 	})
-	only := fs.String("only", "", "run only these parts, comma-separated: overhead, saturation, streaming, failover, ejection, scale, goproxy, nginx, realistic (the table is partial); goproxy and nginx add those floors to the overhead and saturation runs, in the same slices; realistic (about 10 minutes) runs only when named")
+	only := fs.String("only", "", "run only these parts, comma-separated: overhead, saturation, streaming, failover, ejection, clients, scale, goproxy, nginx, realistic (the table is partial); goproxy and nginx add those floors to the overhead and saturation runs, in the same slices; realistic (about 10 minutes) runs only when named")
 	realConns := fs.String("realistic-conns", "200,1000,2000", "with --only realistic: the requests in flight, comma-separated")
 	realRounds := fs.Int("realistic-rounds", 0, "with --only realistic: slices per path and load (default 2, 1 with --quick)")
 	realNoTLS := fs.Bool("realistic-no-tls", false, "with --only realistic: plain HTTP upstream only")
@@ -163,7 +164,7 @@ func run(args []string) error {
 	}
 	if *only != "" {
 		o.only = map[string]bool{}
-		known := []string{"overhead", "saturation", "streaming", "failover", "ejection", "scale", "goproxy", "nginx", "realistic"}
+		known := []string{"overhead", "saturation", "streaming", "failover", "ejection", "clients", "scale", "goproxy", "nginx", "realistic"}
 		for _, p := range strings.Split(*only, ",") {
 			p = strings.TrimSpace(p)
 			if !slices.Contains(known, p) {
@@ -264,12 +265,12 @@ type bench struct {
 	began time.Time
 	res   results
 
-	up       *child
+	up       *procs.Child
 	upAddr   string
 	proxy    *proxyProc
 	base     *proxyProc // --baseline-bin
 	floors   []*floorProc
-	children []*child
+	children []*procs.Child
 }
 
 func (b *bench) logf(format string, args ...any) {
@@ -278,7 +279,7 @@ func (b *bench) logf(format string, args ...any) {
 
 func (b *bench) stopAll() {
 	for i := len(b.children) - 1; i >= 0; i-- {
-		b.children[i].stop()
+		b.children[i].Stop(stopGrace)
 	}
 }
 
@@ -297,14 +298,14 @@ func (b *bench) runAll() error {
 	if err != nil {
 		return err
 	}
-	b.children = append(b.children, b.proxy.child)
+	b.children = append(b.children, b.proxy.Child)
 	b.logf("upstream on %s, proxy on %s (admin %s), ready in %s", b.upAddr, b.proxy.api, b.proxy.admin, b.proxy.readyIn.Round(time.Millisecond))
 	if b.opts.baseBin != "" {
 		b.base, err = startProxy(b.ctx, "proxy-baseline", b.tmp, b.opts.baseBin, cfg)
 		if err != nil {
 			return err
 		}
-		b.children = append(b.children, b.base.child)
+		b.children = append(b.children, b.base.Child)
 		b.res.Baseline = &baselineResult{Binary: b.opts.baseBin}
 		b.logf("baseline build %s on %s", b.opts.baseBin, b.base.api)
 	}
@@ -321,6 +322,7 @@ func (b *bench) runAll() error {
 		{"streaming", b.streaming},
 		{"failover", b.failover},
 		{"ejection", b.ejection},
+		{"clients", b.clients},
 		{"realistic", b.realistic},
 	}
 	for _, s := range steps {
@@ -333,24 +335,24 @@ func (b *bench) runAll() error {
 		if err := s.fn(); err != nil {
 			return fmt.Errorf("%s: %w", s.name, err)
 		}
-		if b.proxy.exited() {
-			return fmt.Errorf("the proxy exited during %s: %v\n%s", s.name, b.proxy.errMsg, b.proxy.logTail())
+		if b.proxy.Exited() {
+			return fmt.Errorf("the proxy exited during %s: %v\n%s", s.name, b.proxy.Err(), b.proxy.Tail(30))
 		}
 		for _, f := range b.floors {
-			if f.c.exited() {
-				return fmt.Errorf("the %s exited during %s: %v\n%s", f.name, s.name, f.c.errMsg, f.c.logTail())
+			if f.c.Exited() {
+				return fmt.Errorf("the %s exited during %s: %v\n%s", f.name, s.name, f.c.Err(), f.c.Tail(30))
 			}
 		}
 	}
 	b.stopFloors()
-	if m, err := procStatus(b.proxy.pid()); err == nil {
+	if m, err := procStatus(b.proxy.PID()); err == nil {
 		b.res.Proxy = procResult{RSSMiB: mib(m["VmRSS"]), PeakRSSMiB: mib(m["VmHWM"]), AnonMiB: mib(m["RssAnon"]), FileMiB: mib(m["RssFile"])}
 	}
-	b.proxy.stop()
+	b.proxy.Stop(stopGrace)
 	if b.base != nil {
 		rss, hwm := groupOf(b.base).mem()
 		b.res.Baseline.Proxy = procResult{RSSMiB: mib(rss), PeakRSSMiB: mib(hwm)}
-		b.base.stop()
+		b.base.Stop(stopGrace)
 	}
 
 	if b.opts.noScale || !b.opts.runs("scale") {
@@ -414,7 +416,7 @@ type path struct {
 // (for two paths: AB, BA, AB, ...), so that drift on a shared machine hits all of them alike. warm
 // runs once per path first and is not recorded.
 func (b *bench) interleave(paths []*path, rounds int, warm, run func(*target) runResult) {
-	self, upPID := os.Getpid(), b.up.pid()
+	self, upPID := os.Getpid(), b.up.PID()
 	gen := procGroup{pids: func() []int { return []int{self} }}
 	up := procGroup{pids: func() []int { return []int{upPID} }}
 	for _, p := range paths {
@@ -478,7 +480,7 @@ func (b *bench) proxies() []*proxyProc {
 }
 
 func groupOf(p *proxyProc) procGroup {
-	pid := p.pid()
+	pid := p.PID()
 	return procGroup{pids: func() []int { return []int{pid} }}
 }
 
@@ -878,8 +880,8 @@ func (b *bench) scale() error {
 		if err != nil {
 			return err
 		}
-		b.children = append(b.children, sp.child)
-		defer sp.stop()
+		b.children = append(b.children, sp.Child)
+		defer sp.Stop(stopGrace)
 		procs = append(procs, sp)
 	}
 	time.Sleep(1500 * time.Millisecond) // a background tick or two: gauges for every key
@@ -918,7 +920,7 @@ func (b *bench) scale() error {
 // not be set next to the proxy's.
 type floorProc struct {
 	name string // in the log and the table
-	c    *child
+	c    *procs.Child
 	addr string
 	g    procGroup // nginx: the master and its workers
 	res  *floorResult
@@ -955,19 +957,20 @@ func (b *bench) startGoProxy() error {
 	if err != nil {
 		return err
 	}
-	addr, err := freePort()
+	addrs, err := procs.FreeAddrs(1)
 	if err != nil {
 		return err
 	}
+	addr := addrs[0]
 	c, stdout, err := startChild("go-reverse-proxy", b.tmp, self, goProxyMode, "--listen", addr, "--upstream", b.upAddr)
 	if err != nil {
 		return err
 	}
 	go func() { _, _ = io.Copy(io.Discard, stdout) }()
 	b.children = append(b.children, c)
-	if err := waitReady(b.ctx, c, "http://"+addr+"/go-ready", 10*time.Second); err != nil {
-		c.stop()
-		return fmt.Errorf("the Go reverse proxy did not start: %w\n%s", err, c.logTail())
+	if err := procs.WaitHTTP(b.ctx, "http://"+addr+"/go-ready", 10*time.Second, c); err != nil {
+		c.Stop(stopGrace)
+		return fmt.Errorf("the Go reverse proxy did not start: %w", err)
 	}
 	b.res.GoProxy = &floorResult{Version: "net/http/httputil " + runtime.Version()}
 	b.addFloor("Go reverse proxy", c, addr, b.res.GoProxy)
@@ -983,10 +986,11 @@ func (b *bench) startNginx() error {
 		b.logf("nginx floor: skipped (nginx is not installed)")
 		return nil
 	}
-	addr, err := freePort()
+	addrs, err := procs.FreeAddrs(1)
 	if err != nil {
 		return err
 	}
+	addr := addrs[0]
 	dir := filepath.Join(b.tmp, "nginx")
 	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
 		return err
@@ -1001,9 +1005,9 @@ func (b *bench) startNginx() error {
 	}
 	go func() { _, _ = io.Copy(io.Discard, stdout) }()
 	b.children = append(b.children, c)
-	if err := waitReady(b.ctx, c, "http://"+addr+"/nginx-ready", 10*time.Second); err != nil {
-		c.stop()
-		b.res.Nginx.Skipped = "nginx did not start: " + err.Error() + " " + c.logTail()
+	if err := procs.WaitHTTP(b.ctx, "http://"+addr+"/nginx-ready", 10*time.Second, c); err != nil {
+		c.Stop(stopGrace)
+		b.res.Nginx.Skipped = "nginx did not start: " + err.Error()
 		b.logf("nginx floor: skipped (%s)", b.res.Nginx.Skipped)
 		return nil
 	}
@@ -1014,8 +1018,8 @@ func (b *bench) startNginx() error {
 
 // addFloor puts a started floor into the overhead and saturation runs; its CPU and memory are its
 // process's and, for nginx, its workers'.
-func (b *bench) addFloor(name string, c *child, addr string, res *floorResult) {
-	pid := c.pid()
+func (b *bench) addFloor(name string, c *procs.Child, addr string, res *floorResult) {
+	pid := c.PID()
 	g := procGroup{pids: func() []int { return append([]int{pid}, childPIDs(pid)...) }}
 	b.floors = append(b.floors, &floorProc{name: name, c: c, addr: addr, g: g, res: res})
 	b.logf("%s (%s) on %s, measured in the same slices as the proxy", name, res.Version, addr)
@@ -1049,7 +1053,7 @@ func (b *bench) stopFloors() {
 	for _, f := range b.floors {
 		_, hwm := f.g.mem()
 		f.res.PeakRSSMiB = mib(hwm)
-		f.c.stop()
+		f.c.Stop(stopGrace)
 	}
 }
 
@@ -1112,7 +1116,7 @@ func (b *bench) profile(file string, scale bool) error {
 	if err != nil {
 		return err
 	}
-	b.children = append(b.children, pp.child)
+	b.children = append(b.children, pp.Child)
 	via := viaTarget("switchyard-profile", pp.api, body, b.plan.satConns)
 	var r runResult
 	switch {
@@ -1126,7 +1130,7 @@ func (b *bench) profile(file string, scale bool) error {
 		b.logf("pprof: %d connections, closed loop, %s, into %s", b.plan.satConns, b.plan.profileSeconds, path)
 		r = closedLoop(b.ctx, via, b.plan.satConns, b.plan.profileSeconds)
 	}
-	pp.stop()
+	pp.Stop(stopGrace)
 	if scale {
 		b.res.ProfileScale = path
 	} else {

@@ -5,118 +5,40 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/switchyard-io/switchyard/internal/procs"
 	"io"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
-// child is a process the bench started; it is stopped by its own pid only.
-type child struct {
-	name   string
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser // closing it tells the upstream child to stop
-	log    string         // file with its stderr
-	done   chan struct{}
-	errMsg error
-}
-
-func (c *child) pid() int { return c.cmd.Process.Pid }
-
-// stop sends SIGTERM, waits up to 5 s, then SIGKILL. Safe to call twice.
-func (c *child) stop() {
-	if c == nil || c.cmd.Process == nil {
-		return
-	}
-	select {
-	case <-c.done:
-		return
-	default:
-	}
-	if c.stdin != nil {
-		_ = c.stdin.Close()
-	}
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-c.done:
-	case <-time.After(5 * time.Second):
-		_ = c.cmd.Process.Kill()
-		<-c.done
-	}
-}
-
-func (c *child) exited() bool {
-	select {
-	case <-c.done:
-		return true
-	default:
-		return false
-	}
-}
-
-func (c *child) logTail() string {
-	b, err := os.ReadFile(c.log)
-	if err != nil {
-		return ""
-	}
-	s := strings.TrimSpace(string(b))
-	if len(s) > 2000 {
-		s = "…" + s[len(s)-2000:]
-	}
-	return s
-}
+// stopGrace is how long a child may take to stop after SIGTERM before it is killed.
+const stopGrace = 5 * time.Second
 
 // proxyEnv is added to the proxies' environment (--proxy-env).
 var proxyEnv []string
 
-// startChild starts a process with stderr to a log file in dir.
-func startChild(name, dir string, bin string, args ...string) (*child, io.ReadCloser, error) {
+// startChild starts a process with stderr to a log file in dir; it returns the child's stdout.
+func startChild(name, dir string, bin string, args ...string) (*procs.Child, io.ReadCloser, error) {
 	return startChildEnv(name, dir, nil, bin, args...)
 }
 
-func startChildEnv(name, dir string, env []string, bin string, args ...string) (*child, io.ReadCloser, error) {
-	cmd := exec.Command(bin, args...)
-	logPath := filepath.Join(dir, name+".log")
-	lf, err := os.Create(logPath)
+// startChildEnv is startChild with env added to the child's environment. Closing the child's
+// stdin (Stop does) tells the upstream child to stop.
+func startChildEnv(name, dir string, env []string, bin string, args ...string) (*procs.Child, io.ReadCloser, error) {
+	c, err := procs.Start(procs.Spec{Name: name, Path: bin, Args: args, Env: append([]string{"GOTRACEBACK=all"}, env...),
+		Log: filepath.Join(dir, name+".log"), PipeStdout: true, PipeStdin: true})
 	if err != nil {
 		return nil, nil, err
 	}
-	cmd.Stderr = lf
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		lf.Close()
-		return nil, nil, err
-	}
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		lf.Close()
-		return nil, nil, err
-	}
-	cmd.Env = append(append(os.Environ(), "GOTRACEBACK=all"), env...)
-	// Should the bench die without cleaning up, its children get SIGTERM from the kernel.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	if err := cmd.Start(); err != nil {
-		lf.Close()
-		return nil, nil, fmt.Errorf("starting %s: %w", name, err)
-	}
-	c := &child{name: name, cmd: cmd, stdin: stdin, log: logPath, done: make(chan struct{})}
-	go func() {
-		c.errMsg = cmd.Wait()
-		lf.Close()
-		close(c.done)
-	}()
-	return c, stdout, nil
+	return c, c.Stdout(), nil
 }
 
 // startUpstream runs this program in upstream mode and returns its address.
-func startUpstream(dir string) (*child, string, error) {
+func startUpstream(dir string) (*procs.Child, string, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, "", err
@@ -137,27 +59,17 @@ func startUpstream(dir string) (*child, string, error) {
 	select {
 	case a := <-addrc:
 		return c, a, nil
-	case <-c.done:
-		return nil, "", fmt.Errorf("upstream exited: %v\n%s", c.errMsg, c.logTail())
+	case <-c.Done():
+		return nil, "", fmt.Errorf("upstream exited: %v\n%s", c.Err(), c.Tail(30))
 	case <-time.After(10 * time.Second):
-		c.stop()
+		c.Stop(stopGrace)
 		return nil, "", errors.New("upstream did not start within 10s")
 	}
 }
 
-// freePort returns a loopback address that was free a moment ago.
-func freePort() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
-
 // proxyProc is one switchyard proxy child.
 type proxyProc struct {
-	*child
+	*procs.Child
 	api, admin string
 	readyIn    time.Duration // from exec to /readyz answering 200
 }
@@ -170,14 +82,11 @@ func startProxy(ctx context.Context, name, dir, bin, cfg string, extra ...string
 // startProxyEnv is startProxy with env added to the proxy's environment (after proxyEnv).
 func startProxyEnv(ctx context.Context, name, dir, bin, cfg string, env []string, extra ...string) (*proxyProc, error) {
 	for attempt := 0; attempt < 3; attempt++ {
-		api, err := freePort()
+		addrs, err := procs.FreeAddrs(2)
 		if err != nil {
 			return nil, err
 		}
-		admin, err := freePort()
-		if err != nil {
-			return nil, err
-		}
+		api, admin := addrs[0], addrs[1]
 		args := append([]string{"proxy", "--config", cfg, "--listen", api, "--admin-listen", admin}, extra...)
 		if bin == "" { // the in-process profiling proxy: this program in profile mode
 			self, err := os.Executable()
@@ -192,42 +101,18 @@ func startProxyEnv(ctx context.Context, name, dir, bin, cfg string, env []string
 			return nil, err
 		}
 		go func() { _, _ = io.Copy(io.Discard, stdout) }()
-		p := &proxyProc{child: c, api: api, admin: admin}
-		if err := waitReady(ctx, c, "http://"+admin+"/readyz", 60*time.Second); err != nil {
-			c.stop()
-			if strings.Contains(c.logTail(), "address already in use") {
+		p := &proxyProc{Child: c, api: api, admin: admin}
+		if err := procs.WaitHTTP(ctx, "http://"+admin+"/readyz", 60*time.Second, c); err != nil {
+			c.Stop(stopGrace)
+			if strings.Contains(c.Tail(30), "address already in use") {
 				continue // lost the port race: try other ports
 			}
-			return nil, fmt.Errorf("%s: %w\n%s", name, err, c.logTail())
+			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		p.readyIn = time.Since(start)
 		return p, nil
 	}
 	return nil, fmt.Errorf("%s: could not find free ports", name)
-}
-
-func waitReady(ctx context.Context, c *child, url string, limit time.Duration) error {
-	deadline := time.Now().Add(limit)
-	hc := &http.Client{Timeout: time.Second}
-	for time.Now().Before(deadline) {
-		if c.exited() {
-			return fmt.Errorf("exited: %v", c.errMsg)
-		}
-		resp, err := hc.Get(url)
-		if err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-	return fmt.Errorf("not ready within %s", limit)
 }
 
 // ---- /proc ----

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"runtime/pprof"
@@ -50,10 +49,6 @@ func runProfileProxy(args []string) error {
 		stop()
 	}()
 	go src.Watch(ctx, srv)
-	go srv.Run(ctx, time.Second)
-
-	api := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
-	admin := &http.Server{Handler: srv.AdminHandler(), ReadHeaderTimeout: 10 * time.Second}
 	apiLn, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return err
@@ -65,14 +60,11 @@ func runProfileProxy(args []string) error {
 	if err := pprof.StartCPUProfile(f); err != nil {
 		return err
 	}
-	go func() { _ = api.Serve(apiLn) }()
-	go func() { _ = admin.Serve(adminLn) }()
-	<-ctx.Done()
+	err = proxy.Serve(ctx, srv, proxy.ServeOptions{API: apiLn, Admin: adminLn, Drain: 2 * time.Second, Tick: time.Second})
 	pprof.StopCPUProfile()
-	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	_ = api.Shutdown(sctx)
-	_ = admin.Shutdown(sctx)
+	if err != nil {
+		return err
+	}
 	fmt.Fprintln(os.Stderr, "profile written to", *cpuprofile)
 	return nil
 }

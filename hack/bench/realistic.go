@@ -13,6 +13,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"github.com/switchyard-io/switchyard/internal/procs"
 	"io"
 	"math/big"
 	mrand "math/rand/v2"
@@ -149,7 +150,7 @@ func (b *bench) realistic() error {
 		return err
 	}
 	b.children = append(b.children, up)
-	defer up.stop()
+	defer up.Stop(stopGrace)
 	cfg, err := writeConfig(b.tmp, "realistic", realConfig(addr, tlsAddr))
 	if err != nil {
 		return err
@@ -178,13 +179,13 @@ func (b *bench) realistic() error {
 					break
 				}
 				var r realisticResult
-				if r, err = b.realLoad(scheme, kind, n, addr, tlsAddr, pool, proxies, names, up.pid()); err != nil {
+				if r, err = b.realLoad(scheme, kind, n, addr, tlsAddr, pool, proxies, names, up.PID()); err != nil {
 					break
 				}
 				b.res.Realistic = append(b.res.Realistic, r)
 				for _, p := range proxies {
-					if p.exited() {
-						err = fmt.Errorf("%s exited: %v\n%s", p.name, p.errMsg, p.logTail())
+					if p.Exited() {
+						err = fmt.Errorf("%s exited: %v\n%s", p.Name, p.Err(), p.Tail(30))
 					}
 				}
 				if err != nil {
@@ -192,7 +193,7 @@ func (b *bench) realistic() error {
 				}
 			}
 			for _, p := range proxies {
-				p.stop()
+				p.Stop(stopGrace)
 			}
 			if err != nil {
 				return err
@@ -224,11 +225,11 @@ func (b *bench) startRealProxies(cfg, cert string, h1Too bool) ([]*proxyProc, []
 		p, err := startProxyEnv(b.ctx, fmt.Sprintf("proxy-real-%d", i), b.tmp, sp.bin, cfg, sp.env, "--max-in-flight", realMaxInFlight)
 		if err != nil {
 			for _, p := range proxies {
-				p.stop()
+				p.Stop(stopGrace)
 			}
 			return nil, nil, err
 		}
-		b.children = append(b.children, p.child)
+		b.children = append(b.children, p.Child)
 		proxies = append(proxies, p)
 		names = append(names, sp.name)
 	}
@@ -268,7 +269,7 @@ func (b *bench) realLoad(scheme, kind string, conns int, addr, tlsAddr string, p
 			t := targets[i]
 			var pid int
 			if t.proxy != nil {
-				pid = t.proxy.pid()
+				pid = t.proxy.PID()
 			}
 			c0, _ := cpuSeconds(pid)
 			g0, _ := cpuSeconds(self)
@@ -481,10 +482,10 @@ func samplePeaks(p *proxyProc, stop <-chan struct{}) peaks {
 		case <-tick.C:
 		}
 		var s peaks
-		if m, err := procStatus(p.pid()); err == nil {
+		if m, err := procStatus(p.PID()); err == nil {
 			s.rssKiB = m["VmRSS"]
 		}
-		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.pid())); err == nil {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.PID())); err == nil {
 			for _, line := range strings.Split(string(b), "\n") {
 				if v, ok := strings.CutPrefix(line, "Threads:"); ok {
 					s.threads, _ = strconv.ParseInt(strings.TrimSpace(v), 10, 64)
@@ -524,7 +525,7 @@ func realConfig(addr, tlsAddr string) string {
 }
 
 // startRealUpstream runs the mock upstream on plain HTTP and on HTTPS.
-func startRealUpstream(dir, cert, key string) (*child, string, string, error) {
+func startRealUpstream(dir, cert, key string) (*procs.Child, string, string, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, "", "", err
@@ -551,10 +552,10 @@ func startRealUpstream(dir, cert, key string) (*child, string, string, error) {
 	select {
 	case <-ready:
 		return c, addr.Load().(string), tlsAddr.Load().(string), nil
-	case <-c.done:
-		return nil, "", "", fmt.Errorf("upstream exited: %v\n%s", c.errMsg, c.logTail())
+	case <-c.Done():
+		return nil, "", "", fmt.Errorf("upstream exited: %v\n%s", c.Err(), c.Tail(30))
 	case <-time.After(10 * time.Second):
-		c.stop()
+		c.Stop(stopGrace)
 		return nil, "", "", errors.New("upstream did not start within 10s")
 	}
 }

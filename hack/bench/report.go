@@ -22,6 +22,7 @@ type results struct {
 	Failover     failoverResult    `json:"failover"`
 	Ejection     ejectResult       `json:"ejection"`
 	Scale        scaleResult       `json:"scale"`
+	Clients      clientsResult     `json:"clients"`
 	GoProxy      *floorResult      `json:"goReverseProxy,omitempty"`
 	Nginx        *floorResult      `json:"nginx,omitempty"`
 	Baseline     *baselineResult   `json:"baseline,omitempty"`
@@ -310,6 +311,7 @@ func (b *bench) markdown() string {
 		row("Scale: RSS idle / peak; CPU per 1,000 requests; config load to ready", "",
 			fmt.Sprintf("%.1f / %.1f MiB; %.3f s; %s", sc.IdleRSSMiB, sc.PeakRSSMiB, o.ViaCPUPer1k, (time.Duration(sc.ReadyMillis)*time.Millisecond).String()), "", "")
 	}
+	clientsRows(row, r.Clients)
 	floorRows(row, "Go standard library reverse proxy (httputil.ReverseProxy)", "Go reverse proxy", r.GoProxy)
 	floorRows(row, "nginx reverse proxy baseline", nginxName(r.Nginx), r.Nginx)
 	if bl := r.Baseline; bl != nil {
@@ -363,6 +365,9 @@ func (b *bench) markdown() string {
 	}
 	if e.FirstError != "" {
 		notes = append(notes, "ejection: first client error: "+e.FirstError)
+	}
+	if cl := r.Clients; cl.Open.Via.Errors+cl.WithClients.Via.Errors > 0 {
+		notes = append(notes, fmt.Sprintf("clients: %d errors open, %d with clients (first: %s%s)", cl.Open.Via.Errors, cl.WithClients.Via.Errors, cl.Open.Via.FirstError, cl.WithClients.Via.FirstError))
 	}
 	for _, f := range []struct {
 		name string

@@ -43,7 +43,8 @@ Switchyard is running. In another shell:
   export KUBECONFIG=%s
   kubectl get providerchannels -n %s -w
   kubectl describe pch provider-a -n %s
-  curl -s http://%s/v1/chat/completions -d '{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}'
+  kubectl get gwc -n %s
+  curl -s http://%s/v1/chat/completions -H 'Authorization: Bearer %s' -d '{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}'
 
   # break provider A, then fix it:
   curl -s http://%s/_mock/behavior -d '{"model":"gpt-4o","behavior":{"mode":"status","status":503}}'
@@ -54,7 +55,7 @@ Switchyard is running. In another shell:
 
 Proxy admin API: http://%s/admin/v1/channels   Logs: %s
 Press Ctrl-C to stop and clean up.
-`, c.Env.Kubeconfig, devcluster.Namespace, devcluster.Namespace, c.Proxies[0].Addr, c.MockA.Addr, c.MockA.Addr,
+`, c.Env.Kubeconfig, devcluster.Namespace, devcluster.Namespace, devcluster.Namespace, c.Proxies[0].Addr, devcluster.ClientKey, c.MockA.Addr, c.MockA.Addr,
 		devcluster.Namespace, c.Proxies[0].Admin, c.Dir)
 	<-ctx.Done()
 	fmt.Println("\nStopping...")

@@ -25,6 +25,33 @@ type ChannelsResponse struct {
 	Now      time.Time      `json:"now"`
 	Config   ConfigState    `json:"config"`
 	Channels []ChannelState `json:"channels"`
+	// ClientAuth says whether the proxy requires a GatewayClient key, and why.
+	ClientAuth *ClientAuthState `json:"clientAuth,omitempty"`
+	// Clients are the GatewayClients' use of this replica today (UTC), one entry per client
+	// that has sent a request since the replica started or the day began.
+	Clients []ClientUsage `json:"clients,omitempty"`
+}
+
+// ClientAuthState is the proxy's client authentication mode.
+type ClientAuthState struct {
+	// Required: a request without a known client key is refused (401). False: the proxy serves
+	// anyone who reaches it (standalone with no GatewayClient).
+	Required bool `json:"required"`
+	// Clients is the number of GatewayClients in the served config.
+	Clients int `json:"clients"`
+	// Reason says why the proxy is open or closed, in words.
+	Reason string `json:"reason"`
+}
+
+// ClientUsage is one GatewayClient's use of one replica on one UTC day.
+type ClientUsage struct {
+	// Client is namespace/name.
+	Client string `json:"client"`
+	// Day is the UTC date the counts are for (2006-01-02).
+	Day      string     `json:"day"`
+	Requests int64      `json:"requests"`
+	Tokens   int64      `json:"tokens"`
+	LastUsed *time.Time `json:"lastUsed,omitempty"`
 }
 
 // ConfigState says which routing table the proxy serves and whether the last load failed.

@@ -104,9 +104,10 @@ type verdict struct {
 	// waits for the compile of its own.
 	UID        types.UID
 	Generation int64
-	// Compiled is readyCondition: problems, held back, or compiled into the published config.
+	// Compiled is the kind's Ready verdict (readyCondition, or inputKind.Compiled): problems, held back,
+	// or compiled into the published config.
 	Compiled metav1.Condition
-	// Problems are the object's, blocking or not (Accepted, ResolvedRefs).
+	// Problems are the object's (of its kind's problems), blocking or not (Accepted, ResolvedRefs).
 	Problems []routing.Problem
 	// AsCompiled: the object's compiled form is what is published (Programmed).
 	AsCompiled bool
@@ -118,14 +119,15 @@ type verdict struct {
 func newSnapshot(res *SyncResult) *Snapshot {
 	s := &Snapshot{Result: res, verdicts: make(map[objectRef]verdict, len(res.objects)), routedBy: map[string][]types.NamespacedName{}}
 	for _, o := range res.objects {
+		k, _ := kindOf(o.Kind)
 		v := verdict{
 			UID:        o.UID,
 			Generation: o.Generation,
-			Compiled:   readyCondition(o.Kind, o.Namespace, o.Name, res),
-			Problems:   problemsFor(res.Problems, o.Kind, o.Namespace, o.Name),
+			Compiled:   k.compiled(res, o.Namespace, o.Name),
+			Problems:   problemsFor(k.problems(res), o.Kind, o.Namespace, o.Name),
 			AsCompiled: publishedAsCompiled(o.Kind, o.Namespace, o.Name, res),
 		}
-		if k, _ := kindOf(o.Kind); k.Published != nil {
+		if k.Published != nil {
 			v.Published = k.Published(res, o.Namespace, o.Name)
 		}
 		s.verdicts[o.objectRef] = v
@@ -215,6 +217,23 @@ func (q statusQueues) enqueue(ctx context.Context, kind, namespace, name string)
 	}
 }
 
+// compileKick asks for a compile from outside the watches (a source.Channel of the compile
+// controller): once when the controller starts, that is when it is elected, and from the poller
+// when the count of ready proxy replicas changes. Its buffer of one is enough: a kick waiting in
+// it is a compile still to come, which reads the state of its own time, so a kick sent while one
+// waits adds nothing and is dropped rather than block the sender.
+type compileKick chan event.GenericEvent
+
+func newCompileKick() compileKick { return make(compileKick, 1) }
+
+// kick asks for a compile without blocking.
+func (k compileKick) kick() {
+	select {
+	case k <- event.GenericEvent{Object: &corev1.ConfigMap{}}:
+	default:
+	}
+}
+
 // compileRequest is the compile reconciler's one request: the ConfigMap it produces.
 func compileRequest(o Options) reconcile.Request {
 	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.ProxyNamespace, Name: o.ConfigMapName}}
@@ -260,13 +279,14 @@ func ownedObject(opts Options, o client.Object) bool {
 	return o.GetName() == opts.CredentialsSecretName
 }
 
-// tableLookup finds a table's channels and policies by name: with an index (indexTable) in
+// tableLookup finds a table's channels, policies and clients by name: with an index (indexTable) in
 // constant time, without one (the zero value around a table) by the table's own scans. A
 // snapshot looks up each of thousands of objects in two tables; scanning made it quadratic.
 type tableLookup struct {
 	table    *routing.Table
 	channels map[string]*routing.Channel
 	policies map[types.NamespacedName]*routing.Policy
+	clients  map[types.NamespacedName]*routing.Client
 }
 
 func indexTable(t *routing.Table) tableLookup {
@@ -281,6 +301,10 @@ func indexTable(t *routing.Table) tableLookup {
 	l.policies = make(map[types.NamespacedName]*routing.Policy, len(t.Policies))
 	for i := range t.Policies {
 		l.policies[types.NamespacedName{Namespace: t.Policies[i].Namespace, Name: t.Policies[i].Name}] = &t.Policies[i]
+	}
+	l.clients = make(map[types.NamespacedName]*routing.Client, len(t.Clients))
+	for i := range t.Clients {
+		l.clients[types.NamespacedName{Namespace: t.Clients[i].Namespace, Name: t.Clients[i].Name}] = &t.Clients[i]
 	}
 	return l
 }
@@ -302,4 +326,16 @@ func (l tableLookup) policy(namespace, name string) (*routing.Policy, bool) {
 	}
 	p, ok := l.policies[types.NamespacedName{Namespace: namespace, Name: name}]
 	return p, ok
+}
+
+func (l tableLookup) client(namespace, name string) (*routing.Client, bool) {
+	if l.clients == nil {
+		if l.table == nil {
+			return nil, false
+		}
+		c := findClient(l.table, namespace, name)
+		return c, c != nil
+	}
+	c, ok := l.clients[types.NamespacedName{Namespace: namespace, Name: name}]
+	return c, ok
 }

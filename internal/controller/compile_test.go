@@ -2,12 +2,15 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -223,6 +226,90 @@ func TestEveryEventIsTheOneCompileRequest(t *testing.T) {
 	}
 }
 
+// clientInputs are teamInputs with a GatewayClient of team llm whose keys Secret holds keys.
+func clientInputs(keys ...string) routing.Inputs {
+	in := teamInputs()
+	in.Clients = []v1alpha1.GatewayClient{{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "llm", Name: "search", UID: "g-search", Generation: 1},
+		Spec:       v1alpha1.GatewayClientSpec{KeysSecretRef: v1alpha1.LocalSecretRef{Name: "search-keys"}, Models: []string{"*"}},
+	}}
+	if keys != nil {
+		data := map[string][]byte{}
+		for i, k := range keys {
+			data[fmt.Sprint("k", i)] = []byte(k)
+		}
+		in.Secrets = append(in.Secrets, corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "llm", Name: "search-keys"}, Data: data})
+	}
+	return in
+}
+
+// compiledWithClients is compiledAs with the clients compiled in, as Sync does.
+func compiledWithClients(t *testing.T, in routing.Inputs) *SyncResult {
+	t.Helper()
+	table, problems := routing.Compile(in)
+	res := &SyncResult{Compiled: table, Problems: problems, Published: table, objects: objectsOf(&in)}
+	res.ClientProblems = compileClientsInto(table, in, 2)
+	res.index()
+	return res
+}
+
+// TestSnapshotOfAGatewayClient: a GatewayClient is an inputKind like the others. Its verdict reads
+// its own problems (apart: they hold nothing back), a key added to its Secret queues it alone
+// (status.keys), and a client whose Secret is missing is not accepted while the channels and
+// policies stay Ready.
+func TestSnapshotOfAGatewayClient(t *testing.T) {
+	client := objectRef{"GatewayClient", "llm", "search"}
+	gc := &v1alpha1.GatewayClient{ObjectMeta: metav1.ObjectMeta{Namespace: "llm", Name: "search", UID: "g-search", Generation: 1}}
+	one := newSnapshot(compiledWithClients(t, clientInputs("sk-1")))
+	v, ok := one.verdict("GatewayClient", gc)
+	if !ok || v.Compiled.Status != metav1.ConditionTrue || !v.AsCompiled || v.Published != int32(1) || len(v.Problems) != 0 {
+		t.Fatalf("verdict of a client with one key: %+v (found %v)", v, ok)
+	}
+
+	two := newSnapshot(compiledWithClients(t, clientInputs("sk-1", "sk-2")))
+	if diff := cmp.Diff(refs(client), changedObjects(one, two)); diff != "" {
+		t.Errorf("a key added queues (-want +got):\n%s", diff)
+	}
+	if v, _ := two.verdict("GatewayClient", gc); v.Published != int32(2) {
+		t.Errorf("keys after a rotation: %v, want 2", v.Published)
+	}
+
+	missing := compiledWithClients(t, clientInputs())
+	if missing.HeldBack || len(routing.Blocking(missing.Problems)) != 0 {
+		t.Fatalf("a client's problem holds the table back: %v", missing.Problems)
+	}
+	three := newSnapshot(missing)
+	if diff := cmp.Diff(refs(client), changedObjects(two, three)); diff != "" {
+		t.Errorf("a missing Secret queues (-want +got):\n%s", diff)
+	}
+	v, _ = three.verdict("GatewayClient", gc)
+	if v.Compiled.Status != metav1.ConditionFalse || v.Compiled.Reason != routing.ReasonSecretNotFound || v.AsCompiled {
+		t.Errorf("verdict of a client whose Secret is missing: %+v", v)
+	}
+	conds := conditionsFor("GatewayClient", "llm", "search", 1, v.Compiled, missing, liveView{}, false, nil)
+	if conds.Accepted.Status != metav1.ConditionFalse || !strings.Contains(conds.Accepted.Message, "spec.keysSecretRef") {
+		t.Errorf("Accepted of a client whose Secret is missing: %+v", conds.Accepted)
+	}
+}
+
+// TestCompileKickNeverBlocks: a kick while one waits is dropped (the waiting one is a compile still
+// to come), so neither the poller nor the election waits for the compile controller.
+func TestCompileKickNeverBlocks(t *testing.T) {
+	k := newCompileKick()
+	publishOnElection(k)
+	for range 3 {
+		k.kick()
+	}
+	if len(k) != 1 {
+		t.Fatalf("%d kicks wait, want 1", len(k))
+	}
+	<-k
+	k.kick()
+	if len(k) != 1 {
+		t.Fatal("a kick after the waiting one was taken is lost")
+	}
+}
+
 // BenchmarkSnapshotAtScale is what the compile reconciler adds to a compile at the scale of
 // BenchmarkControlLoopAtScale (1,000 channels, 200 policies): the verdicts of 1,200 objects and their comparison with the last
 // snapshot's, which pick the objects to queue.
@@ -242,4 +329,17 @@ func BenchmarkSnapshotAtScale(b *testing.B) {
 			b.Fatalf("%d objects changed", n)
 		}
 	}
+}
+
+// TestEmptyInstallPublishesOnElection: with no object at all (a fresh install), the leader still
+// publishes the empty table once, so that the proxies load a config and become ready (and
+// `helm install --wait` returns).
+func TestEmptyInstallPublishesOnElection(t *testing.T) {
+	gm := NewWithT(t)
+	h := startController(t, "empty-install", nil)
+	gm.Eventually(func(g Gomega) {
+		tbl := h.publishedTable(g)
+		g.Expect(tbl.Channels).To(BeEmpty())
+		g.Expect(tbl.Policies).To(BeEmpty())
+	}).WithTimeout(20 * time.Second).Should(Succeed())
 }

@@ -17,9 +17,12 @@ import (
 // of the memo, the per-object verdicts a snapshot holds and the objects re-queued when they
 // change, and the objects-not-served metric.
 //
-// A new kind (a GatewayClient, say) is one entry in inputKinds, once routing.Inputs carries it and
-// routing.Compile reports its problems under its Kind; its status reconciler reads the snapshot
-// (see statusFromSnapshot) and is registered in Setup with the kind's queue.
+// A new kind is one entry in inputKinds, once routing.Inputs carries it and the compile reports its
+// problems under its Kind; its status reconciler embeds statusBase, starts with
+// `snap, v, ok := r.compiled(kind, obj)` and is registered in Setup with the kind's queue
+// (WatchesRawSource(source.Channel(queues[kind], ...))). GatewayClient is the example of a kind
+// compiled on its own (routing.CompileClients): its problems are apart and hold nothing back, so
+// it sets Problems and Compiled.
 type inputKind struct {
 	// Kind is the kind as routing names it (routing.Problem.Kind, routing.ObjectKey).
 	Kind string
@@ -34,6 +37,37 @@ type inputKind struct {
 	// Published (optional) is what else the kind's status reads of the published table, in a
 	// form reflect.DeepEqual compares: a new compile queues the object when it changes.
 	Published func(res *SyncResult, namespace, name string) any
+	// Problems (optional) are where the kind's problems are in a result (default res.Problems,
+	// those of routing.Compile, which may hold publishing back).
+	Problems func(res *SyncResult) []routing.Problem
+	// Compiled (optional) is the kind's Ready verdict of a compile (default readyCondition).
+	Compiled func(res *SyncResult, namespace, name string) metav1.Condition
+}
+
+// problems are the kind's problems in res.
+func (k inputKind) problems(res *SyncResult) []routing.Problem {
+	if k.Problems != nil {
+		return k.Problems(res)
+	}
+	return res.Problems
+}
+
+// kindProblems are a kind's problems in res (nil for a kind not in inputKinds).
+func kindProblems(kind string, res *SyncResult) []routing.Problem {
+	k, ok := kindOf(kind)
+	if !ok {
+		return nil
+	}
+	return k.problems(res)
+}
+
+// compiled is the object's Ready verdict of res: problems, held back, or compiled into the
+// published config.
+func (k inputKind) compiled(res *SyncResult, namespace, name string) metav1.Condition {
+	if k.Compiled != nil {
+		return k.Compiled(res, namespace, name)
+	}
+	return readyCondition(k.Kind, namespace, name, res)
 }
 
 // inputKinds are the kinds compiled into the table, in the order the fingerprint reads them.
@@ -85,6 +119,32 @@ var inputKinds = []inputKind{
 			rows, ok := policyRows(res.published(), namespace, name)
 			return publishedRows{rows, ok}
 		},
+	},
+	{
+		// Compiled apart from the channels and policies (compileClientsInto): a client with a
+		// problem is left out and holds nothing back, and clients are published as compiled
+		// even while other objects' problems hold the rest back.
+		Kind: "GatewayClient",
+		New:  func() client.Object { return &v1alpha1.GatewayClient{} },
+		List: func(ctx context.Context, c client.Reader, ns string, in *routing.Inputs) error {
+			var list v1alpha1.GatewayClientList
+			if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
+				return fmt.Errorf("failed to list GatewayClients: %w", err)
+			}
+			in.Clients = append(in.Clients, list.Items...)
+			return nil
+		},
+		Objects:    func(in *routing.Inputs) []metav1.Object { return metas(in.Clients) },
+		AsCompiled: publishedClient,
+		// status.keys: how many keys the published client accepts.
+		Published: func(res *SyncResult, namespace, name string) any {
+			if c, ok := res.published().client(namespace, name); ok {
+				return int32(len(c.KeyHashes))
+			}
+			return int32(0)
+		},
+		Problems: func(res *SyncResult) []routing.Problem { return res.ClientProblems },
+		Compiled: clientCompiledCondition,
 	},
 }
 

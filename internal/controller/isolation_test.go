@@ -189,6 +189,7 @@ spec:
 		g.Expect(ba.BaseURL).To(Equal("https://b-a.example.com/v1"))
 		g.Expect(keys).To(Equal(map[string]string{h.id("a"): "sk-a-0", b("b"): "sk-b-1"}))
 		p, _ := tbl.PolicyFor("claude")
+		g.Expect(p).NotTo(BeNil(), "the policy of claude is not served yet")
 		g.Expect(p.Channels).To(Equal([]routing.PolicyChannel{{Channel: b("b"), Weight: 100}, {Channel: b("a"), Weight: 100}}))
 	})
 	readyB()
@@ -208,6 +209,7 @@ spec:
 			"---\napiVersion: switchyard.io/v1alpha1\nkind: RoutingPolicy\nmetadata: {name: chat}\nspec:\n  models: [gpt-4o]\n  channels: [{name: a}, {name: " + name + "}]\n")
 		return func(g Gomega, tbl *routing.Table, _ map[string]string) {
 			p, _ := tbl.PolicyFor("gpt-4o")
+			g.Expect(p).NotTo(BeNil(), "the policy of gpt-4o is not served yet")
 			g.Expect(p.Channels).To(Equal([]routing.PolicyChannel{{Channel: h.id("a"), Weight: 100}, {Channel: h.id(name), Weight: 100}}))
 		}
 	}
@@ -219,6 +221,7 @@ spec:
 			a, _ := tbl.Channel(h.id("a"))
 			g.Expect(a.Fault).To(BeNil())
 			p, _ := tbl.PolicyFor("gpt-4o")
+			g.Expect(p).NotTo(BeNil(), "the policy of gpt-4o is not served yet")
 			g.Expect(p.Namespace).To(Equal(h.ns), "team A lost its model")
 		}
 	}
@@ -228,6 +231,7 @@ spec:
 		h.apply(fmt.Sprintf("apiVersion: switchyard.io/v1alpha1\nkind: RoutingPolicy\nmetadata: {name: chat}\nspec:\n  models: [gpt-4o]\n  channels: [{name: a, weight: %d}]\n", weight))
 		return func(g Gomega, tbl *routing.Table, _ map[string]string) {
 			p, _ := tbl.PolicyFor("gpt-4o")
+			g.Expect(p).NotTo(BeNil(), "the policy of gpt-4o is not served yet")
 			g.Expect(p.Channels).To(Equal([]routing.PolicyChannel{{Channel: h.id("a"), Weight: weight}}))
 		}
 	}
@@ -264,6 +268,7 @@ spec:
 			says: "the proxies keep serving its last good version",
 			stillServed: func(g Gomega, tbl *routing.Table, _ map[string]string) {
 				p, _ := tbl.PolicyFor("claude")
+				g.Expect(p).NotTo(BeNil(), "the policy of claude is not served yet")
 				g.Expect(p).NotTo(BeNil())
 				g.Expect(p.Channels).To(HaveLen(2))
 			}},
@@ -304,6 +309,7 @@ spec:
 			says: "the proxies keep serving its last good version",
 			stillServed: func(g Gomega, tbl *routing.Table, _ map[string]string) {
 				p, _ := tbl.PolicyFor("claude")
+				g.Expect(p).NotTo(BeNil(), "the policy of claude is not served yet")
 				g.Expect(p).NotTo(BeNil())
 				g.Expect(p.Models).To(Equal([]string{"claude"}))
 			}},
@@ -346,6 +352,7 @@ spec:
 		_, grabbed := tbl.Policy(teamB, "grab")
 		g.Expect(grabbed).To(BeFalse())
 		p, _ := tbl.PolicyFor("claude")
+		g.Expect(p).NotTo(BeNil(), "the policy of claude is not served yet")
 		g.Expect(p.Channels).To(Equal([]routing.PolicyChannel{{Channel: b("b"), Weight: 100}, {Channel: b("a"), Weight: 100}}))
 	})
 
@@ -372,6 +379,7 @@ spec:
 	refs(metav1.ConditionFalse, metav1.ConditionFalse)
 	servedByProxy("B's edit, with a fallback A does not accept", func(g Gomega, tbl *routing.Table, _ map[string]string) {
 		p, _ := tbl.PolicyFor("claude")
+		g.Expect(p).NotTo(BeNil(), "the policy of claude is not served yet")
 		g.Expect(p.Channels).To(Equal([]routing.PolicyChannel{{Channel: b("a"), Weight: 100}, {Channel: b("b"), Weight: 100}}))
 		g.Expect(p.FallbackModels).To(Equal([]string{"gpt-4o"}))
 	})
@@ -382,6 +390,7 @@ spec:
 	applyB("apiVersion: switchyard.io/v1alpha1\nkind: RoutingPolicy\nmetadata: {name: claude}\nspec:\n  models: [claude]\n  channels: [{name: b}]\n  fallbackModels: [gpt-4o]\n")
 	servedByProxy("B's next edit, consent withdrawn", func(g Gomega, tbl *routing.Table, _ map[string]string) {
 		p, _ := tbl.PolicyFor("claude")
+		g.Expect(p).NotTo(BeNil(), "the policy of claude is not served yet")
 		g.Expect(p.Channels).To(Equal([]routing.PolicyChannel{{Channel: b("b"), Weight: 100}}))
 	})
 }

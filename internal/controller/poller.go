@@ -25,8 +25,10 @@ import (
 // Poller reads the proxy replicas' admin API every PollInterval: their live health, aggregated
 // into a view the ProviderChannel reconciler turns into status, and their journals, written as
 // Events. It runs only on the leader (it writes Events) and never writes status itself: it
-// queues the channels whose live data changed by enough to be written (liveNews), and the
-// policies whose served generation changed.
+// queues the channels whose live data changed by enough to be written (liveNews), the policies
+// whose served generation changed, and the GatewayClients whose use or served generation changed
+// (enqueueClients); when the count of ready replicas changes it asks for a compile (the clients'
+// limits are shared among them).
 type Poller struct {
 	client  client.Client
 	opts    Options
@@ -34,6 +36,11 @@ type Poller struct {
 	dedup   *deduper
 	// queues carry the objects to reconcile to the status controllers.
 	queues statusQueues
+	// recompile asks the compile reconciler for a compile: the clients' limits are shared by the
+	// ready replicas (Publisher.proxyReplicas), so a change of their count changes the table.
+	recompile compileKick
+	// clientSent is the use last enqueued per client, by client ID (enqueueClients).
+	clientSent map[string]clientSent
 
 	mu   sync.RWMutex
 	view liveView
@@ -57,14 +64,16 @@ type replicaState struct {
 // target is one replica's admin API root.
 type target struct{ Name, URL string }
 
-func newPoller(c client.Client, opts Options, j *Journal, queues statusQueues) *Poller {
+func newPoller(c client.Client, opts Options, j *Journal, queues statusQueues, recompile compileKick) *Poller {
 	return &Poller{
-		client:   c,
-		opts:     opts,
-		journal:  j,
-		dedup:    newDeduper(opts.JournalDedupWindow, opts.JournalMaxAge),
-		queues:   queues,
-		replicas: map[string]*replicaState{},
+		client:     c,
+		opts:       opts,
+		journal:    j,
+		dedup:      newDeduper(opts.JournalDedupWindow, opts.JournalMaxAge),
+		queues:     queues,
+		recompile:  recompile,
+		clientSent: map[string]clientSent{},
+		replicas:   map[string]*replicaState{},
 	}
 }
 
@@ -124,6 +133,7 @@ func (p *Poller) poll(ctx context.Context) {
 
 	now := p.opts.Clock.Now()
 	var reports []replicaReport
+	var usage []*adminapi.ChannelsResponse // reachable replicas' reports, for the clients' use
 	var infos []replicaInfo
 	var news []reportedEvent
 	seen := map[string]bool{}
@@ -155,6 +165,7 @@ func (p *Poller) poll(ctx context.Context) {
 		reachable := st.last != nil && st.misses < p.opts.UnreachableAfter
 		if reachable {
 			reports = append(reports, replicaReport{Replica: r.target.Name, Channels: st.last.Channels})
+			usage = append(usage, st.last)
 		}
 		info := replicaInfo{Name: r.target.Name, Reachable: reachable}
 		if reachable {
@@ -171,7 +182,7 @@ func (p *Poller) poll(ctx context.Context) {
 		}
 	}
 	recordReplicas(p.opts.ProxyNamespace, infos)
-	view := liveView{Polled: true, Replicas: infos, Models: aggregate(reports)}
+	view := liveView{Polled: true, Replicas: infos, Models: aggregate(reports), Clients: aggregateClients(usage, now)}
 	if err != nil {
 		view.DiscoveryError = err.Error()
 	}
@@ -180,6 +191,10 @@ func (p *Poller) poll(ctx context.Context) {
 	prev := p.view
 	p.view = view
 	p.mu.Unlock()
+	if readyReplicas(prev) != readyReplicas(view) {
+		// After the view is stored: the compile reads the count from it.
+		p.recompile.kick()
+	}
 
 	channels, err := p.channels(ctx)
 	if err != nil {
@@ -193,6 +208,9 @@ func (p *Poller) poll(ctx context.Context) {
 		if liveNews(prev, view, pc, now, p.opts.ScoreStep) && !p.queues.enqueue(ctx, "ProviderChannel", pc.Namespace, pc.Name) {
 			return
 		}
+	}
+	if !p.enqueueClients(ctx, prev, view, now) {
+		return
 	}
 	if prev.Polled == view.Polled && reflect.DeepEqual(prev.Replicas, view.Replicas) {
 		return

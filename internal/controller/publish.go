@@ -43,6 +43,9 @@ type Publisher struct {
 	// resync) costs the gather and the fingerprint, not a compile and render (tens of
 	// milliseconds at 5,000 channel×model keys).
 	memo *syncMemo
+	// replicas returns the ready proxy replicas, for the clients' limit shares (Setup sets it to
+	// the poller's count; nil: 1).
+	replicas func() int
 }
 
 // syncMemo is a compile of inputs with a given fingerprint and, when nothing held part of it
@@ -52,6 +55,9 @@ type syncMemo struct {
 	table       *routing.Table
 	problems    []routing.Problem
 	rendered    *rendered
+	// clientProblems are the GatewayClients' (routing.CompileClients), kept apart from problems:
+	// a client with a problem is left out and holds nothing else back.
+	clientProblems []routing.Problem
 }
 
 // fingerprint identifies what Compile reads of the inputs: each object's identity (UID),
@@ -88,6 +94,8 @@ type SyncResult struct {
 	// Compiled is the table compiled from the current objects; only served when Problems is empty.
 	Compiled *routing.Table
 	Problems []routing.Problem
+	// ClientProblems are the GatewayClients' problems; such a client is left out of the table.
+	ClientProblems []routing.Problem
 	// Published is the table in the ConfigMap after this sync (nil when there is none), with the
 	// keys from the credentials Secret.
 	Published *routing.Table
@@ -212,10 +220,12 @@ func (p *Publisher) Sync(ctx context.Context) (*SyncResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	fp := fingerprint(in)
+	replicas := p.proxyReplicas()
+	fp := fingerprint(in) + clientsFingerprint(in, replicas)
 	if p.memo == nil || p.memo.fingerprint != fp {
 		table, problems := routing.Compile(in)
 		p.memo = &syncMemo{fingerprint: fp, table: table, problems: problems}
+		p.memo.clientProblems = compileClientsInto(table, in, replicas)
 	}
 	// The memo's table and problems are shared by every result: nobody modifies them.
 	table, problems := p.memo.table, slices.Clone(p.memo.problems)
@@ -223,7 +233,7 @@ func (p *Publisher) Sync(ctx context.Context) (*SyncResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &SyncResult{Compiled: table, Problems: problems, objects: objectsOf(&in)}
+	res := &SyncResult{Compiled: table, Problems: problems, ClientProblems: p.memo.clientProblems, objects: objectsOf(&in)}
 
 	served := table
 	if len(routing.Blocking(problems)) > 0 {
@@ -242,6 +252,8 @@ func (p *Publisher) Sync(ctx context.Context) (*SyncResult, error) {
 		res.Held = held
 		res.Problems = append(res.Problems, more...)
 		served = routing.WithOverrides(isolated, in.Channels)
+		// Clients are compiled on their own and never held back by a channel or policy.
+		served.Clients, served.ProxyReplicas = table.Clients, table.ProxyReplicas
 	}
 	// Both objects are rendered, and so known to fit, before either is written: a Secret written
 	// for a table whose ConfigMap the API server then refuses would leave the proxies waiting
@@ -317,23 +329,24 @@ func (p *Publisher) gather(ctx context.Context) (routing.Inputs, error) {
 	seen := map[client.ObjectKey]bool{}
 	for i := range in.Channels {
 		pc := &in.Channels[i]
-		ref := pc.Spec.CredentialsRef
-		if ref == nil {
-			continue
+		for _, name := range routing.SecretNames(pc) {
+			key := client.ObjectKey{Namespace: pc.Namespace, Name: name}
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			switch s, err := p.secrets.get(ctx, key); {
+			case apierrors.IsNotFound(err):
+				// Compile reports the missing Secret on the channel.
+			case err != nil:
+				return in, fmt.Errorf("failed to get Secret %s: %w", key, err)
+			default:
+				in.Secrets = append(in.Secrets, *s)
+			}
 		}
-		key := client.ObjectKey{Namespace: pc.Namespace, Name: ref.Name}
-		if seen[key] {
-			continue
-		}
-		seen[key] = true
-		switch s, err := p.secrets.get(ctx, key); {
-		case apierrors.IsNotFound(err):
-			// Compile reports the missing Secret on the channel.
-		case err != nil:
-			return in, fmt.Errorf("failed to get Secret %s: %w", key, err)
-		default:
-			in.Secrets = append(in.Secrets, *s)
-		}
+	}
+	if err := p.gatherClients(ctx, &in, seen); err != nil {
+		return in, err
 	}
 	seen[p.credentialsKey()] = true
 	p.secrets.retain(seen)

@@ -21,11 +21,13 @@ import (
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
 
-// credentialsRefIndex indexes ProviderChannels by the Secret they reference.
+// credentialsRefIndex indexes ProviderChannels by the Secrets they reference (routing.SecretNames:
+// credentialsRef and the TLS client certificate).
 const credentialsRefIndex = "spec.credentialsRef.name"
 
-// Setup registers the compile reconciler, the two status reconcilers and the admin API poller
-// with the manager. Build the manager with CacheOptions(opts).
+// Setup registers the compile reconciler, the status reconcilers (ProviderChannel, RoutingPolicy,
+// GatewayClient) and the admin API poller with the manager. Build the manager with
+// CacheOptions(opts).
 //
 // The compile reconciler alone compiles and publishes, on a single request (see
 // CompileReconciler); the status reconcilers read its snapshot and the poller's live view and
@@ -37,23 +39,29 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.ProviderChannel{}, credentialsRefIndex, func(o client.Object) []string {
-		if ref := o.(*v1alpha1.ProviderChannel).Spec.CredentialsRef; ref != nil {
-			return []string{ref.Name}
-		}
-		return nil
+		return routing.SecretNames(o.(*v1alpha1.ProviderChannel))
 	}); err != nil {
 		return fmt.Errorf("failed to index ProviderChannels by Secret: %w", err)
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.GatewayClient{}, keysSecretRefIndex, func(o client.Object) []string {
+		return []string{o.(*v1alpha1.GatewayClient).Spec.KeysSecretRef.Name}
+	}); err != nil {
+		return fmt.Errorf("failed to index GatewayClients by Secret: %w", err)
 	}
 	c := mgr.GetClient()
 	journal := &Journal{client: c, instance: opts.ReportingInstance}
 	queues := newStatusQueues()
 	snapshots := &atomic.Pointer[Snapshot]{}
-	poller := newPoller(c, opts, journal, queues)
+	kicks := newCompileKick()
+	poller := newPoller(c, opts, journal, queues, kicks)
 	if err := mgr.Add(poller); err != nil {
 		return err
 	}
+	publisher := NewPublisher(c, mgr.GetAPIReader(), opts)
+	publisher.replicas = func() int { return readyReplicas(poller.View()) }
+	publishOnElection(kicks)
 
-	compiler := &CompileReconciler{publisher: NewPublisher(c, mgr.GetAPIReader(), opts), snapshots: snapshots, queues: queues}
+	compiler := &CompileReconciler{publisher: publisher, snapshots: snapshots, queues: queues}
 	base := statusBase{client: c, opts: opts, snapshots: snapshots, journal: journal, live: poller}
 	watched := func(_ context.Context, o client.Object) bool { return base.watched(o.GetNamespace()) }
 	// One worker on one request: compiles never overlap, and events during one make one more.
@@ -66,6 +74,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		WatchesMetadata(&corev1.Secret{}, toCompile(opts, base.compiledSecret)).
 		// The published objects, so that an edit or a deletion is repaired.
 		Watches(&corev1.ConfigMap{}, toCompile(opts, func(_ context.Context, o client.Object) bool { return ownedObject(opts, o) })).
+		// On election (publishOnElection) and when the ready replicas change (the poller).
+		WatchesRawSource(source.Channel(kicks, toCompile(opts, nil))).
 		Complete(compiler); err != nil {
 		return fmt.Errorf("failed to set up the routing table controller: %w", err)
 	}
@@ -87,8 +97,16 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		Complete(&PolicyReconciler{statusBase: base}); err != nil {
 		return fmt.Errorf("failed to set up the RoutingPolicy controller: %w", err)
 	}
-	return nil
+	return setupClients(mgr, base, queues["GatewayClient"])
 }
+
+// publishOnElection makes the compile reconciler publish once when it starts, that is on
+// election. A fresh install has no ProviderChannel, RoutingPolicy or GatewayClient, so no event
+// would ever ask for a compile, the routing ConfigMap would never be written, and the proxies
+// (ready once they have loaded one) would stay NotReady: `helm install --wait` would never
+// return. The kick waits in its channel until the controller starts; a failed publication is
+// retried by the controller's work queue, with its back-off, like any other compile.
+func publishOnElection(kicks compileKick) { kicks.kick() }
 
 // statusBase is what the status reconcilers share.
 type statusBase struct {
@@ -119,7 +137,8 @@ func (b *statusBase) watched(ns string) bool {
 }
 
 // compiledSecret reports whether a Secret is read by the compile: the credentials Secret the
-// controller owns (an edit or a deletion is repaired), or one a watched channel references.
+// controller owns (an edit or a deletion is repaired), or one a watched channel or client
+// references (a key added to or removed from a client's Secret is a rotation, published at once).
 func (b *statusBase) compiledSecret(ctx context.Context, o client.Object) bool {
 	if ownedObject(b.opts, o) {
 		return true
@@ -132,7 +151,14 @@ func (b *statusBase) compiledSecret(ctx context.Context, o client.Object) bool {
 		// The cache cannot fail on an index it has; compile rather than miss a rotation.
 		return true
 	}
-	return len(list.Items) > 0
+	if len(list.Items) > 0 {
+		return true
+	}
+	var clients v1alpha1.GatewayClientList
+	if err := b.client.List(ctx, &clients, client.InNamespace(o.GetNamespace()), client.MatchingFields{keysSecretRefIndex: o.GetName()}); err != nil {
+		return true
+	}
+	return len(clients.Items) > 0
 }
 
 // policiesShowing maps a channel to the policies whose status rows show it, in the current

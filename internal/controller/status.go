@@ -60,6 +60,8 @@ type liveView struct {
 	Models   map[modelKey]modelAggregate
 	// DiscoveryError is why finding the replicas failed on the last poll ("" when it did not).
 	DiscoveryError string
+	// Clients is the GatewayClients' use today, summed over the reachable replicas (clients.go).
+	Clients map[string]clientUsage
 }
 
 // replicaInfo is one discovered replica's reachability and, when it reports one, the config it
@@ -541,7 +543,7 @@ func conditionsFor(kind, namespace, name string, generation int64, compiled meta
 	var out objectConditions
 	out.Accepted = metav1.Condition{Type: v1alpha1.ConditionAccepted, Status: metav1.ConditionTrue, Reason: ReasonAccepted,
 		Message: "valid; compiles on its own"}
-	accepted := len(problemsFor(routing.Blocking(res.Problems), kind, namespace, name)) == 0
+	accepted := len(problemsFor(routing.Blocking(kindProblems(kind, res)), kind, namespace, name)) == 0
 	if !accepted {
 		out.Accepted.Status, out.Accepted.Reason, out.Accepted.Message = metav1.ConditionFalse, compiled.Reason, compiled.Message
 	}

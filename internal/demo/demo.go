@@ -33,6 +33,8 @@ import (
 	"github.com/switchyard-io/switchyard/internal/adminapi"
 	"github.com/switchyard-io/switchyard/internal/health"
 	"github.com/switchyard-io/switchyard/internal/mockprovider"
+	"github.com/switchyard-io/switchyard/internal/procs"
+	"github.com/switchyard-io/switchyard/internal/provider/bedrock"
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
 
@@ -67,6 +69,10 @@ type Options struct {
 	// KeepDir keeps the temp directory (manifests and child logs) after a successful run.
 	KeepDir bool
 }
+
+// ClaudeConfigDir is the manifests of `switchyard demo --claude`: the outage hits Claude on an
+// Anthropic channel, and Claude on Bedrock takes over.
+const ClaudeConfigDir = "config/samples/demo-claude"
 
 func (o Options) withDefaults() Options {
 	if o.Config == "" {
@@ -106,6 +112,7 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.StringVar(&o.Config, "config", DefaultConfigDir, "the demo manifests (ProviderChannel, RoutingPolicy, Secret); their baseURLs must be loopback")
 	fs.Float64Var(&o.Scale, "duration-scale", 1, "multiply every duration (stages, detection window, cooldown, probes, ramp) by this; 0.3 runs in about 40 s")
 	fs.Float64Var(&o.Rate, "rate", 24, "target client requests per second")
+	claude := fs.Bool("claude", false, "play the outage on Claude: Claude Sonnet and Haiku on an Anthropic and a Bedrock mock ("+ClaudeConfigDir+"); the Anthropic channel fails")
 	plain := fs.Bool("plain", false, "no in-place terminal view: print a status line every few seconds (the default when stdout is not a terminal)")
 	fs.BoolVar(&o.KeepDir, "keep", false, "keep the temp directory with the manifests and the children's logs")
 	fs.Usage = func() {
@@ -127,6 +134,14 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if *plain {
 		o.Live = new(bool)
+	}
+	if *claude {
+		configSet := false
+		fs.Visit(func(f *flag.Flag) { configSet = configSet || f.Name == "config" })
+		if configSet {
+			return errors.New("--claude picks its own manifests (" + ClaudeConfigDir + "): leave out --config")
+		}
+		o.Config = ClaudeConfigDir
 	}
 	return Run(ctx, o, stdout, stderr)
 }
@@ -176,7 +191,7 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	free, err := freePorts(len(in.Channels) + 2)
+	free, err := procs.FreePorts(len(in.Channels) + 2)
 	if err != nil {
 		return err
 	}
@@ -195,22 +210,23 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (err error) {
 	}
 
 	hc := &http.Client{Timeout: 5 * time.Second}
-	var children []*child
+	var children []*procs.Child
 	defer func() {
 		// The proxy first (it drains), then the mocks.
 		for i := len(children) - 1; i >= 0; i-- {
-			children[i].stop(5 * time.Second)
+			_ = children[i].Stop(5 * time.Second)
 		}
 	}()
 	fmt.Fprintf(stdout, "Starting %d mock providers and the proxy on free loopback ports (manifests: %s, duration scale %g)...\n",
 		len(st.Table.Channels), cfg, o.Scale)
 	for i := range st.Table.Channels {
 		ch := &st.Table.Channels[i]
-		args := []string{"mock-provider", "--listen", "127.0.0.1:" + strconv.Itoa(st.Ports[ch.Name]), "--name", ch.Name}
-		if key, ok := st.Table.Credentials[ch.Name]; ok {
-			args = append(args, "--api-key", key.Reveal())
+		args, env, err := mockArgs(ch, st.Table.Credentials[ch.Name].Reveal())
+		if err != nil {
+			return err
 		}
-		c, err := startChild(exe, tmp, "mock-"+ch.Name, args...)
+		args = append(args, "--listen", "127.0.0.1:"+strconv.Itoa(st.Ports[ch.Name]), "--name", ch.Name)
+		c, err := startChild(exe, tmp, "mock-"+ch.Name, env, args...)
 		if err != nil {
 			return err
 		}
@@ -218,11 +234,11 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (err error) {
 	}
 	for i, c := range children {
 		base := mockBase(st, st.Table.Channels[i].Name)
-		if err := waitReady(ctx, hc, c, base+"/_mock/stats", 20*time.Second); err != nil {
+		if err := procs.WaitHTTP(ctx, base+"/_mock/stats", 20*time.Second, c); err != nil {
 			return err
 		}
 		if err := setBehavior(ctx, hc, base, "", ptr(healthyBehavior(i))); err != nil {
-			return fmt.Errorf("mock %s: %w", c.name, err)
+			return fmt.Errorf("mock %s: %w", c.Name, err)
 		}
 	}
 	apiBase := "http://127.0.0.1:" + strconv.Itoa(apiPort)
@@ -233,12 +249,12 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (err error) {
 		tick := max(time.Duration(float64(time.Second)*o.Scale).Round(10*time.Millisecond), 200*time.Millisecond)
 		proxyArgs = append(proxyArgs, "--tick", tick.String())
 	}
-	px, err := startChild(exe, tmp, "proxy", proxyArgs...)
+	px, err := startChild(exe, tmp, "proxy", nil, proxyArgs...)
 	if err != nil {
 		return err
 	}
 	children = append(children, px)
-	if err := waitReady(ctx, hc, px, adminBase+"/readyz", 30*time.Second); err != nil {
+	if err := procs.WaitHTTP(ctx, adminBase+"/readyz", 30*time.Second, px); err != nil {
 		return err
 	}
 
@@ -254,6 +270,34 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (err error) {
 	gen := newGenerator(apiBase, st.Models, o.Rate, o.Workers)
 	m.gen = gen
 	return m.run(ctx)
+}
+
+// startChild runs the switchyard binary's subcommand in its own process group (a Ctrl-C reaches
+// the demo, which then stops its children in order), its output in dir/name.log.
+func startChild(exe, dir, name string, env []string, args ...string) (*procs.Child, error) {
+	return procs.Start(procs.Spec{Name: name, Path: exe, Args: args, Env: env, Log: filepath.Join(dir, name+".log"), OwnGroup: true})
+}
+
+// mockArgs are the mock-provider arguments (and environment) of a channel's mock: the OpenAI and
+// Anthropic wire formats with the channel's key, or Bedrock's with its credentials (the secret
+// in the environment, not on the command line).
+func mockArgs(ch *routing.Channel, creds string) (args, env []string, err error) {
+	switch ch.Provider {
+	case "bedrock":
+		c, err := bedrock.ParseCredentials(creds)
+		if err != nil {
+			return nil, nil, fmt.Errorf("channel %s: %w", ch.Name, err)
+		}
+		return []string{"mock-provider", "--wire", "bedrock", "--region", ch.Region, "--access-key-id", c.AccessKeyID},
+			[]string{"MOCK_AWS_SECRET_ACCESS_KEY=" + c.SecretAccessKey}, nil
+	case "vertex":
+		return nil, nil, fmt.Errorf("channel %s: the demo plays openai, azure-openai, anthropic and bedrock channels, not vertex", ch.Name)
+	}
+	args = []string{"mock-provider"}
+	if creds != "" {
+		args = append(args, "--api-key", creds)
+	}
+	return args, nil, nil
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -296,7 +340,7 @@ type monitor struct {
 	out     io.Writer
 	live    bool
 	failing string
-	proxy   *child
+	proxy   *procs.Child
 	gen     *generator
 	mk      marks
 
@@ -387,8 +431,8 @@ loop:
 		case <-tick.C:
 		}
 		m.poll(ctx)
-		if m.proxy.exited() {
-			fatal = fmt.Errorf("the proxy exited (%v):\n%s", m.proxy.err, m.proxy.tail(20))
+		if m.proxy.Exited() {
+			fatal = fmt.Errorf("the proxy exited (%v):\n%s", m.proxy.Err(), m.proxy.Tail(20))
 			break loop
 		}
 		if m.pollFails >= 10 {

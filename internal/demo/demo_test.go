@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"regexp"
@@ -17,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/switchyard-io/switchyard/internal/mockprovider"
 	"github.com/switchyard-io/switchyard/internal/proxy"
@@ -49,8 +50,16 @@ func childMain(args []string) int {
 		listen := fs.String("listen", "", "")
 		name := fs.String("name", "", "")
 		key := fs.String("api-key", "", "")
+		wire := fs.String("wire", "openai", "")
+		region := fs.String("region", "", "")
+		accessKey := fs.String("access-key-id", "", "")
 		if err = fs.Parse(args[1:]); err == nil {
-			err = mockprovider.ListenAndServe(ctx, *listen, mockprovider.New(mockprovider.Options{Name: *name, APIKey: *key}))
+			var m mockprovider.Mock = mockprovider.New(mockprovider.Options{Name: *name, APIKey: *key})
+			if *wire == "bedrock" {
+				m = mockprovider.CloudControl{CloudMock: mockprovider.NewBedrock(mockprovider.BedrockOptions{Name: *name, Region: *region,
+					Credentials: []aws.Credentials{{AccessKeyID: *accessKey, SecretAccessKey: os.Getenv("MOCK_AWS_SECRET_ACCESS_KEY")}}})}
+			}
+			err = mockprovider.ListenAndServe(ctx, *listen, m)
 		}
 	case "proxy":
 		cfg := fs.String("config", "", "")
@@ -80,9 +89,6 @@ func runTestProxy(ctx context.Context, cfg, listen, adminListen string, drain, t
 		return err
 	}
 	go src.Watch(bg, srv)
-	go srv.Run(bg, tick)
-	api := &http.Server{Handler: srv.Handler()}
-	admin := &http.Server{Handler: srv.AdminHandler()}
 	apiLn, err := net.Listen("tcp", listen)
 	if err != nil {
 		return err
@@ -91,15 +97,7 @@ func runTestProxy(ctx context.Context, cfg, listen, adminListen string, drain, t
 	if err != nil {
 		return err
 	}
-	go func() { _ = api.Serve(apiLn) }()
-	go func() { _ = admin.Serve(adminLn) }()
-	<-ctx.Done()
-	srv.Drain()
-	sctx, cancel := context.WithTimeout(context.Background(), drain)
-	defer cancel()
-	_ = api.Shutdown(sctx)
-	_ = admin.Shutdown(sctx)
-	return nil
+	return proxy.Serve(ctx, srv, proxy.ServeOptions{API: apiLn, Admin: adminLn, Drain: drain, Tick: tick})
 }
 
 // TestDemoCompressed plays the whole demo at 0.3× its durations (about 35 s): real child
@@ -188,5 +186,44 @@ func TestCommandFlags(t *testing.T) {
 	}
 	if err := Command(context.Background(), []string{"extra"}, io.Discard, io.Discard); err == nil {
 		t.Error("a stray argument accepted")
+	}
+	if err := Command(context.Background(), []string{"--claude", "--config", "x"}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "--claude") {
+		t.Errorf("--claude with --config: %v", err)
+	}
+}
+
+// TestDemoClaude plays `switchyard demo --claude` at 0.3× (about 35 s): the outage hits Claude on
+// the Anthropic mock, Claude on the Bedrock mock (SigV4 verified) takes the traffic, and the
+// Anthropic channel comes back.
+func TestDemoClaude(t *testing.T) {
+	if testing.Short() {
+		t.Skip("plays the demo for about 35 s")
+	}
+	t.Setenv(childEnv, "1")
+	t.Setenv("TMPDIR", t.TempDir())
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	plain := false
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	err = Run(ctx, Options{Exe: exe, Config: "../../" + ClaudeConfigDir, Scale: 0.3, Live: &plain, RecoveryCap: 200 * time.Second}, &out, &errOut)
+	if err != nil {
+		t.Fatalf("demo: %v\n%s\n%s", err, out.String(), errOut.String())
+	}
+	got := out.String()
+	for _, w := range []string{
+		"▶ demo: claude-anthropic starts failing: claude-sonnet-4-5 answers HTTP 503; claude-haiku-4-5 hangs (no answer)",
+		"claude-bedrock",
+		"Result: the story happened",
+	} {
+		if !strings.Contains(got, w) {
+			t.Errorf("output lacks %q", w)
+		}
+	}
+	if t.Failed() {
+		t.Logf("output:\n%s", got)
 	}
 }

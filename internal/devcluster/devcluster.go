@@ -1,29 +1,32 @@
 // Package devcluster runs Switchyard the way a cluster would, on one machine without pods: a real
 // kube-apiserver and etcd (the envtest binaries), `switchyard controller` and one or more
-// `switchyard proxy --configmap …` as local processes, and two mock providers. `make dev-cluster`
+// `switchyard proxy --configmap …` as local processes, two mock providers (OpenAI and Anthropic
+// wire formats) and a mock Bedrock and a mock Vertex AI. `make dev-cluster`
 // and the end-to-end suite both use it. Everything listens on loopback only.
 package devcluster
 
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
 	_ "embed"
-	"errors"
+	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"text/template"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/switchyard-io/switchyard/internal/procs"
 	"github.com/switchyard-io/switchyard/internal/testenv"
 )
 
@@ -32,6 +35,19 @@ const (
 	ProxyNamespace = "switchyard-system"
 	Namespace      = "llm"
 	ConfigMapName  = "switchyard-routing"
+	// ClientKey is the key of the sample GatewayClient "dev" (gateway.yaml.tmpl): the proxies run
+	// with --require-client-key, as installed in a cluster, so every request carries it.
+	ClientKey = "sk-sy-dev-local-client"
+)
+
+// The mock clouds' settings; the credentials are the mocks' own, made up for the dev cluster.
+const (
+	BedrockRegion      = "us-east-1"
+	VertexProject      = "dev-project"
+	VertexLocation     = "us-east5"
+	bedrockAccessKeyID = "AKIDDEVCLUSTER"
+	bedrockSecretKey   = "dev-cluster-bedrock-secret"
+	vertexEmail        = "switchyard@dev-project.iam.gserviceaccount.com"
 )
 
 //go:embed gateway.yaml.tmpl
@@ -49,13 +65,17 @@ type Options struct {
 
 // Cluster is a running local control plane with Switchyard on it.
 type Cluster struct {
-	Env        *testenv.Env
-	Dir        string
-	Bin        string
-	MockA      *Proc
-	MockB      *Proc
-	Proxies    []*Proc
-	Controller *Proc
+	Env   *testenv.Env
+	Dir   string
+	Bin   string
+	MockA *Proc
+	MockB *Proc
+	// MockBedrock and MockVertex serve Claude in Bedrock's and Vertex AI's wire formats, checking
+	// each request's SigV4 signature and bearer token.
+	MockBedrock *Proc
+	MockVertex  *Proc
+	Proxies     []*Proc
+	Controller  *Proc
 	// Manifests is the rendered sample file (channels point at the mocks).
 	Manifests string
 	ownDir    bool
@@ -69,8 +89,7 @@ type Proc struct {
 	LogPath string
 	// Addr is the main listen address; Admin the admin one (proxies).
 	Addr, Admin string
-	cmd         *exec.Cmd
-	done        chan error
+	c           *procs.Child
 }
 
 // Start builds the binary, starts the control plane and every process, and waits until they answer.
@@ -115,17 +134,29 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	// Every port at once, each held until all are chosen: a port closed as soon as it was
 	// picked can be handed out again by the next pick, and two processes would share it (a
 	// proxy's admin port answering 404 as another proxy's API port).
-	addrs := freeAddrs(2 + 2*opts.Proxies)
+	addrs, err := procs.FreeAddrs(4 + 2*opts.Proxies)
+	if err != nil {
+		return nil, err
+	}
 	next := func() string { a := addrs[0]; addrs = addrs[1:]; return a }
 	c.MockA = c.proc("mock-a", "mock-provider", "--name", "provider-a", "--api-key", "sk-dev-provider-a")
 	c.MockB = c.proc("mock-b", "mock-provider", "--name", "provider-b", "--api-key", "dev-provider-b-key")
-	for _, m := range []*Proc{c.MockA, c.MockB} {
+	c.MockBedrock = c.proc("mock-bedrock", "mock-provider", "--wire", "bedrock", "--name", "bedrock", "--region", BedrockRegion,
+		"--access-key-id", bedrockAccessKeyID)
+	c.MockBedrock.Env = append(c.MockBedrock.Env, "MOCK_AWS_SECRET_ACCESS_KEY="+bedrockSecretKey)
+	c.MockVertex = c.proc("mock-vertex", "mock-provider", "--wire", "vertex", "--name", "vertex", "--project", VertexProject,
+		"--location", VertexLocation, "--service-account", filepath.Join(c.Dir, "vertex-service-account.json"))
+	for _, m := range c.mocks() {
 		m.Addr = next()
 		m.Args = append(m.Args, "--listen", m.Addr)
 	}
+	serviceAccount, err := writeServiceAccount(filepath.Join(c.Dir, "vertex-service-account.json"), "http://"+c.MockVertex.Addr+"/token")
+	if err != nil {
+		return nil, err
+	}
 	for i := 0; i < opts.Proxies; i++ {
 		p := c.proc(fmt.Sprintf("proxy-%d", i), "proxy", "--configmap", ProxyNamespace+"/"+ConfigMapName,
-			"--kubeconfig", env.Kubeconfig, "--drain-timeout", "10s",
+			"--kubeconfig", env.Kubeconfig, "--drain-timeout", "10s", "--require-client-key",
 			"--access-log", filepath.Join(c.Dir, fmt.Sprintf("proxy-%d-access.jsonl", i)))
 		p.Addr, p.Admin = next(), next()
 		p.Args = append(p.Args, "--listen", p.Addr, "--admin-listen", p.Admin)
@@ -140,25 +171,27 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	c.Controller = c.proc("controller", "controller", ctrlArgs...)
 	c.Controller.Env = append(c.Controller.Env, "KUBECONFIG="+env.Kubeconfig)
 
-	for _, p := range append([]*Proc{c.MockA, c.MockB, c.Controller}, c.Proxies...) {
+	for _, p := range append(append(c.mocks(), c.Controller), c.Proxies...) {
 		if err := p.Start(); err != nil {
 			return nil, err
 		}
 	}
 	for _, p := range c.Proxies {
-		if err := waitHTTP(ctx, "http://"+p.Admin+"/healthz", 30*time.Second); err != nil {
+		if err := procs.WaitHTTP(ctx, "http://"+p.Admin+"/healthz", 30*time.Second, p.c); err != nil {
 			return nil, fmt.Errorf("%s: %w", p.Name, err)
 		}
 	}
-	for _, m := range []*Proc{c.MockA, c.MockB} {
-		if err := waitHTTP(ctx, "http://"+m.Addr+"/_mock/stats", 30*time.Second); err != nil {
+	for _, m := range c.mocks() {
+		if err := procs.WaitHTTP(ctx, "http://"+m.Addr+"/_mock/stats", 30*time.Second, m.c); err != nil {
 			return nil, fmt.Errorf("%s: %w", m.Name, err)
 		}
 	}
 
 	var buf bytes.Buffer
 	tmpl := template.Must(template.New("gateway").Parse(gatewayTemplate))
-	if err := tmpl.Execute(&buf, map[string]string{"MockA": "http://" + c.MockA.Addr, "MockB": "http://" + c.MockB.Addr}); err != nil {
+	if err := tmpl.Execute(&buf, map[string]string{"MockA": "http://" + c.MockA.Addr, "MockB": "http://" + c.MockB.Addr,
+		"MockBedrock": "http://" + c.MockBedrock.Addr, "MockVertex": "http://" + c.MockVertex.Addr,
+		"BedrockAccessKeyID": bedrockAccessKeyID, "BedrockSecretKey": bedrockSecretKey, "VertexServiceAccount": serviceAccount, "ClientKey": ClientKey}); err != nil {
 		return nil, err
 	}
 	c.Manifests = filepath.Join(c.Dir, "gateway.yaml")
@@ -169,59 +202,35 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	return c, nil
 }
 
+// mocks are the mock provider processes.
+func (c *Cluster) mocks() []*Proc { return []*Proc{c.MockA, c.MockB, c.MockBedrock, c.MockVertex} }
+
 func (c *Cluster) proc(name, sub string, args ...string) *Proc {
 	return &Proc{Name: name, Args: append([]string{c.Bin, sub}, args...), LogPath: filepath.Join(c.Dir, name+".log")}
 }
 
 // Start starts (or restarts) the process, appending to its log.
 func (p *Proc) Start() error {
-	f, err := os.OpenFile(p.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	c, err := procs.Start(procs.Spec{Name: p.Name, Path: p.Args[0], Args: p.Args[1:], Env: p.Env, Log: p.LogPath, AppendLog: true})
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(p.Args[0], p.Args[1:]...)
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.Env = append(os.Environ(), p.Env...)
-	if err := cmd.Start(); err != nil {
-		f.Close()
-		return fmt.Errorf("%s: %w", p.Name, err)
-	}
-	p.cmd, p.done = cmd, make(chan error, 1)
-	go func() { p.done <- cmd.Wait(); f.Close() }()
+	p.c = c
 	return nil
 }
 
 // Stop sends SIGTERM and waits up to limit, then kills. It returns the exit error (nil for 0).
 func (p *Proc) Stop(limit time.Duration) error {
-	if p == nil || p.cmd == nil {
+	if p == nil || p.c == nil {
 		return nil
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-p.done:
-		p.cmd = nil
-		return err
-	case <-time.After(limit):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-		p.cmd = nil
-		return fmt.Errorf("%s did not stop within %s and was killed", p.Name, limit)
-	}
+	err := p.c.Stop(limit)
+	p.c = nil
+	return err
 }
 
 // Running reports whether the process is alive.
-func (p *Proc) Running() bool {
-	if p == nil || p.cmd == nil {
-		return false
-	}
-	select {
-	case err := <-p.done:
-		p.done <- err
-		return false
-	default:
-		return true
-	}
-}
+func (p *Proc) Running() bool { return p != nil && p.c != nil && !p.c.Exited() }
 
 // Kubectl runs kubectl against the cluster.
 func (c *Cluster) Kubectl(args ...string) (string, error) {
@@ -234,7 +243,7 @@ func (c *Cluster) Kubectl(args ...string) (string, error) {
 
 // Stop stops every process and the control plane.
 func (c *Cluster) Stop() {
-	for _, p := range append(append([]*Proc{c.Controller}, c.Proxies...), c.MockA, c.MockB) {
+	for _, p := range append(append([]*Proc{c.Controller}, c.Proxies...), c.mocks()...) {
 		_ = p.Stop(15 * time.Second)
 	}
 	if c.Env != nil {
@@ -247,7 +256,7 @@ func (c *Cluster) Stop() {
 
 // DumpLogs writes the tail of every process log and the Events, for a failed test.
 func (c *Cluster) DumpLogs(w io.Writer) {
-	for _, p := range append(append([]*Proc{c.Controller}, c.Proxies...), c.MockA, c.MockB) {
+	for _, p := range append(append([]*Proc{c.Controller}, c.Proxies...), c.mocks()...) {
 		if p == nil {
 			continue
 		}
@@ -263,40 +272,21 @@ func (c *Cluster) DumpLogs(w io.Writer) {
 	}
 }
 
-// freeAddrs returns n distinct loopback addresses no process listens on now.
-func freeAddrs(n int) []string {
-	out := make([]string, n)
-	for i := range out {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			panic(err)
-		}
-		defer ln.Close()
-		out[i] = ln.Addr().String()
+// writeServiceAccount makes a service-account key (a fresh RSA key) whose token_uri is the Vertex
+// mock's token endpoint, writes it to path (0600) for the mock, and returns it for the Secret.
+func writeServiceAccount(path, tokenURI string) (string, error) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return "", err
 	}
-	return out
-}
-
-func waitHTTP(ctx context.Context, url string, limit time.Duration) error {
-	deadline := time.Now().Add(limit)
-	var last error = errors.New("no answer")
-	for time.Now().Before(deadline) {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			last = fmt.Errorf("HTTP %d", resp.StatusCode)
-		} else {
-			last = err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return "", err
 	}
-	return fmt.Errorf("%s did not answer within %s: %v", url, limit, last)
+	b, err := json.Marshal(map[string]string{"type": "service_account", "project_id": VertexProject, "private_key_id": "dev",
+		"client_email": vertexEmail, "private_key": string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})), "token_uri": tokenURI})
+	if err != nil {
+		return "", err
+	}
+	return string(b), os.WriteFile(path, b, 0o600)
 }

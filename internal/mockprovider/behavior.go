@@ -45,6 +45,10 @@ const (
 	// (completions) or the input (responses) as the answer: a test sees what the provider got.
 	// Streamed, the text is one content chunk unless ChunkBytes or Splits cut it.
 	ModeEcho Mode = "echo"
+	// ModeErrorEvent streams After content chunks, then an in-band error event (Anthropic's
+	// overloaded_error on /v1/messages, an OpenAI error object elsewhere) and closes; a
+	// non-streamed request gets Status (default 500).
+	ModeErrorEvent Mode = "error_event"
 )
 
 // DefaultFirstTokenDelay is the FirstTokenDelay of ModeSlowFirstToken when none is set.
@@ -62,6 +66,7 @@ var knownModes = map[Mode]bool{
 	ModeOK: true, ModeFailOnce: true, ModeStatus: true, ModeRateLimit: true, ModeReset: true,
 	ModeHang: true, ModeSlowFirstToken: true, ModeCut: true, ModeStall: true, ModeGarbage: true,
 	ModeNoDone: true, ModeContextLength: true, ModeContentPolicy: true, ModeEcho: true,
+	ModeErrorEvent: true,
 }
 
 // Behavior says how the mock answers. The zero value answers normally at once.

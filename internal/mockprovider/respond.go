@@ -17,7 +17,7 @@ const DoneEvent = "data: [DONE]\n\n"
 
 // answer plays a successful answer, with the stream faults of the mode.
 func (x *exchange) answer() {
-	streamable := x.ep == epChat || x.ep == epCompletions || x.ep == epResponses
+	streamable := x.ep == epChat || x.ep == epCompletions || x.ep == epResponses || x.ep == epMessages
 	if x.req.Stream && streamable {
 		x.stream(x.plan())
 		return
@@ -123,6 +123,10 @@ func (x *exchange) stream(p streamPlan) {
 				if !send(GarbageEvent) {
 					return
 				}
+			case ModeErrorEvent:
+				send(x.errorEvent())
+				x.abort(false)
+				return
 			}
 		}
 		if i < len(p.content) && !send(p.content[i]) {
@@ -309,6 +313,10 @@ func (x *exchange) fullBody() any {
 		return x.embeddings()
 	case epResponses:
 		return x.response("completed", true)
+	case epMessages:
+		return x.messageBody()
+	case epCountTokens:
+		return map[string]any{"input_tokens": x.promptTokens()}
 	case epModels:
 		var data []any
 		for _, m := range x.s.modelList() {
@@ -415,6 +423,8 @@ func (x *exchange) plan() streamPlan {
 		last := chunk([]any{map[string]any{"text": "", "index": 0, "logprobs": nil, "finish_reason": "stop"}})
 		p.final = x.finalChunks(last, chunk([]any{}))
 		p.done = true
+	case epMessages:
+		p = x.messagesPlan(pieces)
 	case epResponses:
 		p.head = []string{sseEvent("response.created", map[string]any{
 			"type": "response.created", "sequence_number": 0, "response": x.response("in_progress", false),

@@ -1,8 +1,10 @@
 // Package mockprovider is an OpenAI-compatible LLM provider that misbehaves on
-// purpose, over real HTTP, for Switchyard's tests, demo and end-to-end suite.
+// purpose, over real HTTP, for Switchyard's tests, demo and end-to-end suite. It
+// speaks Anthropic's Messages API too (messages.go).
 //
 // A *Server is an http.Handler. It answers POST /v1/chat/completions (streamed
-// or not), /v1/completions, /v1/embeddings, /v1/responses and GET /v1/models,
+// or not), /v1/completions, /v1/embeddings, /v1/responses, /v1/messages (streamed
+// or not), /v1/messages/count_tokens and GET /v1/models,
 // also under a prefix (the path is matched on what follows its last "/v1/").
 // How it answers is a Behavior, set per model (SetBehavior), by default
 // (SetDefault), per request (header X-Mock-Behavior, see ParseBehavior), or at
@@ -46,8 +48,8 @@ type Options struct {
 	// Name identifies the mock: it is in the NameHeader response header and in
 	// the answer text ("Hello from <Name> ..."). Default "mockprovider".
 	Name string
-	// APIKey, when set, must arrive as "Authorization: Bearer <key>" or
-	// "api-key: <key>"; otherwise the mock answers 401.
+	// APIKey, when set, must arrive as "Authorization: Bearer <key>",
+	// "api-key: <key>" or "x-api-key: <key>"; otherwise the mock answers 401.
 	APIKey string
 	// Models are listed by GET /v1/models, with every model that has a
 	// behaviour set. Default: gpt-4o, gpt-4o-mini, text-embedding-3-small.
@@ -230,6 +232,7 @@ type apiRequest struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
 	Messages   json.RawMessage `json:"messages"`
+	Tools      json.RawMessage `json:"tools"`
 	Prompt     json.RawMessage `json:"prompt"`
 	Input      json.RawMessage `json:"input"`
 	Dimensions int             `json:"dimensions"`
@@ -244,6 +247,8 @@ const (
 	epEmbeddings
 	epResponses
 	epModels
+	epMessages    // Anthropic's Messages API (messages.go)
+	epCountTokens // and its token count
 )
 
 func endpointOf(path string) endpoint {
@@ -262,6 +267,10 @@ func endpointOf(path string) endpoint {
 		return epResponses
 	case "models":
 		return epModels
+	case "messages":
+		return epMessages
+	case "messages/count_tokens":
+		return epCountTokens
 	}
 	return epUnknown
 }
@@ -385,7 +394,17 @@ func (x *exchange) serve() {
 	switch x.b.Mode {
 	case ModeStatus, ModeRateLimit:
 		x.statusError(x.b.Status)
+	case ModeErrorEvent:
+		if !x.req.Stream {
+			x.statusError(x.b.Status)
+			return
+		}
+		x.answer()
 	case ModeContextLength:
+		if x.ep == epMessages || x.ep == epCountTokens {
+			x.errorJSON(http.StatusBadRequest, "invalid_request_error", "", "", x.message("prompt is too long: 208310 tokens > 200000 maximum"))
+			return
+		}
 		x.errorJSON(http.StatusBadRequest, "invalid_request_error", "messages", "context_length_exceeded", x.message(
 			"This model's maximum context length is 128000 tokens. However, your messages resulted in 131072 tokens. Please reduce the length of the messages."))
 	case ModeContentPolicy:
@@ -411,7 +430,7 @@ func (x *exchange) authorized() bool {
 			return true
 		}
 	}
-	return x.r.Header.Get("api-key") == key
+	return x.r.Header.Get("api-key") == key || x.r.Header.Get("x-api-key") == key
 }
 
 func (x *exchange) message(def string) string {
@@ -493,6 +512,10 @@ func (x *exchange) modelOr(def string) string {
 
 // errorJSON writes an OpenAI-style error body. Empty param and code are null.
 func (x *exchange) errorJSON(status int, typ, param, code, msg string) {
+	if x.ep == epMessages || x.ep == epCountTokens {
+		writeJSON(x.w, status, map[string]any{"type": "error", "error": map[string]any{"type": messagesErrorType(status, code), "message": msg}})
+		return
+	}
 	nullable := func(s string) any {
 		if s == "" {
 			return nil
@@ -596,7 +619,7 @@ func (s *Server) serveControl(w http.ResponseWriter, r *http.Request, what strin
 // ListenAndServe serves s on addr until ctx is done, then closes s (releasing
 // hung handlers) and shuts the HTTP server down. It returns nil after a
 // shutdown caused by ctx, or the error that stopped the server.
-func ListenAndServe(ctx context.Context, addr string, s *Server) error {
+func ListenAndServe(ctx context.Context, addr string, s Mock) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
@@ -604,8 +627,15 @@ func ListenAndServe(ctx context.Context, addr string, s *Server) error {
 	return Serve(ctx, ln, s)
 }
 
+// Mock is any of the package's mocks: the OpenAI/Anthropic Server, the Bedrock and Vertex ones.
+type Mock interface {
+	http.Handler
+	// Close releases hung handlers.
+	Close()
+}
+
 // Serve is ListenAndServe on a listener the caller opened; it closes ln.
-func Serve(ctx context.Context, ln net.Listener, s *Server) error {
+func Serve(ctx context.Context, ln net.Listener, s Mock) error {
 	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -13,14 +13,21 @@ type accessLogLine struct {
 	RequestID string    `json:"requestId"`
 	Channel   string    `json:"channel"`
 	Model     string    `json:"model"`
-	Attempt   int       `json:"attempt"`
-	Status    int       `json:"status"`
-	Outcome   string    `json:"outcome"`
-	LatencyMs int64     `json:"latencyMs"`
-	TTFTMs    int64     `json:"ttftMs"`
-	Stream    bool      `json:"stream"`
-	Probe     bool      `json:"probe,omitempty"`
-	Error     string    `json:"error,omitempty"`
+	// RequestedModel is the model the client asked for, when the attempt is on another (a
+	// fallback or context-overflow hop): replay walks the request from it.
+	RequestedModel string `json:"requestedModel,omitempty"`
+	Attempt        int    `json:"attempt"`
+	Status         int    `json:"status"`
+	Outcome        string `json:"outcome"`
+	LatencyMs      int64  `json:"latencyMs"`
+	TTFTMs         int64  `json:"ttftMs"`
+	Stream         bool   `json:"stream"`
+	Probe          bool   `json:"probe,omitempty"`
+	Error          string `json:"error,omitempty"`
+	// ErrorCode is a 4xx's error code (context_length_exceeded, ...) and RetryAfterMs a 429's
+	// Retry-After: replay's failover planner needs both to decide as the proxy did.
+	ErrorCode    string `json:"errorCode,omitempty"`
+	RetryAfterMs int64  `json:"retryAfterMs,omitempty"`
 	// PII counts the values masked in the request, per detector; absent when none was.
 	PII map[string]int `json:"pii,omitempty"`
 }

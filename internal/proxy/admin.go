@@ -55,6 +55,7 @@ func (s *Server) ChannelsState() adminapi.ChannelsResponse {
 	out.Config = s.load
 	s.loadMu.Unlock()
 	c := s.cfg.Load()
+	out.ClientAuth, out.Clients = s.clients.admin(c, now)
 	for _, st := range s.engine.Status(now) {
 		cs := adminapi.ChannelState{
 			Channel: st.Channel, Model: st.Model, Phase: st.Phase.String(), HealthScore: st.Score,

@@ -25,6 +25,7 @@ type attempt struct {
 	channel   *routing.Channel
 	key       string // provider key, "" for none
 	model     string // public model name
+	requested string // the model the client asked for ("" for a probe)
 	upstream  string // model name sent upstream
 	path      string // API path after /v1, e.g. /chat/completions
 	body      []byte
@@ -45,6 +46,14 @@ type attempt struct {
 	restore *pii.Session
 	// piiMasked counts the values masked in the request, per detector (access log).
 	piiMasked map[string]int
+	// call is the client layer's record of the request (clientauth.go); nil for probes.
+	call *clientCall
+	// caps are the model's capabilities on this channel (the max_tokens a translation adds).
+	caps routing.Capabilities
+	// wire is the request as the channel's provider speaks it (wire.go); set by do.
+	wire *upstream
+	// translated is the body in the channel's API when routing made it already (nil: do makes it).
+	translated *translated
 }
 
 // result is what happened. When committed, bytes went to the client and nothing more may be sent.
@@ -60,8 +69,19 @@ type result struct {
 	committed  bool
 	canceled   bool // the client went away: says nothing about the channel
 	detail     string
+	// clientDetail, when set, is what a client may be told of the failure instead of detail
+	// (which quotes the provider): an adapter's Failure.ClientMessage.
+	clientDetail string
 	// outputTokens is a non-streamed answer's completion tokens, from its usage (0 if none).
 	outputTokens int
+}
+
+// shown is the failure's text for a client: clientDetail, else detail.
+func (r *result) shown() string {
+	if r.clientDetail != "" {
+		return r.clientDetail
+	}
+	return r.detail
 }
 
 // stoppedTimer stands in for a timer that is never armed; Stop on it is a no-op.
@@ -108,32 +128,61 @@ func (s *Server) do(ctx context.Context, w http.ResponseWriter, a *attempt) (res
 		}
 	}
 
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.channel.BaseURL+a.path, bytes.NewReader(a.body))
+	up, err := upstreamFor(a, a.caps, time.Now())
 	if err != nil {
-		return result{outcome: health.OutcomeConnectionError, detail: "building the upstream request failed"}
+		return translationFailure(err)
 	}
-	copyRequestHeaders(req.Header, a.header)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Request-Id", a.requestID)
-	if a.key != "" {
-		switch a.channel.Provider {
-		case "azure-openai":
-			req.Header.Set("api-key", a.key)
-		default:
-			req.Header.Set("Authorization", "Bearer "+a.key)
+	a.wire = up
+	// bedrock and vertex: the adapter builds (signs, authorizes) the request (adapters.go).
+	ad, err := s.adapterFor(a.channel)
+	if err != nil {
+		return result{outcome: health.OutcomeServerError, detail: "the channel's adapter does not load: " + err.Error()}
+	}
+	var req *http.Request
+	if ad != nil {
+		if req, err = adapterRequest(ctx, ad, a, up); err != nil {
+			return adapterRequestFailure(ctx, a, err)
 		}
+	} else {
+		req, err = http.NewRequestWithContext(ctx, http.MethodPost, a.channel.BaseURL+up.path, bytes.NewReader(up.body))
+		if err != nil {
+			return result{outcome: health.OutcomeConnectionError, detail: "building the upstream request failed"}
+		}
+		copyRequestHeaders(req.Header, a.header)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Request-Id", a.requestID)
+		setUpstreamAuth(req.Header, a, up)
 	}
 
-	resp, err := s.transport.RoundTrip(req) // no redirects to follow: a 3xx is a failure (below)
+	resp, err := s.transportFor(a.channel).RoundTrip(req) // no redirects to follow: a 3xx is a failure (below)
 	if err != nil {
 		return transportFailure(ctx, err, "waiting for response headers")
 	}
-	defer resp.Body.Close()
+	defer func() { resp.Body.Close() }()
 	res.status = resp.StatusCode
 	res.header = resp.Header
+	if ad != nil {
+		if resp.StatusCode >= 300 {
+			return adapterError(a, ad, resp)
+		}
+		if a.stream {
+			events, err := ad.DecodeStream(resp)
+			if err != nil {
+				r, _ := streamFailure(a, err)
+				r.status = resp.StatusCode
+				return r
+			}
+			resp = sseResponse(resp, events)
+		}
+	}
 	// The outcome is health's one classification, shared with replay; the cases below handle
 	// the body each class needs.
 	res.outcome = health.OutcomeFromStatus(resp.StatusCode)
+	if resp.StatusCode >= 400 {
+		if r, done := classifyProviderError(a, resp); done {
+			return r
+		}
+	}
 
 	switch {
 	case resp.StatusCode == http.StatusTooManyRequests:
@@ -164,6 +213,9 @@ func (s *Server) do(ctx context.Context, w http.ResponseWriter, a *attempt) (res
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		res.errCode = upstreamErrorCode(b)
 		res.body = a.redact.bytes(b) // passed back to the client
+		if up.errorBody != nil {
+			res.body = up.errorBody(resp.StatusCode, res.body)
+		}
 		res.detail = fmt.Sprintf("HTTP %d %s", resp.StatusCode, res.errCode)
 		return res
 	case resp.StatusCode >= 300:
@@ -192,6 +244,11 @@ func (s *Server) do(ctx context.Context, w http.ResponseWriter, a *attempt) (res
 	res.latency = time.Since(start)
 	if a.probe {
 		return res
+	}
+	if up.answer != nil {
+		if body, err = up.answer(body); err != nil {
+			return result{outcome: health.OutcomeServerError, status: resp.StatusCode, detail: "the upstream answer could not be translated: " + err.Error()}
+		}
 	}
 	if u, ok := answerUsage(body); ok {
 		s.addTokens(a, &u)
@@ -286,12 +343,15 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 					if restore != nil {
 						_, _ = w.Write(restore.end())
 					}
-					_, _ = io.WriteString(w, "data: [DONE]\n\n")
+					_, _ = w.Write(a.streamEnd())
 					flushIf(flusher)
 				}
 				return res
 			}
 			r := transportFailure(ctx, err, "reading the stream")
+			if f, ok := streamFailure(a, err); ok && !r.canceled && r.outcome == health.OutcomeConnectionError {
+				r = f // an adapter's classified failure: an error event, an exception, a stream cut short
+			}
 			if r.canceled {
 				r.committed = res.committed
 				r.ttft = res.ttft
@@ -307,7 +367,7 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 				if restore != nil {
 					_, _ = w.Write(restore.end())
 				}
-				writeStreamError(w, flusher, r.detail)
+				writeStreamErrorFor(a, w, flusher, r.shown())
 			}
 			r.status, r.committed, r.ttft = res.status, res.committed, res.ttft
 			return r
@@ -321,9 +381,12 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 				if restore != nil {
 					_, _ = w.Write(restore.end())
 				}
-				writeStreamError(w, flusher, detail)
+				writeStreamErrorFor(a, w, flusher, detail)
 			}
 			return result{outcome: health.OutcomeStreamCut, status: res.status, committed: res.committed, ttft: res.ttft, detail: detail}
+		}
+		if a.wire != nil && a.wire.stream != nil && !a.wire.convertEvent(&ev) {
+			continue // malformed for the translation: passed over like any malformed event
 		}
 		if !res.committed && ev.noData {
 			continue // a keep-alive before the first event commits nothing: failover stays possible
@@ -353,9 +416,15 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 		if ev.usage != nil {
 			s.addTokens(a, ev.usage)
 		}
+		if a.call.dropEvent(&ev) {
+			continue // the usage the proxy asked for on the client's behalf
+		}
 		wd.extend()
 		out := ev.raw
-		if restore != nil {
+		switch {
+		case restore != nil && a.wire != nil && a.wire.stream != nil:
+			out = restoreEvents(restore, ev.raw)
+		case restore != nil:
 			out = restore.event(&ev)
 		}
 		if _, err := w.Write(out); err != nil {
@@ -428,16 +497,32 @@ func (s *Server) finishAttempt(a *attempt, r *result) {
 			s.metrics.TTFT.WithLabelValues(a.channel.Namespace, a.channel.Name, a.model).Observe(r.ttft.Seconds())
 		}
 	}
+	a.call.attempt(a, r)
 	if s.accessLog == nil {
 		return
 	}
 	line := &accessLogLine{TS: now.UTC(), RequestID: a.requestID, Channel: a.channel.ID(), Model: a.model, Attempt: a.number,
-		Status: r.status, Outcome: r.outcome.String(), LatencyMs: r.latency.Milliseconds(), TTFTMs: r.ttft.Milliseconds(),
+		Status: r.status, Outcome: r.outcome.String(), LatencyMs: r.latency.Milliseconds(), TTFTMs: ttftMs(r.ttft),
 		Stream: a.stream, Probe: a.probe, PII: a.piiMasked}
+	if !a.probe && a.requested != a.model {
+		line.RequestedModel = a.requested
+	}
 	if r.outcome != health.OutcomeSuccess {
 		line.Error = r.detail
+		line.ErrorCode = r.errCode
+		line.RetryAfterMs = r.retryAfter.Milliseconds()
 	}
 	s.accessLog.write(line)
+}
+
+// ttftMs is the access log's ttftMs: 0 only when no first event arrived, so a sub-millisecond
+// first event still tells replay that the answer had started (a stream cut after it was not
+// failed over).
+func ttftMs(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return max(d.Milliseconds(), 1)
 }
 
 // answeredCounter counts the channel×model's completed answers (probes included), for telling a
@@ -711,6 +796,7 @@ func (s *sseReader) next() (sseEvent, error) {
 }
 
 func (s *Server) addTokens(a *attempt, u *usage) {
+	a.call.tokens(u)
 	if p := u.PromptTokens + u.InputTokens; p > 0 {
 		s.metrics.Tokens.WithLabelValues(a.channel.Namespace, a.channel.Name, a.model, "prompt").Add(float64(p))
 	}

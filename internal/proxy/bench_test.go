@@ -314,8 +314,8 @@ func BenchmarkStep(b *testing.B) {
 				for range 250 {
 					clk.Advance(time.Millisecond)
 					now := clk.Now()
-					routes = s.engine.Select(now, mr.model, mr.candidates, mr.strategy, true, float64(i%1000)/1000, routes)
-					s.engine.Observe(health.Key{Channel: routes[0].Channel, Model: mr.model},
+					routes = s.engine.Select(now, mr.Name, mr.Candidates, mr.Strategy, true, float64(i%1000)/1000, routes)
+					s.engine.Observe(health.Key{Channel: routes[0].Channel, Model: mr.Name},
 						health.Observation{At: now, Outcome: health.OutcomeSuccess, Latency: time.Duration(200+i%800) * time.Millisecond})
 					i++
 				}

@@ -17,6 +17,14 @@ type apiError struct {
 
 // writeError answers a client in OpenAI's JSON error shape. retryAfter > 0 adds Retry-After.
 func writeError(w http.ResponseWriter, status int, typ, code, msg string, retryAfter time.Duration) {
+	if retryAfter > 0 {
+		secs := int((retryAfter + time.Second - 1) / time.Second)
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+	}
+	if _, ok := w.(*messagesWriter); ok {
+		writeMessagesError(w, status, msg)
+		return
+	}
 	e := apiError{Message: msg, Type: typ}
 	if code != "" {
 		e.Code = &code
@@ -26,10 +34,6 @@ func writeError(w http.ResponseWriter, status int, typ, code, msg string, retryA
 	}{e})
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
-	if retryAfter > 0 {
-		secs := int((retryAfter + time.Second - 1) / time.Second)
-		h.Set("Retry-After", strconv.Itoa(secs))
-	}
 	w.WriteHeader(status)
 	_, _ = w.Write(append(b, '\n'))
 }

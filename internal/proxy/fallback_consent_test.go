@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchyard-io/switchyard/internal/failover"
+	"github.com/switchyard-io/switchyard/internal/health"
 	"github.com/switchyard-io/switchyard/internal/mockprovider"
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
@@ -320,7 +322,8 @@ func TestLastGoodPolicyNeverUsesAChannelThatLeftItsResidency(t *testing.T) {
 
 // TestFallbackHopChecksDoNotAllocate: the consent and residency checks run on every hop of every
 // request; like the rest of channel selection they must not allocate (BenchmarkHotPath covers
-// the requested model only, not a hop).
+// the requested model only, not a hop). The walk: chan-a fails twice (the same-channel retry of
+// the only channel), then the plan hops to team-b/mini.
 func TestFallbackHopChecksDoNotAllocate(t *testing.T) {
 	cfg := teams{chanA: "residency: kz", chanB: "residency: us", chat: "requireResidency: [kz]",
 		mini: "acceptFallbackFrom: [team-x, team-a]", miniChannelsList: "[{name: chan-b}, {name: chan-kz}]"}
@@ -332,20 +335,33 @@ func TestFallbackHopChecksDoNotAllocate(t *testing.T) {
 	if len(problems) > 0 {
 		t.Fatal(problems)
 	}
-	s := New(Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Clock: &fakeClock{t: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}})
+	now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	s := New(Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Clock: &fakeClock{t: now}})
 	s.Apply(tbl, "teams.yaml")
 	c := s.cfg.Load()
-	rt := &routeState{s: s, c: c, first: c.models["gpt-4o"]}
-	mini := c.models["gpt-4o-mini"]
+	var p failover.Plan
 	hop := func() {
-		if !rt.hopAllowed(mini) {
-			t.Fatal("team-b/mini accepts team-a: the hop must be allowed")
+		now = now.Add(time.Second) // within the retry budget's floor
+		p.Start(c, s.engine, failover.GlobalRand{}, now, "gpt-4o")
+		for range 8 {
+			st := p.Next(now)
+			if st.Action == failover.ActionWait {
+				continue
+			}
+			if st.Action != failover.ActionTry {
+				t.Fatalf("step %v %+v, want a try", st.Action, st)
+			}
+			if st.Model.Name == "gpt-4o-mini" {
+				if st.Channel.ID() != "team-b/chan-kz" {
+					t.Fatalf("picked %s, want team-b/chan-kz (team-b/chan-b is us)", st.Channel.ID())
+				}
+				return
+			}
+			p.Observe(failover.Result{Outcome: health.OutcomeServerError})
 		}
-		if ch := rt.pick(mini, false); ch == nil || ch.ID() != "team-b/chan-kz" {
-			t.Fatalf("picked %v, want team-b/chan-kz (team-b/chan-b is us)", ch)
-		}
+		t.Fatal("the plan never hopped to gpt-4o-mini")
 	}
-	hop() // sizes the request's and the engine's scratch slices
+	hop() // sizes the plan's and the engine's scratch slices
 	if n := testing.AllocsPerRun(100, hop); n != 0 {
 		t.Errorf("a fallback hop allocates %v times", n)
 	}

@@ -6,14 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"os"
-	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/switchyard-io/switchyard/internal/failover"
 	"github.com/switchyard-io/switchyard/internal/health"
 	"github.com/switchyard-io/switchyard/internal/pii"
 	"github.com/switchyard-io/switchyard/internal/routing"
@@ -25,12 +25,18 @@ var apiPaths = map[string]bool{
 	"/v1/completions":      true,
 	"/v1/embeddings":       true,
 	"/v1/responses":        true,
+	// The Anthropic Messages API (messages.go, wire.go).
+	"/v1/messages":              true,
+	"/v1/messages/count_tokens": true,
 }
 
 // Handler is the data plane: the OpenAI-compatible API.
 func (s *Server) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		path := strings.TrimRight(r.URL.Path, "/")
+		if isMessagesPath(strings.TrimPrefix(path, "/v1")) {
+			w = &messagesWriter{w} // the gateway's errors in Anthropic's shape
+		}
 		switch {
 		case apiPaths[path]:
 			if r.Method != http.MethodPost {
@@ -50,7 +56,7 @@ func (s *Server) Handler() http.Handler {
 			s.serveModels(w)
 		default:
 			writeError(w, http.StatusNotFound, "invalid_request_error", "unknown_url",
-				fmt.Sprintf("unknown path %s %s; Switchyard serves /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/responses and /v1/models", r.Method, path), 0)
+				fmt.Sprintf("unknown path %s %s; Switchyard serves /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/responses, /v1/messages, /v1/messages/count_tokens and /v1/models", r.Method, path), 0)
 		}
 	})
 }
@@ -89,6 +95,13 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
 		return
 	}
 	defer s.inFlight.Add(-1)
+	// Client keys, limits and the audit line (clientauth.go): the key is checked before the body
+	// is read; call is nil, and w unchanged, on an open proxy without an audit log.
+	call, w := s.beginCall(w, path)
+	defer call.finish(reqID)
+	if !call.authenticate(r) {
+		return
+	}
 	if len(r.TransferEncoding) > 0 {
 		// Go's server lets Transfer-Encoding override a Content-Length sent with it, where a
 		// front proxy may have framed the body by the Content-Length: a smuggled request. Every
@@ -138,15 +151,33 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
 		writeError(w, http.StatusServiceUnavailable, "server_error", "no_config", "the gateway has no routing configuration loaded yet", 0)
 		return
 	}
+	cr, admitted := call.admit(c, cr)
+	if !admitted {
+		return
+	}
+	body = cr.bodyOr(body)
 	if c.models[cr.Model] == nil {
 		s.metrics.Requests.WithLabelValues("", "unknown", "model_not_found").Inc()
 		writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found",
 			fmt.Sprintf("the model %q does not exist or is not routed by this gateway; GET /v1/models lists the served models", cr.Model), 0)
 		return
 	}
-	rt := &routeState{
+	// The planner holds the request (its Fit) behind an interface, so a routeState lives on the
+	// heap: it is pooled, with its plan's scratch, instead of allocated per request.
+	rt, _ := s.routeStates.Get().(*routeState)
+	if rt == nil {
+		rt = new(routeState)
+	}
+	*rt = routeState{
 		s: s, c: c, w: w, req: cr, path: path, header: r.Header, requestID: reqID,
-		drill: strings.EqualFold(r.Header.Get("X-Switchyard-Drill"), "true"),
+		drill: strings.EqualFold(r.Header.Get("X-Switchyard-Drill"), "true"), call: call, plan: rt.plan,
+	}
+	defer s.putRouteState(rt)
+	defer call.routed(rt)
+	if c.models[cr.Model].pii != nil && isMessagesPath(path) {
+		s.reject(w, http.StatusBadRequest, "pii_unsupported", "invalid_request_error",
+			fmt.Sprintf("model %q is routed by a policy that masks personal data, which /v1/messages does not support yet; use /v1/chat/completions", cr.Model), 0)
+		return
 	}
 	if pr := c.models[cr.Model].pii; pr != nil {
 		// The requested model's policy masks for every hop: fallbacks get the same masked body.
@@ -163,10 +194,11 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
 		}
 	}
 	outcome := rt.run(r.Context())
-	s.metrics.Requests.WithLabelValues(c.models[cr.Model].policy.Namespace, cr.Model, outcome).Inc()
+	s.metrics.Requests.WithLabelValues(c.models[cr.Model].Policy.Namespace, cr.Model, outcome).Inc()
 }
 
-// routeState is one client request's walk through channels and fallback models.
+// routeState is one client request's walk through channels and fallback models: the I/O around
+// the failover planner (internal/failover), which decides every step.
 type routeState struct {
 	s         *Server
 	c         *config
@@ -176,143 +208,80 @@ type routeState struct {
 	header    http.Header
 	requestID string
 	drill     bool
-	// first is the requested model's route. Its policy's namespace owns the traffic on every hop
-	// (consent), and its requireResidency binds every hop.
-	first *modelRoute
 
-	attempts    int
-	deadline    time.Time
-	tried       []health.Key     // channel×models that failed this request: a handful at most
-	last        *routing.Channel // the channel whose attempt failed last
-	lastModel   string
-	lastOutcome health.Outcome
-	lastDetail  string
-	retryAfter  time.Duration // smallest Retry-After seen from 429s
-	allLimited  bool          // every attempt so far was a 429
-	routes      []health.Route
-	prev        *routing.Channel // the channel of the previous attempt, whatever its outcome
-	prevReason  string
-	restore     *pii.Session   // the masked values to put back into the answer; nil for none
-	piiMasked   map[string]int // values masked per detector, for the access log
+	plan       failover.Plan
+	res        result           // the last attempt's result (a 4xx handed back as it is)
+	prev       *routing.Channel // the channel of the previous attempt, whatever its outcome
+	prevReason string
+	restore    *pii.Session   // the masked values to put back into the answer; nil for none
+	piiMasked  map[string]int // values masked per detector, for the access log
+	call       *clientCall    // the client layer's record of the request (nil: none)
+	// need and translations are capability routing's (messages.go).
+	need         need
+	translations map[translationKey]translationResult
 }
 
-// run routes the request: healthy channels of the model → the same channel again only when it is
-// the model's only channel and the failure was not a timeout → fallbackModels in order → panic
-// routing to the least-bad channel of the requested model → a clear 503 (or 429).
-//
-// Every hop (a fallback or context-overflow model, the latter possibly named by a fallback
-// model's policy) stays within what the first policy may reach: a model whose policy is in
-// another namespace is skipped unless it accepts the first policy's namespace (see hopAllowed),
-// and no channel outside the first policy's requireResidency is picked (see resident). Compile
-// reports a fallback without consent as a problem on the policy that names it, but the proxy
-// must enforce both rules itself: a policy with a problem keeps serving its last good form,
-// consent may be withdrawn after it was given, and a hop named by a fallback model's own policy
-// (its contextOverflowModels) is not the first policy's to compile.
+// run routes the request as the planner says (see failover.Plan for the order of resort: the
+// model's channels, the same channel again, fallbackModels, context overflow, panic routing,
+// 503 or 429): it runs the attempts, waits the waits and writes the answer.
 //
 // It returns the outcome class for switchyard_requests_total.
 func (rt *routeState) run(ctx context.Context) string {
-	first := rt.c.models[rt.req.Model]
-	rt.first = first
-	maxAttempts := first.policy.Retry.MaxAttempts
-	first.budget.request(time.Now())
-	rt.allLimited = true
-
-	chain := append([]string{rt.req.Model}, first.policy.FallbackModels...)
-	overflowed := false
-	for i := 0; i < len(chain) && rt.attempts < maxAttempts; i++ {
-		mr := rt.c.models[chain[i]]
-		if mr == nil || !rt.hopAllowed(mr) {
-			continue
-		}
-		sameAgain := false
-		for rt.attempts < maxAttempts {
-			ch := rt.pick(mr, false)
-			if ch == nil && !sameAgain && rt.canRetrySame(mr) {
-				ch, sameAgain = rt.last, true
-				if !rt.backoff(ctx, mr.policy.Retry) {
-					return "canceled"
-				}
+	s := rt.s
+	p := &rt.plan
+	var rnd failover.Rand = failover.GlobalRand{}
+	if s.rand != nil {
+		rnd = s.rand(rt.requestID)
+	}
+	p.Start(rt.c, s.engine, rnd, s.clock.Now(), rt.req.Model)
+	p.SetFit(rt)
+	// Each attempt takes at most a wait and a try, and the planner stops after maxAttempts: the
+	// bound is a guard, never reached.
+	for range 2*p.First().Policy.Retry.MaxAttempts + 2 {
+		st := p.Next(s.clock.Now())
+		switch st.Action {
+		case failover.ActionWait:
+			if !s.sleep(ctx, st.Wait) {
+				return "canceled"
 			}
-			if ch == nil {
-				break
+		case failover.ActionTry:
+			res, done := rt.try(ctx, st)
+			if done != "" {
+				return done
 			}
-			res, stop := rt.try(ctx, mr, ch, maxAttempts)
-			if stop != "" {
-				return stop
-			}
-			if res.outcome == health.OutcomeClientError && res.errCode == "context_length_exceeded" {
-				if overflowed || !rt.anyHop(mr.policy.ContextOverflowModels) {
-					// No larger model this request may go to: the caller's to fix.
-					rt.passThrough(res, ch)
-					return "client_error"
-				}
-				overflowed = true
-				chain = append(chain[:i+1], mr.policy.ContextOverflowModels...)
-				break
-			}
+			rt.res = res
+			p.Observe(failover.Result{Outcome: res.outcome, RetryAfter: res.retryAfter, ErrCode: res.errCode, Detail: res.shown()}) // the client-safe text: it reaches the 503
+		default:
+			return rt.stop(st)
 		}
 	}
-	// Panic routing: every channel of the requested model is out; try the least-bad ones anyway,
-	// one after the other while attempts remain.
-	if first.policy.PanicRouting && !rt.allRateLimited(first) {
-		for rt.attempts < maxAttempts {
-			ch := rt.pick(first, true)
-			if ch == nil {
-				break
-			}
-			if _, stop := rt.try(ctx, first, ch, maxAttempts); stop != "" {
-				return stop
-			}
-		}
-	}
-	if rt.attempts == 0 && rt.allRateLimited(first) {
-		rt.retryAfter = rt.pendingRetryAfter(first)
-	}
-	return rt.fail()
+	return rt.stop(failover.Step{Action: failover.ActionStop, Stop: failover.StopUnavailable, Attempts: p.Attempts(), Detail: "; the failover plan did not end"})
 }
 
-// try runs one attempt on ch. stop is non-empty when the request is finished (the outcome class).
-func (rt *routeState) try(ctx context.Context, mr *modelRoute, ch *routing.Channel, maxAttempts int) (result, string) {
+// try runs the attempt of st. done is non-empty when the request is finished (the outcome class).
+func (rt *routeState) try(ctx context.Context, st failover.Step) (res result, done string) {
 	s := rt.s
-	now := time.Now()
-	if rt.attempts > 0 && !mr.budget.allowRetry(now, mr.policy.Retry.BudgetPercent) {
-		s.metrics.BudgetExhausted.WithLabelValues(mr.policy.Namespace, mr.model).Inc()
-		rt.lastDetail += " (retry budget exhausted)"
-		return result{}, rt.fail()
-	}
-	upstream, _ := ch.Upstream(mr.model)
+	ch, mr := st.Channel, st.Model
+	upstream, _ := ch.Upstream(mr.Name)
 	body, err := rt.req.bodyFor(upstream)
 	if err != nil {
 		writeError(rt.w, http.StatusBadRequest, "invalid_request_error", "invalid_request", "failed to encode the request", 0)
 		return result{}, "client_error"
 	}
-	timeout := ch.Timeouts.Request
-	if rt.attempts == 0 {
-		// The request's deadline: the first channel's request timeout plus one fallback's (the
-		// design notes' 30 s + 20 s), so that an attempt which ran out its whole request timeout
-		// (a non-streamed answer has no first-byte timer) can still fail over once.
-		rt.deadline = now.Add(timeout + ch.Timeouts.FallbackRequest)
-	} else {
-		timeout = min(ch.Timeouts.FallbackRequest, time.Until(rt.deadline))
-		if timeout <= 0 {
-			rt.lastDetail += " (request deadline reached)"
-			return result{}, rt.fail()
+	n := rt.plan.Attempts()
+	if n > 1 && rt.prev != nil && rt.prev.ID() != ch.ID() {
+		// namespace is the channel that takes over's; a fallback from another namespace (by
+		// consent) names the channel it leaves by namespace/name.
+		from := rt.prev.Name
+		if rt.prev.Namespace != ch.Namespace {
+			from = rt.prev.ID()
 		}
-		if rt.prev != nil && rt.prev.ID() != ch.ID() {
-			// namespace is the channel that takes over's; a fallback from another namespace (by
-			// consent) names the channel it leaves by namespace/name.
-			from := rt.prev.Name
-			if rt.prev.Namespace != ch.Namespace {
-				from = rt.prev.ID()
-			}
-			s.metrics.Failovers.WithLabelValues(ch.Namespace, mr.model, from, ch.Name, rt.prevReason).Inc()
-		}
+		s.metrics.Failovers.WithLabelValues(ch.Namespace, mr.Name, from, ch.Name, rt.prevReason).Inc()
 	}
-	rt.attempts++
-	a := &attempt{channel: ch, key: rt.key(ch), model: mr.model, upstream: upstream, path: rt.path, body: body,
-		stream: rt.req.Stream, timeout: timeout, header: rt.header, requestID: rt.requestID, number: rt.attempts, drill: rt.drill,
-		redact: rt.c.redact, restore: rt.restore, piiMasked: rt.piiMasked}
-	res := s.do(ctx, rt.w, a)
+	a := rt.withCapabilities(&attempt{channel: ch, key: rt.key(ch), model: mr.Name, requested: rt.req.Model, upstream: upstream, path: rt.path, body: body,
+		stream: rt.req.Stream, timeout: st.Timeout, header: rt.header, requestID: rt.requestID, number: n, drill: rt.drill,
+		redact: rt.c.redact, restore: rt.restore, piiMasked: rt.piiMasked, call: rt.call})
+	res = s.do(ctx, rt.w, a)
 	rt.prev, rt.prevReason = ch, res.outcome.String()
 	if res.errCode != "" {
 		rt.prevReason = res.errCode
@@ -325,180 +294,77 @@ func (rt *routeState) try(ctx context.Context, mr *modelRoute, ch *routing.Chann
 	case res.committed:
 		return res, "stream_cut"
 	}
-	key := health.Key{Channel: ch.ID(), Model: mr.model}
-	if res.outcome != health.OutcomeRateLimited {
-		rt.allLimited = false
-	}
-	switch res.outcome {
-	case health.OutcomeClientError:
-		if res.errCode == "context_length_exceeded" {
-			return res, ""
-		}
-		rt.passThrough(res, ch) // content_policy_violation and other 4xx are the caller's to fix
-		return res, "client_error"
-	case health.OutcomeRateLimited:
-		if res.retryAfter > 0 && (rt.retryAfter == 0 || res.retryAfter < rt.retryAfter) {
-			rt.retryAfter = res.retryAfter
-		}
-		wait := mr.policy.Settings.MaxRetryAfterWait
-		if res.retryAfter > 0 && res.retryAfter <= wait && time.Now().Add(res.retryAfter).Before(rt.deadline) && rt.attempts < maxAttempts {
-			// A short Retry-After is cheaper to wait out than a failover.
-			if !sleepCtx(ctx, res.retryAfter) {
-				return res, "canceled"
-			}
-			return rt.try(ctx, mr, ch, maxAttempts)
-		}
-	}
-	rt.tried = append(rt.tried, key)
-	rt.last, rt.lastModel, rt.lastOutcome, rt.lastDetail = ch, mr.model, res.outcome, res.detail
 	return res, ""
 }
 
-// fail ends the request with the answer for "no channel could answer".
-func (rt *routeState) fail() string {
-	if rt.allLimited && (rt.attempts > 0 || rt.retryAfter > 0) {
+// stop writes the answer of a request no attempt answered.
+func (rt *routeState) stop(st failover.Step) string {
+	if st.BudgetExhausted {
+		rt.s.metrics.BudgetExhausted.WithLabelValues(st.Model.Policy.Namespace, st.Model.Name).Inc()
+	}
+	switch st.Stop {
+	case failover.StopUnfit:
+		writeUnfit(rt.w, rt.req.Model, st.Detail)
+		return "client_error"
+	case failover.StopPassThrough:
+		rt.passThrough(rt.res, rt.prev, st.Attempts) // content_policy_violation and other 4xx are the caller's to fix
+		return "client_error"
+	case failover.StopRateLimited:
 		writeError(rt.w, http.StatusTooManyRequests, "rate_limit_error", "rate_limit_exceeded",
-			fmt.Sprintf("every channel of model %q is rate limited", rt.req.Model), max(rt.retryAfter, time.Second))
+			fmt.Sprintf("every channel of model %q is rate limited", rt.req.Model), max(st.RetryAfter, time.Second))
 		return "rate_limited"
 	}
-	msg := fmt.Sprintf("no channel could answer for model %q after %d attempt(s)", rt.req.Model, rt.attempts)
-	if rt.last != nil {
-		msg += fmt.Sprintf("; last error from channel %s: %s", rt.last.ID(), rt.lastDetail)
+	msg := fmt.Sprintf("no channel could answer for model %q after %d attempt(s)", rt.req.Model, st.Attempts)
+	if st.LastChannel != "" {
+		msg += fmt.Sprintf("; last error from channel %s: %s", st.LastChannel, st.Detail)
 	} else {
-		msg += "; no channel is routable" + rt.lastDetail
+		msg += "; no channel is routable" + st.Detail
 	}
 	writeError(rt.w, http.StatusServiceUnavailable, "server_error", "no_channel_available", msg, 0)
 	return "unavailable"
 }
 
-// pick returns the next channel to try for a model: the engine's order, skipping channels tried
-// already, preferring one in another failure domain than the channel that just failed.
-func (rt *routeState) pick(mr *modelRoute, panicRouting bool) *routing.Channel {
-	rnd := rand.Float64() // math/rand/v2's global source: per-thread state, no lock, no allocation
-	cands := mr.candidates
-	if panicRouting {
-		// The engine names one least-bad channel; leave out those this request already tried.
-		cands = rt.untried(mr)
+// putRouteState returns a finished request's state to the pool, keeping nothing of the request
+// but its plan's scratch.
+func (s *Server) putRouteState(rt *routeState) {
+	rt.plan.Release()
+	*rt = routeState{plan: rt.plan}
+	s.routeStates.Put(rt)
+}
+
+// Unfit and OverflowsAll make the request the planner's failover.Fit (capability routing,
+// messages.go).
+func (rt *routeState) Unfit(ch *routing.Channel, model string) string { return rt.unfit(ch, model) }
+
+func (rt *routeState) OverflowsAll(m *failover.Model) bool { return rt.overflowsAll(m) }
+
+// Model and Channel make a config the planner's failover.Routes.
+func (c *config) Model(name string) *failover.Model {
+	if mr := c.models[name]; mr != nil {
+		return &mr.Model
 	}
-	rt.routes = rt.s.engine.Select(rt.s.clock.Now(), mr.model, cands, mr.strategy, panicRouting, rnd, rt.routes)
-	var fallback *routing.Channel
-	for _, route := range rt.routes {
-		if panicRouting && !route.Panic {
-			return nil // something is routable after all: not a panic
-		}
-		if rt.wasTried(health.Key{Channel: route.Channel, Model: mr.model}) {
-			continue
-		}
-		ch := rt.c.channels[route.Channel]
-		if ch == nil || !rt.resident(ch) {
-			continue
-		}
-		if rt.last == nil || ch.Domain.Differs(rt.last.Domain) {
-			return ch
-		}
-		if fallback == nil {
-			fallback = ch
-		}
-	}
-	return fallback
+	return nil
 }
 
-// hopAllowed reports whether this request may be routed to mr's model. The traffic belongs to the
-// team of the first policy however many hops it took to get here, so consent is asked of mr's
-// policy for the first policy's namespace, not for the namespace of the policy that named the
-// hop: team-b accepting team-a must not let team-a's traffic through to a team-c that accepts
-// only team-b. The requested model itself is the first policy's own.
-func (rt *routeState) hopAllowed(mr *modelRoute) bool {
-	return mr.policy.AcceptsFallbackFrom(rt.first.policy.Namespace)
-}
+func (c *config) Channel(id string) *routing.Channel { return c.channels[id] }
 
-// anyHop reports whether some model of a fallback list is routed and allowed to this request.
-func (rt *routeState) anyHop(models []string) bool {
-	for _, m := range models {
-		if mr := rt.c.models[m]; mr != nil && rt.hopAllowed(mr) {
-			return true
-		}
-	}
-	return false
-}
-
-// resident reports whether ch may serve this request: the first policy's requireResidency binds
-// every hop, panic routing included. (A policy's own candidates are filtered by Compile; a
-// fallback model's are filtered by its own policy's requireResidency only, and a policy kept in
-// its last good form may list a channel whose residency has changed since.)
-func (rt *routeState) resident(ch *routing.Channel) bool {
-	want := rt.first.policy.RequireResidency
-	return len(want) == 0 || slices.Contains(want, ch.Residency)
-}
-
-func (rt *routeState) wasTried(k health.Key) bool { return slices.Contains(rt.tried, k) }
-
-// untried are the candidates panic routing may still name: not tried by this request, and
-// resident (the engine picks one least-bad channel; it must pick among those that may serve).
-func (rt *routeState) untried(mr *modelRoute) []health.Candidate {
-	out := make([]health.Candidate, 0, len(mr.candidates))
-	for _, c := range mr.candidates {
-		if rt.wasTried(health.Key{Channel: c.Channel, Model: mr.model}) {
-			continue
-		}
-		if ch := rt.c.channels[c.Channel]; ch == nil || !rt.resident(ch) {
-			continue
-		}
-		out = append(out, c)
-	}
-	return out
-}
-
-// canRetrySame: the same channel again only when it is the model's only candidate and its
-// failure was not a timeout (a silent provider must cost one timeout, not a chain of them).
-func (rt *routeState) canRetrySame(mr *modelRoute) bool {
-	return rt.last != nil && rt.lastModel == mr.model && len(mr.candidates) == 1 &&
-		rt.lastOutcome != health.OutcomeTimeout && rt.lastOutcome != health.OutcomeRateLimited
-}
-
-// backoff sleeps a jittered exponential delay before retrying the same channel.
-func (rt *routeState) backoff(ctx context.Context, r routing.Retry) bool {
-	d := r.BackoffBase << max(rt.attempts-1, 0)
-	if d > r.BackoffMax || d <= 0 {
-		d = r.BackoffMax
-	}
-	d = d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
-	if time.Now().Add(d).After(rt.deadline) {
-		return true // no time to wait: the attempt will be refused by the deadline check
+// sleep waits d, or less when the client goes away (false then). A Clock that is also a Sleeper
+// (tests) moves its own time instead.
+func (s *Server) sleep(ctx context.Context, d time.Duration) bool {
+	if sl, ok := s.clock.(Sleeper); ok {
+		return sl.Sleep(ctx, d)
 	}
 	return sleepCtx(ctx, d)
 }
 
-// allRateLimited reports whether every candidate of the model waits out a Retry-After.
-func (rt *routeState) allRateLimited(mr *modelRoute) bool {
-	if len(mr.candidates) == 0 {
-		return false
-	}
-	now := rt.s.clock.Now()
-	for _, c := range mr.candidates {
-		st, ok := rt.s.engine.StatusOf(now, health.Key{Channel: c.Channel, Model: mr.model})
-		if !ok || st.Phase != health.PhaseRateLimited || !st.RetryAfterUntil.After(now) {
-			return false
-		}
-	}
-	return true
-}
-
-func (rt *routeState) pendingRetryAfter(mr *modelRoute) time.Duration {
-	now := rt.s.clock.Now()
-	var least time.Duration
-	for _, c := range mr.candidates {
-		if st, ok := rt.s.engine.StatusOf(now, health.Key{Channel: c.Channel, Model: mr.model}); ok {
-			if d := st.RetryAfterUntil.Sub(now); d > 0 && (least == 0 || d < least) {
-				least = d
-			}
-		}
-	}
-	return least
+// Sleeper is implemented by a Clock that waits in its own time (a test clock): the proxy's
+// back-offs and Retry-After waits then move that clock instead of sleeping.
+type Sleeper interface {
+	Sleep(ctx context.Context, d time.Duration) bool
 }
 
 // passThrough returns an upstream 4xx to the client unchanged.
-func (rt *routeState) passThrough(res result, ch *routing.Channel) {
+func (rt *routeState) passThrough(res result, ch *routing.Channel, attempts int) {
 	h := rt.w.Header()
 	ct := "application/json"
 	if res.header != nil && res.header.Get("Content-Type") != "" {
@@ -506,7 +372,7 @@ func (rt *routeState) passThrough(res result, ch *routing.Channel) {
 	}
 	h.Set("Content-Type", ct)
 	h.Set("X-Switchyard-Channel", ch.ID())
-	h.Set("X-Switchyard-Attempts", fmt.Sprint(rt.attempts))
+	h.Set("X-Switchyard-Attempts", strconv.Itoa(attempts))
 	rt.w.WriteHeader(res.status)
 	_, _ = rt.w.Write(res.body)
 }

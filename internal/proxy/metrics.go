@@ -32,6 +32,8 @@ type Metrics struct {
 	BodyBytes        prometheus.GaugeFunc
 	// UpstreamOpen and UpstreamIdle read the upstream transport's connection counts (connStats).
 	UpstreamOpen, UpstreamIdle prometheus.GaugeFunc
+	// Clients are the GatewayClient metrics (clientauth.go).
+	Clients *clientMetrics
 
 	connStats atomic.Pointer[func() (open, idle int)]
 
@@ -125,6 +127,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	reg.MustRegister(m.Requests, m.Attempts, m.Duration, m.TTFT, m.Failovers, m.health,
 		m.Ejections, m.BudgetExhausted, m.Tokens, m.Panic, m.ConfigLoads, m.ConfigLastLoaded, m.ConfigStale,
 		m.UpstreamOpen, m.UpstreamIdle, m.Rejected, m.PIIMasked)
+	m.Clients = newClientMetrics(reg)
 	return m
 }
 

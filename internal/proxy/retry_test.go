@@ -44,42 +44,6 @@ func TestSameChannelRetryOnlyWhenNoOtherChannel(t *testing.T) {
 	}
 }
 
-func TestRetryBudget(t *testing.T) {
-	b := newRetryBudget()
-	now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
-	// A quiet service can always fail over: the floor allows a few retries per second.
-	allowed := 0
-	for i := 0; i < 100; i++ {
-		if b.allowRetry(now, 20) {
-			allowed++
-		}
-	}
-	if allowed != budgetFloorPerSecond*budgetBuckets {
-		t.Errorf("floor: %d retries allowed with no traffic, want %d", allowed, budgetFloorPerSecond*budgetBuckets)
-	}
-	// Under load the budget is a share of requests: 20% of 1000 requests in the window.
-	b = newRetryBudget()
-	for s := 0; s < 10; s++ {
-		for i := 0; i < 100; i++ {
-			b.request(now.Add(time.Duration(s) * time.Second))
-		}
-	}
-	at := now.Add(9 * time.Second)
-	allowed = 0
-	for i := 0; i < 1000; i++ {
-		if b.allowRetry(at, 20) {
-			allowed++
-		}
-	}
-	if allowed != 200 {
-		t.Errorf("storm guard: %d retries allowed, want 200 (20%% of 1000)", allowed)
-	}
-	// The window slides: ten seconds later the old requests and retries are forgotten.
-	if !b.allowRetry(at.Add(11*time.Second), 20) {
-		t.Error("budget did not recover once the window moved on")
-	}
-}
-
 func TestRejectedCredentialsFailOverAndNeverReachTheClient(t *testing.T) {
 	r := newRig(t, rigConfig{})
 	r.A.SetBehavior("gpt-4o", mockprovider.Behavior{Mode: mockprovider.ModeStatus, Status: 401, Message: "Incorrect API key provided: sk-proj-****wxyz"})

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,6 +23,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/switchyard-io/switchyard/internal/adminapi"
+	"github.com/switchyard-io/switchyard/internal/audit"
+	"github.com/switchyard-io/switchyard/internal/failover"
 	"github.com/switchyard-io/switchyard/internal/health"
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
@@ -68,14 +71,24 @@ type Options struct {
 	Logger *slog.Logger
 	// Registry for the metrics; a fresh one when nil.
 	Registry *prometheus.Registry
-	// Clock; the real one when nil.
+	// Clock; the real one when nil. The health engine, the failover planner (deadlines, retry
+	// budget) and, when it is also a Sleeper, the planner's waits run on it.
 	Clock Clock
+	// Rand gives the failover planner its randomness (channel draws, back-off jitter) for one
+	// request, by its request id; math/rand/v2's global source when nil. A test that gives replay
+	// the same function gets the same draws for every request, whatever else the proxy served.
+	Rand func(requestID string) failover.Rand
 	// Transport for upstream calls; a tuned http.Transport when nil.
 	Transport http.RoundTripper
 	// Replica names this process on the admin API (default: the hostname).
 	Replica string
 	// JournalSize is the number of health events kept for /admin/v1/events (default 1024).
 	JournalSize int
+	// RequireClientKey refuses every request without a GatewayClient key (401), even while the
+	// config has no GatewayClient. Without it the proxy requires keys only once a client exists.
+	RequireClientKey bool
+	// Audit receives one line per API request (clientauth.go); nil disables it.
+	Audit *audit.Log
 }
 
 // Server is the proxy. Its data-plane Handler and AdminHandler are served on separate ports.
@@ -83,18 +96,23 @@ type Server struct {
 	opts      Options
 	log       *slog.Logger
 	clock     Clock
+	rand      func(requestID string) failover.Rand // nil: failover.GlobalRand
 	engine    *health.Engine
 	metrics   *Metrics
 	registry  *prometheus.Registry
 	transport http.RoundTripper
+	channelTr channelTransports // of the channels with spec.tls
 	accessLog *accessLog
 	bootID    string
+	clients   *clientsState // client keys, limits and the audit log (clientauth.go)
 
 	cfg     atomic.Pointer[config]
 	cfgMu   sync.Mutex // serialises Apply
 	loadMu  sync.Mutex
 	load    adminapi.ConfigState
-	budgets sync.Map // policy key -> *retryBudget, kept across reloads
+	budgets sync.Map // policy key -> *failover.Budget, kept across reloads
+	// routeStates pools the per-request routing state (handler.go).
+	routeStates sync.Pool
 
 	draining  atomic.Bool
 	inFlight  atomic.Int64 // API requests being served
@@ -121,16 +139,18 @@ type config struct {
 	models   map[string]*modelRoute
 	keys     []health.Key // every channel×model the engine was configured with
 	redact   *redactor    // removes this table's provider keys from upstream-derived text
+	// transports are the upstream transports of the channels with TLS settings, by channel ID.
+	transports map[string]http.RoundTripper
+	auth       *clientIndex // the table's GatewayClients by key hash
+	// adapters are the bedrock and vertex channels' wire adapters, by channel ID (adapters.go).
+	adapters map[string]*channelAdapter
 }
 
-// modelRoute is everything needed to route one public model.
+// modelRoute is everything needed to route one public model: the planner's view of it and the
+// proxy's own.
 type modelRoute struct {
-	model      string
-	policy     *routing.Policy
-	strategy   health.Strategy
-	candidates []health.Candidate // channels of the policy that serve this model, in policy order
-	budget     *retryBudget
-	pii        *piiRoute // the policy's masking, shared by its models; nil when off
+	failover.Model
+	pii *piiRoute // the policy's masking, shared by its models; nil when off
 }
 
 // New creates a proxy with no configuration: it answers 503 until Apply succeeds.
@@ -174,6 +194,7 @@ func New(opts Options) *Server {
 		opts:         opts,
 		log:          opts.Logger,
 		clock:        opts.Clock,
+		rand:         opts.Rand,
 		engine:       health.NewEngine(opts.JournalSize),
 		registry:     opts.Registry,
 		metrics:      NewMetrics(opts.Registry),
@@ -198,8 +219,13 @@ func New(opts Options) *Server {
 		Name: "switchyard_request_body_bytes_buffered", Help: "Bytes of client request bodies held in memory (bounded by --max-buffered-body-bytes).",
 	}, func() float64 { return float64(s.bodyBytes.Load()) })
 	opts.Registry.MustRegister(s.metrics.InFlight, s.metrics.BodyBytes)
+	s.clients = newClientsState(s)
 	if cs, ok := opts.Transport.(interface{ connStats() (open, idle int) }); ok {
-		f := cs.connStats
+		f := func() (open, idle int) {
+			o, i := cs.connStats()
+			co, ci := s.channelTr.connStats()
+			return o + co, i + ci
+		}
 		s.metrics.connStats.Store(&f)
 	}
 	return s
@@ -228,10 +254,36 @@ func (s *Server) apply(t *routing.Table, source string, rejected error, problems
 	now := s.clock.Now()
 	c := &config{table: t, channels: map[string]*routing.Channel{}, models: map[string]*modelRoute{}}
 	keys := make([]string, 0, len(t.Credentials))
-	for _, k := range t.Credentials {
+	for name, k := range t.Credentials {
+		// A TLS client certificate and its key never go to the provider, so it cannot echo them;
+		// and redacting a PEM header's prefix would mangle any answer that shows a certificate.
+		if strings.HasSuffix(name, "#"+routing.PartTLSCert) || strings.HasSuffix(name, "#"+routing.PartTLSKey) {
+			continue
+		}
+		if ch, ok := t.Channel(name); ok && usesAdapter(ch.Provider) {
+			keys = append(keys, adapterSecrets(ch.Provider, k.Reveal())...)
+			continue
+		}
 		keys = append(keys, k.Reveal())
 	}
 	c.redact = newRedactor(keys)
+	var prevAdapters map[string]*channelAdapter
+	if old := s.cfg.Load(); old != nil {
+		prevAdapters = old.adapters
+	}
+	c.adapters = buildAdapters(t, prevAdapters)
+	for id, ca := range c.adapters {
+		if ca.err != nil {
+			s.log.Error("A channel's adapter does not load; its attempts fail until it does", "channel", id, "error", ca.err.Error())
+		}
+	}
+	var tlsErrs []error
+	c.transports, tlsErrs = s.channelTr.update(t)
+	for _, err := range tlsErrs {
+		s.log.Error("A channel's TLS settings do not load; its attempts fail until they do", "error", err.Error())
+	}
+	var goneClients []*clientLimiter
+	c.auth, goneClients = s.clients.index(t)
 	for i := range t.Channels {
 		c.channels[t.Channels[i].ID()] = &t.Channels[i]
 	}
@@ -240,7 +292,7 @@ func (s *Server) apply(t *routing.Table, source string, rejected error, problems
 		p := &t.Policies[i]
 		strategy, _ := health.ParseStrategy(p.Strategy)
 		bkey := p.Namespace + "/" + p.Name
-		b, _ := s.budgets.LoadOrStore(bkey, newRetryBudget())
+		b, _ := s.budgets.LoadOrStore(bkey, failover.NewBudget())
 		var pr *piiRoute
 		if p.PII != nil {
 			if pr = newPIIRoute(p); pr.err != nil {
@@ -248,7 +300,7 @@ func (s *Server) apply(t *routing.Table, source string, rejected error, problems
 			}
 		}
 		for _, model := range p.Models {
-			mr := &modelRoute{model: model, policy: p, strategy: strategy, budget: b.(*retryBudget), pii: pr}
+			mr := &modelRoute{Model: failover.Model{Name: model, Policy: p, Strategy: strategy, Budget: b.(*failover.Budget)}, pii: pr}
 			for _, pc := range p.Channels {
 				ch := c.channels[pc.Channel]
 				if ch == nil {
@@ -257,7 +309,7 @@ func (s *Server) apply(t *routing.Table, source string, rejected error, problems
 				if _, ok := ch.Upstream(model); !ok {
 					continue
 				}
-				mr.candidates = append(mr.candidates, health.Candidate{Channel: ch.ID(), Weight: pc.Weight})
+				mr.Candidates = append(mr.Candidates, health.Candidate{Channel: ch.ID(), Weight: pc.Weight})
 				tg := health.Target{Key: health.Key{Channel: ch.ID(), Model: model}, Settings: p.Settings,
 					Disabled: ch.Disabled, DisabledReason: ch.DisabledReason}
 				if ch.DisabledUntil != nil {
@@ -280,6 +332,7 @@ func (s *Server) apply(t *routing.Table, source string, rejected error, problems
 	s.cfg.Store(c)
 	// Series of keys that left the config go only after the new config is in place; publishStatus
 	// runs under cfgMu too, so it cannot bring them back from the old config.
+	s.clients.retire(goneClients)
 	if old != nil {
 		for _, k := range old.keys {
 			if !keep[k] {
@@ -291,8 +344,8 @@ func (s *Server) apply(t *routing.Table, source string, rejected error, problems
 			}
 		}
 		for m, omr := range old.models {
-			if nmr := c.models[m]; nmr == nil || nmr.policy.Namespace != omr.policy.Namespace {
-				s.metrics.Panic.DeleteLabelValues(omr.policy.Namespace, m)
+			if nmr := c.models[m]; nmr == nil || nmr.Policy.Namespace != omr.Policy.Namespace {
+				s.metrics.Panic.DeleteLabelValues(omr.Policy.Namespace, m)
 			}
 		}
 	}
@@ -354,9 +407,6 @@ func (s *Server) Run(ctx context.Context, interval time.Duration) {
 			return
 		case <-t.C:
 			s.Step(ctx)
-			if p, ok := s.transport.(interface{ closeExpired() }); ok {
-				p.closeExpired() // idle upstream connections nobody came back for
-			}
 		}
 	}
 }
@@ -403,7 +453,7 @@ func (s *Server) publishStatus(now time.Time, all bool) {
 			if s.panicModels[m] > 0 {
 				v = 1
 			}
-			s.metrics.Panic.WithLabelValues(mr.policy.Namespace, m).Set(v)
+			s.metrics.Panic.WithLabelValues(mr.Policy.Namespace, m).Set(v)
 		}
 		if all {
 			for m, mr := range c.models {

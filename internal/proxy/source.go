@@ -65,6 +65,11 @@ func compileInputs(in routing.Inputs, getenv func(string) string) (*routing.Tabl
 		}
 	}
 	t, problems := routing.Compile(in)
+	// GatewayClients (keys from Secret manifests beside them): a broken one refuses the config
+	// like any other problem, so a typo cannot silently lock a team out or let it in.
+	clients, clientProblems := routing.CompileClients(in)
+	t.Clients = clients
+	problems = append(problems, clientProblems...)
 	if blocking := routing.Blocking(problems); len(blocking) > 0 {
 		msgs := make([]string, len(blocking))
 		for i, p := range blocking {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/switchyard-io/switchyard/internal/failover"
 	"github.com/switchyard-io/switchyard/internal/health"
 )
 
@@ -27,6 +28,13 @@ type rawLine struct {
 	ttft       time.Duration
 	stream     bool
 	probe      bool // the proxy's own health probe, not a client request (an extension of the contract)
+	// retryAfter is a 429's Retry-After (retryAfterMs) and overflow says the error code was
+	// context_length_exceeded (errorCode): the failover planner decides on both.
+	retryAfter time.Duration
+	overflow   bool
+	// requested is the model the client asked for when the attempt is on another (a fallback
+	// or context-overflow hop; requestedModel), nil otherwise.
+	requested []byte
 }
 
 // errLine is a decoding error without allocation for the common cases.
@@ -145,6 +153,20 @@ func decodeLine(b []byte, r *rawLine) error {
 				if r.probe, err = d.boolOrNull(); err != nil {
 					return err
 				}
+			case "requestedModel":
+				if r.requested, err = d.strOrNull(); err != nil {
+					return err
+				}
+			case "retryAfterMs":
+				if r.retryAfter, err = d.millis(); err != nil {
+					return err
+				}
+			case "errorCode":
+				v, err := d.strOrNull()
+				if err != nil {
+					return err
+				}
+				r.overflow = string(v) == failover.CodeContextLengthExceeded
 			default:
 				if err := d.skip(0); err != nil {
 					return err

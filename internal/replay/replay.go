@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchyard-io/switchyard/internal/failover"
 	"github.com/switchyard-io/switchyard/internal/health"
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
@@ -40,6 +41,33 @@ type Options struct {
 	MaxProblems int
 	// Incidents are known real outages to score the policy against.
 	Incidents []Incident
+	// Rand, when set, gives the failover planner its randomness for one replayed request, by its
+	// request id (see docs/replay.md); by default every request draws from one stream seeded by
+	// Seed. A test that gives the proxy the same function gets the same draws for every request.
+	Rand func(requestID string) failover.Rand
+	// Trace, when set, receives every attempt of the replayed policy, in the order they are
+	// decided (a request that departs from the log is finished, and traced, at the end of its
+	// linger).
+	Trace func(TracedAttempt)
+	// Observer, when set, sees every accepted line, journal transition and scored request (see
+	// Observer).
+	Observer Observer
+	// Since, when set, skips the lines stamped before it (counted in LogSummary.BeforeSince):
+	// the engine starts Healthy at the first line at or after it.
+	Since time.Time
+}
+
+// TracedAttempt is one attempt of the replayed policy.
+type TracedAttempt struct {
+	RequestID string
+	Number    int // 1 for a request's first attempt
+	At        time.Time
+	Channel   string
+	Model     string
+	Outcome   health.Outcome
+	// Source of the outcome: "log" (the request's own logged attempt), "evidence" (the
+	// channel's logged attempt nearest in time) or "assumed" (no evidence).
+	Source string
 }
 
 func (o *Options) defaults() {
@@ -59,14 +87,18 @@ func (o *Options) defaults() {
 
 // entry is one decoded attempt waiting in the reorder buffer.
 type entry struct {
-	ts      int64
-	line    int64
-	key     int32
-	attempt int32
-	outcome health.Outcome
-	latency time.Duration
-	reqID   string
-	probe   bool
+	ts         int64
+	line       int64
+	key        int32
+	attempt    int32
+	outcome    health.Outcome
+	latency    time.Duration
+	retryAfter time.Duration
+	reqID      string
+	requested  int32 // the model index the client asked for; -1 when it is the key's own
+	probe      bool
+	overflow   bool // a context_length_exceeded 400
+	committed  bool // a stream cut after its first event reached the client: no failover
 }
 
 // evidence is one logged attempt kept for the failover model.
@@ -79,7 +111,8 @@ type evidence struct {
 type keyState struct {
 	key   health.Key
 	model int
-	cand  int // index in the model's candidates
+	cand  int              // index in the model's candidates
+	ch    *routing.Channel // the compiled channel, as the planner names it
 
 	phase   health.Phase
 	since   int64
@@ -116,18 +149,40 @@ type ejection struct {
 type interval struct{ from, to int64 }
 
 type attemptRec struct {
-	key     int32
-	line    int64
-	outcome health.Outcome
+	key      int32
+	line     int64
+	outcome  health.Outcome
+	retry    time.Duration
+	overflow bool
+	used     bool // the replayed plan took this attempt's outcome already
 }
 
+// request is one client request as the replayed policy walks it. The planner follows the log
+// (live) as long as it asks for the attempts the log has, in their order: then it decides with
+// the engine's state of the moment, exactly as the logging proxy did if the policy is the same.
+// Once it departs from the log, it is finished at the end of its linger from evidence.
 type request struct {
 	id       string
 	t0       int64
 	model    int
-	routes   []int32 // key indices in Select order
-	panic    bool    // the route is panic routing's least-bad channel
+	firstKey int32 // the key of the plan's first attempt; -1 for none
+	lastKey  int32 // the key of the plan's latest attempt; -1 for none
 	attempts []attemptRec
+
+	plan    failover.Plan
+	step    failover.Step // the plan's step after the last one followed
+	stepAt  int64         // when step was decided; for a Wait, when it ends
+	live    bool
+	ended   bool // step is the plan's Stop
+	ok      bool // ended with an answer
+	cut     bool // ended by a stream cut after its first event (the log says so)
+	assumed bool
+}
+
+// chKey finds a key from the planner's channel and model without building an ID.
+type chKey struct {
+	ch    *routing.Channel
+	model string
 }
 
 type replayer struct {
@@ -138,6 +193,11 @@ type replayer struct {
 	opts   Options
 	eng    *health.Engine
 	rng    *rand.Rand
+	prng   failover.Rand // the planner's draws for requests that follow the log
+
+	fmodels  []failover.Model // per setup model: the planner's route, with this run's budgets
+	channels map[string]*routing.Channel
+	keyByCh  map[chKey]int32
 
 	keys     []*keyState
 	byName   map[string]map[string]int32 // channel → model → key index
@@ -156,6 +216,7 @@ type replayer struct {
 	due     []health.Key
 
 	pending map[string]*request
+	spare   []*request // resolved requests, reused with their plans' scratch
 	queue   []*request
 	qHead   int
 
@@ -174,7 +235,10 @@ func Run(ctx context.Context, setup *Setup, log io.Reader, opts Options) (*Repor
 	lr := newLineReader(log)
 	var heap entryHeap
 	var raw rawLine
-	var maxTS int64
+	var maxTS, since int64
+	if !opts.Since.IsZero() {
+		since = opts.Since.UnixNano()
+	}
 	seen := false
 	for i := 0; ; i++ {
 		if i&1023 == 0 {
@@ -203,6 +267,10 @@ func Run(ctx context.Context, setup *Setup, log io.Reader, opts Options) (*Repor
 			r.problem(n, KindMalformed, err.Error())
 			continue
 		}
+		if since != 0 && raw.ts < since {
+			r.sum.BeforeSince++
+			continue
+		}
 		k, ok := r.byName[string(raw.channel)][string(raw.model)]
 		if !ok {
 			k, ok = r.namespacedLine(string(raw.channel), string(raw.model))
@@ -222,8 +290,15 @@ func Run(ctx context.Context, setup *Setup, log io.Reader, opts Options) (*Repor
 		if !seen || raw.ts > maxTS {
 			maxTS, seen = raw.ts, true
 		}
-		heap.push(entry{ts: raw.ts, line: n, key: k, attempt: int32(raw.attempt), outcome: raw.outcome,
-			latency: raw.latency, reqID: string(raw.requestID), probe: raw.probe})
+		requested := int32(-1)
+		if len(raw.requested) > 0 {
+			if mi, ok := r.modelIdx[string(raw.requested)]; ok {
+				requested = int32(mi)
+			}
+		}
+		heap.push(entry{ts: raw.ts, line: n, key: k, attempt: int32(raw.attempt), outcome: raw.outcome, requested: requested,
+			latency: raw.latency, retryAfter: raw.retryAfter, reqID: string(raw.requestID), probe: raw.probe,
+			overflow: raw.overflow, committed: raw.outcome == health.OutcomeStreamCut && raw.stream && raw.ttft > 0})
 		for len(heap) > 0 && heap[0].ts <= maxTS-int64(opts.ReorderTolerance) {
 			e := heap.pop()
 			r.process(&e)
@@ -259,6 +334,22 @@ func newReplayer(setup *Setup, opts Options) *replayer {
 		perKind:   map[string]int{},
 		unknown:   map[string]bool{},
 		nextCheck: math.MaxInt64,
+		fmodels:   make([]failover.Model, len(setup.Models)),
+		channels:  map[string]*routing.Channel{},
+		keyByCh:   map[chKey]int32{},
+	}
+	r.prng = rand.New(rand.NewPCG(opts.Seed, 0x91a2))
+	for i := range setup.table.Channels {
+		ch := &setup.table.Channels[i]
+		r.channels[ch.ID()] = ch
+	}
+	budgets := map[*routing.Policy]*failover.Budget{}
+	for mi := range setup.Models {
+		m := &setup.Models[mi]
+		if budgets[m.policy] == nil {
+			budgets[m.policy] = failover.NewBudget()
+		}
+		r.fmodels[mi] = failover.Model{Name: m.Model, Policy: m.policy, Strategy: m.Strategy, Candidates: m.Candidates, Budget: budgets[m.policy]}
 	}
 	for mi := range setup.Models {
 		m := &setup.Models[mi]
@@ -270,7 +361,9 @@ func newReplayer(setup *Setup, opts Options) *replayer {
 			}
 			r.byName[c.Channel][m.Model] = int32(len(r.keys))
 			r.modelKey[mi] = append(r.modelKey[mi], int32(len(r.keys)))
-			r.keys = append(r.keys, &keyState{key: health.Key{Channel: c.Channel, Model: m.Model}, model: mi, cand: ci})
+			ch := r.channels[c.Channel]
+			r.keyByCh[chKey{ch, m.Model}] = int32(len(r.keys))
+			r.keys = append(r.keys, &keyState{key: health.Key{Channel: c.Channel, Model: m.Model}, model: mi, cand: ci, ch: ch})
 		}
 	}
 	// A channel is namespace/name in the access log; logs of standalone proxies, and of versions
@@ -350,22 +443,32 @@ func (r *replayer) process(e *entry) {
 	if e.probe {
 		r.sum.Probes++
 	} else if req == nil {
-		req = &request{id: e.reqID, t0: t, model: ks.model}
-		routes := r.eng.Select(tm(t), m.Model, m.Candidates, m.Strategy, m.PanicRouting, r.rng.Float64(), r.scratch[:0])
-		r.scratch = routes
-		r.drain(t)
-		for _, rt := range routes {
-			req.routes = append(req.routes, r.byName[rt.Channel][m.Model])
-			req.panic = req.panic || rt.Panic
+		req = r.newRequest()
+		*req = request{id: e.reqID, t0: t, model: ks.model, firstKey: -1, lastKey: -1, live: true, attempts: req.attempts[:0], plan: req.plan}
+		if e.requested >= 0 {
+			// The first logged attempt is already on a fallback or overflow model.
+			req.model = int(e.requested)
 		}
+		rnd := r.prng
+		if r.opts.Rand != nil {
+			rnd = r.opts.Rand(e.reqID)
+		}
+		req.plan.Start(r, r.eng, rnd, tm(t), r.setup.Models[req.model].Model)
+		r.setStep(req, req.plan.Next(tm(t)), t)
+		if req.step.Action == failover.ActionTry {
+			req.firstKey = r.keyOfStep(&req.step)
+		}
+		r.drain(t)
 		if e.reqID != "" {
 			r.pending[e.reqID] = req
 		}
 		r.queue = append(r.queue, req)
 		r.sum.Requests++
 	}
+	followed := false
 	if req != nil {
-		req.attempts = append(req.attempts, attemptRec{key: e.key, line: e.line, outcome: e.outcome})
+		req.attempts = append(req.attempts, attemptRec{key: e.key, line: e.line, outcome: e.outcome, retry: e.retryAfter, overflow: e.overflow})
+		followed = r.follow(req, e, t)
 	}
 
 	st, _ := r.eng.StatusOf(tm(t), ks.key)
@@ -373,6 +476,11 @@ func (r *replayer) process(e *entry) {
 	phase := st.Phase
 	fed, probe := false, false
 	switch {
+	case followed && phase != health.PhaseRampingUp:
+		// The replayed plan sent this very attempt (panic routing's pick included). A ramp's
+		// share is the accumulator's below for every line alike: feeding the lines the plan
+		// picked on top of it would count the share twice.
+		fed = true
 	case phase == health.PhaseProbing && ks.probePending && t <= ks.probeAt+int64(m.Settings.ProbeMaxLatency) &&
 		e.outcome != health.OutcomeClientError:
 		probe = true
@@ -393,17 +501,109 @@ func (r *replayer) process(e *entry) {
 		fed = r.panicTo(t, ks)
 	}
 	ks.logged[phase]++
+	// Before the engine sees it: the transitions this line causes come after it.
+	if o := r.opts.Observer; o != nil {
+		o.Attempt(LoggedAttempt{At: tm(t), Line: e.line, RequestID: e.reqID, Channel: ks.key.Channel, Model: ks.key.Model,
+			Attempt: int(e.attempt), Outcome: e.outcome, Latency: e.latency, Probe: e.probe, Carried: fed || probe})
+	}
 	if fed || probe {
 		ks.carried[phase]++
 		if probe {
 			ks.probePending = false
 			ks.probes.Answered++
 		}
-		r.eng.Observe(ks.key, health.Observation{At: tm(t), Outcome: e.outcome, Latency: e.latency, Probe: probe})
+		r.eng.Observe(ks.key, health.Observation{At: tm(t), Outcome: e.outcome, Latency: e.latency, RetryAfter: e.retryAfter, Probe: probe})
 		r.drain(t)
 	}
 	r.addEvidence(ks, evidence{ts: t, line: e.line, outcome: e.outcome})
+	if followed {
+		r.advance(req, e, t)
+	}
 	r.resolveUpTo(t)
+}
+
+// newRequest returns a resolved request to reuse, or a new one.
+func (r *replayer) newRequest() *request {
+	if n := len(r.spare); n > 0 {
+		req := r.spare[n-1]
+		r.spare = r.spare[:n-1]
+		return req
+	}
+	return &request{}
+}
+
+// Model and Channel make the replayer the planner's failover.Routes.
+func (r *replayer) Model(name string) *failover.Model {
+	if mi, ok := r.modelIdx[name]; ok {
+		return &r.fmodels[mi]
+	}
+	return nil
+}
+
+func (r *replayer) Channel(id string) *routing.Channel { return r.channels[id] }
+
+func (r *replayer) keyOfStep(st *failover.Step) int32 {
+	if k, ok := r.keyByCh[chKey{st.Channel, st.Model.Name}]; ok {
+		return k
+	}
+	return -1
+}
+
+func (r *replayer) setStep(req *request, st failover.Step, t int64) {
+	req.step, req.stepAt = st, t
+	switch st.Action {
+	case failover.ActionWait:
+		req.stepAt = t + int64(st.Wait)
+	case failover.ActionStop:
+		req.ended, req.ok = true, st.Stop == failover.StopAnswered
+	}
+}
+
+// follow reports whether the logged attempt e is the one the request's plan asks for next.
+func (r *replayer) follow(req *request, e *entry, t int64) bool {
+	if !req.live {
+		return false
+	}
+	if req.step.Action == failover.ActionWait {
+		// The proxy asked again once the wait was over; nothing of this request happened between.
+		r.setStep(req, req.plan.Next(tm(req.stepAt)), req.stepAt)
+		r.drain(t)
+	}
+	if req.step.Action != failover.ActionTry || r.keyOfStep(&req.step) != e.key {
+		req.live = false // the log goes on where the plan would not, or elsewhere: evidence decides
+		return false
+	}
+	a := &req.attempts[len(req.attempts)-1]
+	a.used = true
+	req.lastKey = e.key
+	r.trace(req, req.stepAt, e.key, e.outcome, "log")
+	return true
+}
+
+// advance tells the plan how the attempt it asked for ended, as the proxy does once the engine
+// has observed it, and takes the next step.
+func (r *replayer) advance(req *request, e *entry, t int64) {
+	if e.outcome == health.OutcomeStreamCut && e.committed {
+		// Bytes went to the client: the proxy ends the request without asking the planner.
+		req.ended, req.ok, req.cut = true, false, true
+		req.step = failover.Step{Action: failover.ActionStop, Stop: failover.StopUnavailable}
+		return
+	}
+	res := failover.Result{Outcome: e.outcome, RetryAfter: e.retryAfter}
+	if e.overflow {
+		res.ErrCode = failover.CodeContextLengthExceeded
+	}
+	req.plan.Observe(res)
+	r.setStep(req, req.plan.Next(tm(t)), t)
+	r.drain(t)
+}
+
+func (r *replayer) trace(req *request, t int64, k int32, o health.Outcome, source string) {
+	if r.opts.Trace == nil {
+		return
+	}
+	ks := r.keys[k]
+	r.opts.Trace(TracedAttempt{RequestID: req.id, Number: req.plan.Attempts(), At: tm(t), Channel: ks.key.Channel, Model: ks.key.Model, Outcome: o, Source: source})
 }
 
 // onlyRoutable reports whether ks is the only routable candidate of its model at t.
@@ -499,6 +699,10 @@ func (r *replayer) drain(now int64) {
 				ks.ejections = append(ks.ejections, ejection{at: at, reason: ev.Reason, message: ev.Message})
 			}
 			if ev.From != ev.To {
+				if o := r.opts.Observer; o != nil {
+					o.Transition(Transition{At: ev.At.UTC(), Channel: ev.Channel, Model: ev.Model, From: ev.From, To: ev.To,
+						Reason: ev.Reason, Message: ev.Message})
+				}
 				ks.setPhase(ev.To, at)
 				changed = true
 				if ev.To == health.PhaseEjected {
@@ -599,6 +803,7 @@ func (r *replayer) resolveUpTo(t int64) {
 	h := r.horizon()
 	for r.qHead < len(r.queue) && r.queue[r.qHead].t0+h <= t {
 		r.resolve(r.queue[r.qHead])
+		r.spare = append(r.spare, r.queue[r.qHead])
 		r.queue[r.qHead] = nil
 		r.qHead++
 	}
@@ -616,9 +821,18 @@ func (r *replayer) resolve(req *request) {
 	first := req.attempts[0]
 	ks := r.keys[first.key]
 	mr := &r.models[req.model]
-	if first.outcome == health.OutcomeClientError {
+	var out *RequestOutcome
+	if r.opts.Observer != nil {
+		out = &RequestOutcome{ID: req.id, Line: first.line, At: tm(req.t0), Model: r.setup.Models[req.model].Model,
+			FirstChannel: ks.key.Channel, FirstModel: ks.key.Model}
+		defer func() { r.opts.Observer.Request(*out) }()
+	}
+	if first.outcome == health.OutcomeClientError && !first.overflow {
 		ks.req.ClientErrors++
 		mr.ClientErrors++
+		if out != nil {
+			out.ClientError = true
+		}
 		return
 	}
 	failNone := first.outcome != health.OutcomeSuccess
@@ -629,7 +843,14 @@ func (r *replayer) resolve(req *request) {
 		}
 	}
 	ok, tries, assumed := r.withPolicy(req)
-	rerouted := len(req.routes) == 0 || req.routes[0] != first.key
+	rerouted := req.firstKey != first.key
+	if out != nil {
+		out.FailedWithoutFailover, out.FailedAsLogged, out.FailedWithPolicy = failNone, failLogged, !ok
+		out.PolicyAttempts, out.Rerouted, out.Assumed = tries, rerouted, assumed
+		if req.lastKey >= 0 {
+			out.PolicyChannel = r.keys[req.lastKey].key.Channel
+		}
+	}
 	for _, rep := range []*RequestReport{&ks.req, mr} {
 		rep.Requests++
 		rep.FailedWithoutFailover += b2i(failNone)
@@ -648,43 +869,67 @@ func b2i(b bool) int64 {
 	return 0
 }
 
-// withPolicy decides a request's fate under the replayed policy. Its Select routes are tried in
-// order, up to MaxAttempts (the only channel is retried unless it timed out). An attempt's outcome
-// is, in this order: the request's own logged attempt on that channel; the channel's logged
-// attempt nearest in time within the evidence window; with no evidence at all, success on a
-// channel the engine routes normally and failure on a panic route (assumed reports that).
+// withPolicy decides a request's fate under the replayed policy. A request whose plan followed
+// the log to its end is decided already. Otherwise its plan (the proxy's planner, see
+// internal/failover) goes on from where it departed, on the engine's state at the end of the
+// linger, and an attempt's outcome is, in this order: the request's own logged attempt on that
+// channel not taken yet; the channel's logged attempt nearest in time within the evidence window;
+// with no evidence at all, success on a channel the engine routes normally and failure on a panic
+// route (assumed reports that).
 func (r *replayer) withPolicy(req *request) (ok bool, tries int, assumed bool) {
-	m := &r.setup.Models[req.model]
-	var used [16]bool // own attempts consumed; requests with more attempts reuse evidence
-	for ri, left := 0, m.MaxAttempts; left > 0 && ri < len(req.routes) && tries < 64; left-- {
-		k := req.routes[ri]
-		o, known := health.Outcome(0), false
-		for i, a := range req.attempts {
-			if a.key == k && (i >= len(used) || !used[i]) && a.outcome != health.OutcomeClientError {
-				if i < len(used) {
-					used[i] = true
-				}
-				o, known = a.outcome, true
+	if !req.ended {
+		req.plan.SetRand(r.rng) // the plans that follow the log keep their own draws
+		for range 64 {
+			if req.ended {
 				break
 			}
-		}
-		if !known {
-			o, known = r.nearest(r.keys[k], req.t0, req.attempts)
-		}
-		tries++
-		if !known {
-			assumed = true
-			if !req.panic {
-				return true, tries, assumed
+			switch st := req.step; st.Action {
+			case failover.ActionWait:
+				r.setStep(req, req.plan.Next(tm(req.stepAt)), req.stepAt)
+			case failover.ActionTry:
+				k := r.keyOfStep(&st)
+				if k >= 0 {
+					req.lastKey = k
+				}
+				res, src := r.outcomeFor(req, k)
+				req.assumed = req.assumed || src == "assumed"
+				if k >= 0 {
+					r.trace(req, req.stepAt, k, res.Outcome, src)
+				}
+				req.plan.Observe(res)
+				r.setStep(req, req.plan.Next(tm(req.stepAt)), req.stepAt)
+			default:
+				req.ended = true
 			}
-		} else if o == health.OutcomeSuccess {
-			return true, tries, assumed
 		}
-		if len(req.routes) > 1 || (known && o == health.OutcomeTimeout) {
-			ri++
+		r.drain(r.clock)
+	}
+	return req.ok, req.plan.Attempts(), req.assumed
+}
+
+// outcomeFor is what the planned attempt on key k gets: see withPolicy.
+func (r *replayer) outcomeFor(req *request, k int32) (failover.Result, string) {
+	if k < 0 {
+		return failover.Result{Outcome: health.OutcomeSuccess}, "assumed"
+	}
+	for i := range req.attempts {
+		a := &req.attempts[i]
+		if a.key == k && !a.used && (a.outcome != health.OutcomeClientError || a.overflow) {
+			a.used = true
+			res := failover.Result{Outcome: a.outcome, RetryAfter: a.retry}
+			if a.overflow {
+				res.ErrCode = failover.CodeContextLengthExceeded
+			}
+			return res, "log"
 		}
 	}
-	return false, tries, assumed
+	if o, ok := r.nearest(r.keys[k], req.t0, req.attempts); ok {
+		return failover.Result{Outcome: o}, "evidence"
+	}
+	if req.step.Panic {
+		return failover.Result{Outcome: health.OutcomeServerError, Detail: "assumed"}, "assumed"
+	}
+	return failover.Result{Outcome: health.OutcomeSuccess}, "assumed"
 }
 
 // ---- input problems ----

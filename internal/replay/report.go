@@ -73,6 +73,8 @@ type LogSummary struct {
 	UnknownChannel int64 `json:"unknownChannel"`
 	OutOfOrder     int64 `json:"outOfOrder"`
 	Reordered      int64 `json:"reordered"`
+	// BeforeSince: lines older than Options.Since, skipped.
+	BeforeSince int64 `json:"beforeSince,omitempty"`
 }
 
 // Problem is one input line that could not be used as it is. Line is 1-based.

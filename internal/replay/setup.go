@@ -17,6 +17,10 @@ import (
 // channels and its resolved health settings.
 type Setup struct {
 	Models []ModelRoute // sorted by model name
+	// table is the compiled table the models come from: the failover planner reads the policies
+	// (fallback and context-overflow chains, retry, panic routing) and channels (failure domains,
+	// timeouts, residency) from it.
+	table *routing.Table
 }
 
 // ModelRoute is one model as a RoutingPolicy routes it.
@@ -29,6 +33,7 @@ type ModelRoute struct {
 	Candidates   []health.Candidate // policy order
 	MaxAttempts  int
 	PanicRouting bool
+	policy       *routing.Policy // in Setup.table
 }
 
 // LoadSetup reads RoutingPolicy manifests from policyPath and, optionally, ProviderChannel
@@ -89,13 +94,14 @@ func NewSetup(policies []v1alpha1.RoutingPolicy, channels []v1alpha1.ProviderCha
 		}
 		return nil, errors.New(strings.Join(msgs, "; "))
 	}
-	s := &Setup{}
-	for _, p := range t.Policies {
+	s := &Setup{table: t}
+	for i := range t.Policies {
+		p := &t.Policies[i]
 		strategy, _ := health.ParseStrategy(p.Strategy) // validated by Compile
 		name := qualified(p.Namespace, p.Name)
 		for _, m := range p.Models {
 			mr := ModelRoute{Model: m, Policy: name, Scenario: p.Scenario, Strategy: strategy, Settings: p.Settings,
-				MaxAttempts: p.Retry.MaxAttempts, PanicRouting: p.PanicRouting}
+				MaxAttempts: p.Retry.MaxAttempts, PanicRouting: p.PanicRouting, policy: p}
 			for _, pc := range p.Channels {
 				if ch, ok := t.Channel(pc.Channel); ok {
 					if _, serves := ch.Upstream(m); serves {

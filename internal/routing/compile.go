@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	v1alpha1 "github.com/switchyard-io/switchyard/api/v1alpha1"
+	"github.com/switchyard-io/switchyard/internal/provider/bedrock"
+	"github.com/switchyard-io/switchyard/internal/provider/vertex"
 )
 
 // Inputs are the objects a table is compiled from.
@@ -20,6 +22,8 @@ type Inputs struct {
 	Channels []v1alpha1.ProviderChannel
 	Policies []v1alpha1.RoutingPolicy
 	Secrets  []corev1.Secret
+	// Clients are compiled by CompileClients, not Compile (their keys Secrets are in Secrets).
+	Clients []v1alpha1.GatewayClient
 	// KeyOverrides maps a channel ID (see Channel.ID) to a key that wins over its credentialsRef (standalone
 	// mode fills it from SWITCHYARD_KEY_<CHANNEL> environment variables).
 	KeyOverrides map[string]string
@@ -116,7 +120,19 @@ func Compile(in Inputs) (*Table, []Problem) {
 		if !ok {
 			continue
 		}
+		tlsSettings, parts, ok := c.channelTLS(pc)
+		if !ok {
+			continue
+		}
+		ch.TLS = tlsSettings
+		for part, v := range parts {
+			t.Credentials[CredentialPart(id, part)] = NewSecret(v)
+		}
 		if override, ok := in.KeyOverrides[id]; ok && override != "" {
+			if msg := checkOverride(pc.Spec.Provider, override); msg != "" {
+				c.problem("ProviderChannel", pc.Namespace, pc.Name, ReasonInvalidSpec, msg)
+				continue
+			}
 			key, ch.HasCredentials = override, true
 		}
 		if ch.HasCredentials {
@@ -180,15 +196,34 @@ func (c *compiler) channel(pc *v1alpha1.ProviderChannel) (ch Channel, key string
 		c.problem("ProviderChannel", pc.Namespace, pc.Name, reason, fmt.Sprintf(format, args...))
 		return Channel{}, "", false
 	}
+	cloud := spec.Provider == v1alpha1.ProviderBedrock || spec.Provider == v1alpha1.ProviderVertex
 	switch spec.Provider {
-	case v1alpha1.ProviderOpenAI, v1alpha1.ProviderAzureOpenAI:
-	case v1alpha1.ProviderAnthropic:
-		return bad(ReasonUnsupportedProvider, "spec.provider: anthropic is not supported by this version of the proxy yet; use openai or azure-openai")
+	case v1alpha1.ProviderOpenAI, v1alpha1.ProviderAzureOpenAI, v1alpha1.ProviderAnthropic:
+		if spec.Region != "" {
+			return bad(ReasonInvalidSpec, "spec.region: only used by bedrock and vertex (failureDomain.region describes where a channel runs)")
+		}
+		if spec.Project != "" {
+			return bad(ReasonInvalidSpec, "spec.project: only used by vertex")
+		}
+		if spec.BaseURL == "" {
+			return bad(ReasonInvalidSpec, "spec.baseURL: required for provider %q (only bedrock and vertex derive it from region)", spec.Provider)
+		}
+	case v1alpha1.ProviderBedrock:
+		if err := bedrock.Validate(spec); err != nil {
+			return bad(ReasonInvalidSpec, "%v", err)
+		}
+	case v1alpha1.ProviderVertex:
+		if err := vertex.Validate(spec); err != nil {
+			return bad(ReasonInvalidSpec, "%v", err)
+		}
 	default:
-		return bad(ReasonInvalidSpec, "spec.provider: unsupported value %q: supported values: \"openai\", \"azure-openai\", \"anthropic\"", spec.Provider)
+		return bad(ReasonInvalidSpec, "spec.provider: unsupported value %q: supported values: \"openai\", \"azure-openai\", \"anthropic\", \"bedrock\", \"vertex\"", spec.Provider)
 	}
-	if msg := checkBaseURL(spec.Provider, spec.BaseURL); msg != "" {
-		return bad(ReasonInvalidSpec, "%s", msg)
+	// bedrock and vertex derive their endpoint from region when baseURL is absent.
+	if !cloud || spec.BaseURL != "" {
+		if msg := checkBaseURL(spec.Provider, spec.BaseURL); msg != "" {
+			return bad(ReasonInvalidSpec, "%s", msg)
+		}
 	}
 	if len(spec.Models) == 0 {
 		return bad(ReasonInvalidSpec, "spec.models: at least one model is required")
@@ -206,7 +241,11 @@ func (c *compiler) channel(pc *v1alpha1.ProviderChannel) (ch Channel, key string
 		if up == "" {
 			up = m.Name
 		}
-		ch.Models = append(ch.Models, ChannelModel{Name: m.Name, Upstream: up})
+		caps, msg := resolveCapabilities(spec.Provider, m.Capabilities)
+		if msg != "" {
+			return bad(ReasonInvalidSpec, "spec.models[%d].capabilities.%s", i, msg)
+		}
+		ch.Models = append(ch.Models, ChannelModel{Name: m.Name, Upstream: up, Capabilities: caps})
 	}
 	ch.Weight = int(spec.Weight)
 	if ch.Weight == 0 {
@@ -238,15 +277,16 @@ func (c *compiler) channel(pc *v1alpha1.ProviderChannel) (ch Channel, key string
 		if !found {
 			return bad(ReasonSecretNotFound, "spec.credentialsRef: Secret %s not found", qualified(pc.Namespace, ref.Name))
 		}
-		v, found := secretValue(s, ref.Key)
-		if !found {
-			return bad(ReasonSecretKeyNotFound, "spec.credentialsRef: Secret %s has no key %q", qualified(pc.Namespace, ref.Name), ref.Key)
+		v, reason, msg := credentialsOf(spec.Provider, s, ref)
+		if msg != "" {
+			return bad(reason, "%s", msg)
 		}
 		key, ch.HasCredentials = v, true
 	}
 	ch.Name, ch.Namespace, ch.Generation = pc.Name, pc.Namespace, pc.Generation
 	ch.Provider = string(spec.Provider)
 	ch.BaseURL = strings.TrimRight(spec.BaseURL, "/")
+	ch.Region, ch.Project = spec.Region, spec.Project
 	if spec.FailureDomain != nil {
 		ch.Domain = FailureDomain{Region: spec.FailureDomain.Region, Account: spec.FailureDomain.Account, Egress: spec.FailureDomain.Egress}
 	}
@@ -431,6 +471,53 @@ func findChannel(channels []v1alpha1.ProviderChannel, ns, name string) (*v1alpha
 		}
 	}
 	return nil, false
+}
+
+// credentialsOf reads a channel's credentials from its Secret: the key credentialsRef names, or
+// for bedrock and vertex the adapter's own form of them (SecretValue). On failure, reason and msg
+// (naming the field and the key) are the problem's.
+func credentialsOf(p v1alpha1.Provider, s *corev1.Secret, ref *v1alpha1.SecretKeyRef) (v, reason, msg string) {
+	switch p {
+	case v1alpha1.ProviderBedrock:
+		v, err := bedrock.SecretValue(s)
+		if err != nil {
+			return "", ReasonSecretKeyNotFound, err.Error()
+		}
+		return v, "", ""
+	case v1alpha1.ProviderVertex:
+		key := vertex.SecretKeyOf(ref)
+		if _, found := secretValue(s, key); !found {
+			return "", ReasonSecretKeyNotFound, fmt.Sprintf("spec.credentialsRef: Secret %s has no key %q", qualified(s.Namespace, s.Name), key)
+		}
+		v, err := vertex.SecretValue(s, key)
+		if err != nil {
+			return "", ReasonInvalidSpec, err.Error()
+		}
+		return v, "", ""
+	}
+	v, found := secretValue(s, ref.Key)
+	if !found {
+		return "", ReasonSecretKeyNotFound, fmt.Sprintf("spec.credentialsRef: Secret %s has no key %q", qualified(s.Namespace, s.Name), ref.Key)
+	}
+	return v, "", ""
+}
+
+// checkOverride says why a key override cannot be a channel's credentials, or "": bedrock takes
+// the JSON SecretValue makes ({"accessKeyId","secretAccessKey","sessionToken"}), vertex a
+// service-account key file. The message never quotes the value.
+func checkOverride(p v1alpha1.Provider, v string) string {
+	switch p {
+	case v1alpha1.ProviderBedrock:
+		if _, err := bedrock.ParseCredentials(v); err != nil {
+			return "credentials override: " + err.Error()
+		}
+	case v1alpha1.ProviderVertex:
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "override"}, StringData: map[string]string{vertex.SecretKey: v}}
+		if _, err := vertex.SecretValue(s, vertex.SecretKey); err != nil {
+			return "credentials override: " + err.Error()
+		}
+	}
+	return ""
 }
 
 func secretValue(s *corev1.Secret, key string) (string, bool) {

@@ -34,7 +34,7 @@ func compileFiles(t *testing.T, files ...string) (*Table, []Problem) {
 }
 
 func TestCompileSamplesGolden(t *testing.T) {
-	for _, f := range []string{"chat-gpt4o.yaml", "batch-embeddings.yaml"} {
+	for _, f := range []string{"chat-gpt4o.yaml", "batch-embeddings.yaml", "claude-sonnet.yaml"} {
 		t.Run(f, func(t *testing.T) {
 			tbl, problems := compileFiles(t, filepath.Join("..", "..", "config", "samples", f))
 			if len(problems) > 0 {
@@ -85,17 +85,19 @@ func TestSecretNeverPrints(t *testing.T) {
 	}
 }
 
-func TestCompileProblems(t *testing.T) {
-	channel := func(name string, mod func(*v1alpha1.ProviderChannelSpec)) v1alpha1.ProviderChannel {
-		pc := v1alpha1.ProviderChannel{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "llm"}, Spec: v1alpha1.ProviderChannelSpec{
-			Provider: v1alpha1.ProviderOpenAI, BaseURL: "https://api.example.com/v1",
-			Models: []v1alpha1.ChannelModel{{Name: "gpt-4o"}},
-		}}
-		if mod != nil {
-			mod(&pc.Spec)
-		}
-		return pc
+// channel is a valid openai ProviderChannel llm/name serving gpt-4o, changed by mod.
+func channel(name string, mod func(*v1alpha1.ProviderChannelSpec)) v1alpha1.ProviderChannel {
+	pc := v1alpha1.ProviderChannel{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "llm"}, Spec: v1alpha1.ProviderChannelSpec{
+		Provider: v1alpha1.ProviderOpenAI, BaseURL: "https://api.example.com/v1",
+		Models: []v1alpha1.ChannelModel{{Name: "gpt-4o"}},
+	}}
+	if mod != nil {
+		mod(&pc.Spec)
 	}
+	return pc
+}
+
+func TestCompileProblems(t *testing.T) {
 	policy := func(name string, models []string, channels ...string) v1alpha1.RoutingPolicy {
 		rp := v1alpha1.RoutingPolicy{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "llm"}, Spec: v1alpha1.RoutingPolicySpec{Models: models}}
 		for _, c := range channels {
@@ -104,6 +106,10 @@ func TestCompileProblems(t *testing.T) {
 		return rp
 	}
 	secret := corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "key", Namespace: "llm"}, Data: map[string][]byte{"apiKey": []byte("sk-1")}}
+	// For spec.tls: a CA, a client certificate, and the key of another certificate.
+	testCA := testutil.NewCA(t)
+	testClientCrt, _ := testCA.Issue(t, "switchyard", true)
+	_, testOtherKey := testCA.Issue(t, "other", true)
 
 	tests := []struct {
 		name       string
@@ -123,8 +129,12 @@ func TestCompileProblems(t *testing.T) {
 			ReasonModelNotServed, `"claude-3"`},
 		{"two policies claim a model", Inputs{Channels: []v1alpha1.ProviderChannel{channel("a", nil)}, Policies: []v1alpha1.RoutingPolicy{policy("p1", []string{"gpt-4o"}, "a"), policy("p2", []string{"gpt-4o"}, "a")}},
 			ReasonModelConflict, "llm/p1"},
-		{"anthropic not yet", Inputs{Channels: []v1alpha1.ProviderChannel{channel("a", func(s *v1alpha1.ProviderChannelSpec) { s.Provider = v1alpha1.ProviderAnthropic })}},
-			ReasonUnsupportedProvider, "anthropic"},
+		{"unknown provider", Inputs{Channels: []v1alpha1.ProviderChannel{channel("a", func(s *v1alpha1.ProviderChannelSpec) { s.Provider = "cohere" })}},
+			ReasonInvalidSpec, `"cohere"`},
+		{"output over context", Inputs{Channels: []v1alpha1.ProviderChannel{channel("a", func(s *v1alpha1.ProviderChannelSpec) {
+			s.Provider = v1alpha1.ProviderAnthropic
+			s.Models[0].Capabilities = &v1alpha1.ModelCapabilities{MaxOutputTokens: ptr[int32](300000)}
+		})}}, ReasonInvalidSpec, "spec.models[0].capabilities.maxOutputTokens"},
 		{"bad base URL", Inputs{Channels: []v1alpha1.ProviderChannel{channel("a", func(s *v1alpha1.ProviderChannelSpec) { s.BaseURL = "api.example.com" })}},
 			ReasonInvalidSpec, "spec.baseURL"},
 		{"residency leaves nothing", Inputs{Channels: []v1alpha1.ProviderChannel{channel("a", func(s *v1alpha1.ProviderChannelSpec) { s.Residency = "us" })},
@@ -156,6 +166,30 @@ func TestCompileProblems(t *testing.T) {
 		}()}}, ReasonInvalidSpec, "routed by this policy itself"},
 		{"the same channel declared twice", Inputs{Channels: []v1alpha1.ProviderChannel{channel("a", nil), channel("a", nil)}},
 			ReasonDuplicateChannel, "llm/a"},
+		{"tls on a plain http baseURL", Inputs{Channels: []v1alpha1.ProviderChannel{channel("a", func(s *v1alpha1.ProviderChannelSpec) {
+			s.BaseURL = "http://127.0.0.1:8000/v1"
+			s.TLS = &v1alpha1.ChannelTLS{CABundle: testCA.PEM}
+		})}}, ReasonInvalidSpec, "spec.tls applies to an https:// baseURL only"},
+		{"a CA bundle without a certificate", Inputs{Channels: []v1alpha1.ProviderChannel{channel("a", func(s *v1alpha1.ProviderChannelSpec) {
+			s.TLS = &v1alpha1.ChannelTLS{CABundle: "-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n"}
+		})}}, ReasonInvalidSpec, "spec.tls.caBundle"},
+		{"a missing client certificate Secret", Inputs{Channels: []v1alpha1.ProviderChannel{channel("a", func(s *v1alpha1.ProviderChannelSpec) {
+			s.TLS = &v1alpha1.ChannelTLS{ClientCertificateRef: &v1alpha1.SecretRef{Name: "mtls"}}
+		})}}, ReasonSecretNotFound, "spec.tls.clientCertificateRef: Secret llm/mtls not found"},
+		{"a client certificate Secret without tls.key", Inputs{Secrets: []corev1.Secret{{ObjectMeta: metav1.ObjectMeta{Name: "mtls", Namespace: "llm"},
+			Data: map[string][]byte{"tls.crt": []byte(testClientCrt)}}},
+			Channels: []v1alpha1.ProviderChannel{channel("a", func(s *v1alpha1.ProviderChannelSpec) {
+				s.TLS = &v1alpha1.ChannelTLS{ClientCertificateRef: &v1alpha1.SecretRef{Name: "mtls"}}
+			})}}, ReasonSecretKeyNotFound, "needs keys tls.crt and tls.key"},
+		{"a client certificate with another's key", Inputs{Secrets: []corev1.Secret{{ObjectMeta: metav1.ObjectMeta{Name: "mtls", Namespace: "llm"},
+			Data: map[string][]byte{"tls.crt": []byte(testClientCrt), "tls.key": []byte(testOtherKey)}}},
+			Channels: []v1alpha1.ProviderChannel{channel("a", func(s *v1alpha1.ProviderChannelSpec) {
+				s.TLS = &v1alpha1.ChannelTLS{ClientCertificateRef: &v1alpha1.SecretRef{Name: "mtls"}}
+			})}}, ReasonInvalidSpec, "do not form a certificate and its key"},
+		{"the controller's own Secret as a client certificate", Inputs{Secrets: []corev1.Secret{secret}, ReservedSecrets: map[string]bool{"llm/key": true},
+			Channels: []v1alpha1.ProviderChannel{channel("a", func(s *v1alpha1.ProviderChannelSpec) {
+				s.TLS = &v1alpha1.ChannelTLS{ClientCertificateRef: &v1alpha1.SecretRef{Name: "key"}}
+			})}}, ReasonRefNotPermitted, "spec.tls.clientCertificateRef"},
 		{"disabledReason without disabled", Inputs{Channels: []v1alpha1.ProviderChannel{channel("a", func(s *v1alpha1.ProviderChannelSpec) { s.DisabledReason = "x" })}},
 			ReasonInvalidSpec, "disabledReason"},
 	}
@@ -265,6 +299,41 @@ func TestTwoTeamsEachHaveAnOpenAIChannel(t *testing.T) {
 		p, ok := tbl.Policy(team, "chat")
 		if !ok || len(p.Channels) != 1 || p.Channels[0].Channel != team+"/openai" {
 			t.Errorf("%s/chat routes to %+v, want its own team's channel", team, p)
+		}
+	}
+}
+
+// TestCapabilitiesDefaults: unset capabilities take the provider's defaults, set ones win.
+func TestCapabilitiesDefaults(t *testing.T) {
+	anth := channel("claude", func(s *v1alpha1.ProviderChannelSpec) {
+		s.Provider = v1alpha1.ProviderAnthropic
+		s.Models = []v1alpha1.ChannelModel{
+			{Name: "claude-sonnet"},
+			{Name: "claude-haiku", Capabilities: &v1alpha1.ModelCapabilities{Vision: ptr(false), MaxOutputTokens: ptr[int32](64000)}},
+		}
+	})
+	oai := channel("gpt", nil)
+	table, problems := Compile(Inputs{Channels: []v1alpha1.ProviderChannel{anth, oai}})
+	if len(problems) > 0 {
+		t.Fatalf("problems: %v", problems)
+	}
+	claude, _ := table.Channel("llm/claude")
+	gpt, _ := table.Channel("llm/gpt")
+	for _, c := range []struct {
+		ch    *Channel
+		model string
+		want  Capabilities
+	}{
+		{claude, "claude-sonnet", Capabilities{Prefill: true, ContextWindow: 200000, MaxOutputTokens: 4096, Vision: true, Tools: true}},
+		{claude, "claude-haiku", Capabilities{Prefill: true, ContextWindow: 200000, MaxOutputTokens: 64000, Vision: false, Tools: true}},
+		{gpt, "gpt-4o", Capabilities{Vision: true, Tools: true}},
+	} {
+		m, ok := c.ch.Model(c.model)
+		if !ok {
+			t.Fatalf("%s: no model %s", c.ch.Name, c.model)
+		}
+		if m.Capabilities != c.want {
+			t.Errorf("%s/%s: capabilities %+v, want %+v", c.ch.Name, c.model, m.Capabilities, c.want)
 		}
 	}
 }

@@ -23,7 +23,7 @@ import (
 // kilobytes; a file far beyond that is a mistake (a log or a dump in the config directory).
 const MaxManifestBytes = 4 << 20
 
-// LoadManifests reads ProviderChannel, RoutingPolicy and Secret manifests from a YAML file or a
+// LoadManifests reads ProviderChannel, RoutingPolicy, GatewayClient and Secret manifests from a YAML file or a
 // directory of them (*.yaml, *.yml, *.json; not recursive), the same objects one would
 // `kubectl apply`. Other kinds (a Namespace, say) are skipped. Unknown fields are errors that name
 // the file and the document, since a typo in a standalone config would otherwise be silently ignored.
@@ -200,6 +200,12 @@ func decodeObject(raw []byte, in *Inputs) error {
 			return fmt.Errorf("RoutingPolicy: %w", err)
 		}
 		in.Policies = append(in.Policies, rp)
+	case meta.APIVersion == group && meta.Kind == "GatewayClient":
+		var gc v1alpha1.GatewayClient
+		if err := yaml.UnmarshalStrict(raw, &gc); err != nil {
+			return fmt.Errorf("GatewayClient: %w", err)
+		}
+		in.Clients = append(in.Clients, gc)
 	case meta.APIVersion == "v1" && meta.Kind == "Secret":
 		var s corev1.Secret
 		if err := yaml.UnmarshalStrict(raw, &s); err != nil {

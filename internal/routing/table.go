@@ -25,8 +25,18 @@ type Table struct {
 	// Policies in Compile's order: oldest first (creation time, then namespace/name), the order
 	// in which a contested model goes to the older policy.
 	Policies []Policy `json:"policies"`
-	// Credentials maps a channel ID to its provider key. Never serialised with the table.
+	// Credentials maps a channel ID to its provider key, and CredentialPart(ID, part) to the
+	// channel's other secret material (a client certificate's key). Never serialised with the
+	// table.
 	Credentials map[string]Secret `json:"-"`
+	// Clients are the compiled GatewayClients (CompileClients), sorted by ID: hashes of their
+	// keys, never the keys. A proxy older than clients ignores the field (encoding/json skips
+	// unknown members) and serves openly, as it did before; upgrade the proxies first.
+	Clients []Client `json:"clients,omitempty"`
+	// ProxyReplicas is the number of ready proxy replicas the controller saw when it published
+	// (set only when there are clients): each replica enforces 1/ProxyReplicas of every client
+	// limit. 0 (standalone) counts as 1.
+	ProxyReplicas int `json:"proxyReplicas,omitempty"`
 }
 
 // Channel is one compiled ProviderChannel.
@@ -35,20 +45,28 @@ type Channel struct {
 	Namespace string `json:"namespace,omitempty"`
 	// Generation is the ProviderChannel's metadata.generation this form was compiled from; the
 	// proxies report it, so the controller can tell which generation they serve (Programmed).
-	Generation int64          `json:"generation,omitempty"`
-	Provider   string         `json:"provider"`
-	BaseURL    string         `json:"baseURL"`
-	Models     []ChannelModel `json:"models"`
-	Weight     int            `json:"weight"`
-	Timeouts   Timeouts       `json:"timeouts"`
-	Domain     FailureDomain  `json:"failureDomain"`
-	Residency  string         `json:"residency,omitempty"`
+	Generation int64  `json:"generation,omitempty"`
+	Provider   string `json:"provider"`
+	// BaseURL is the API root; "" for a bedrock or vertex channel whose endpoint is derived
+	// from Region.
+	BaseURL string `json:"baseURL"`
+	// Region is a bedrock channel's AWS region or a vertex channel's location; Project a vertex
+	// channel's Google Cloud project.
+	Region    string         `json:"region,omitempty"`
+	Project   string         `json:"project,omitempty"`
+	Models    []ChannelModel `json:"models"`
+	Weight    int            `json:"weight"`
+	Timeouts  Timeouts       `json:"timeouts"`
+	Domain    FailureDomain  `json:"failureDomain"`
+	Residency string         `json:"residency,omitempty"`
 	// HasCredentials says whether Table.Credentials holds a key for this channel.
 	HasCredentials bool            `json:"hasCredentials,omitempty"`
 	Disabled       bool            `json:"disabled,omitempty"`
 	DisabledUntil  *time.Time      `json:"disabledUntil,omitempty"`
 	DisabledReason string          `json:"disabledReason,omitempty"`
 	Fault          *FaultInjection `json:"faultInjection,omitempty"`
+	// TLS is the channel's CA bundle and client certificate (spec.tls); nil: the system roots.
+	TLS *ChannelTLS `json:"tls,omitempty"`
 }
 
 // ID is the channel's identity everywhere a channel is named at run time (the health engine, the
@@ -61,8 +79,29 @@ func ChannelID(namespace, name string) string { return qualified(namespace, name
 
 // ChannelModel maps the public model name to the name sent upstream.
 type ChannelModel struct {
-	Name     string `json:"name"`
-	Upstream string `json:"upstream"`
+	Name         string       `json:"name"`
+	Upstream     string       `json:"upstream"`
+	Capabilities Capabilities `json:"capabilities"`
+}
+
+// Capabilities of a model on a channel, resolved: the spec's values over the provider's defaults
+// (see DefaultCapabilities). A zero ContextWindow or MaxOutputTokens is unknown.
+type Capabilities struct {
+	Prefill         bool `json:"prefill,omitempty"`
+	ContextWindow   int  `json:"contextWindow,omitempty"`
+	MaxOutputTokens int  `json:"maxOutputTokens,omitempty"`
+	Vision          bool `json:"vision,omitempty"`
+	Tools           bool `json:"tools,omitempty"`
+}
+
+// Model returns the channel's entry for a public model name.
+func (c *Channel) Model(model string) (*ChannelModel, bool) {
+	for i := range c.Models {
+		if c.Models[i].Name == model {
+			return &c.Models[i], true
+		}
+	}
+	return nil, false
 }
 
 // Timeouts of one channel, resolved (no zero values).
@@ -181,6 +220,9 @@ func (t *Table) Generations() map[string]int64 {
 	}
 	for _, p := range t.Policies {
 		out[ObjectKey("RoutingPolicy", p.Namespace, p.Name)] = p.Generation
+	}
+	for _, c := range t.Clients {
+		out[ObjectKey("GatewayClient", c.Namespace, c.Name)] = c.Generation
 	}
 	return out
 }

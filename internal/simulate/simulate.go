@@ -1,6 +1,7 @@
 // Package simulate reproduces the availability argument of the design notes with the real health
 // engine: a month of synthetic traffic for one model on N independent channels whose outages follow
-// a seeded random process, routed with failover exactly as the engine's Select orders it.
+// a seeded random process, routed with the proxy's own failover planner (internal/failover) over
+// the engine's Select.
 //
 // It is a discrete-event simulation on a virtual clock: nothing sleeps and nothing reads the wall
 // clock, so the same Config gives the same Result, byte for byte. See docs/replay.md for the
@@ -17,7 +18,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/switchyard-io/switchyard/internal/failover"
 	"github.com/switchyard-io/switchyard/internal/health"
+	"github.com/switchyard-io/switchyard/internal/routing"
 )
 
 // Config describes the simulated world. The zero value of a field means its default.
@@ -233,11 +236,26 @@ type event struct {
 
 type req struct {
 	arrival int64
-	routes  [16]int8
-	nRoutes int8
-	next    int8 // index of the route of the attempt in flight
-	tries   int8
+	first   int8 // the channel of the first attempt, -1 before it
+	plan    failover.Plan
 }
+
+// routes is the simulated policy as the planner sees it: one model on N channels, each its own
+// failure domain (their outages are independent), with the policy defaults of a RoutingPolicy
+// that sets only maxAttempts.
+type routes struct {
+	model    failover.Model
+	channels map[string]*routing.Channel
+}
+
+func (r *routes) Model(name string) *failover.Model {
+	if name == r.model.Name {
+		return &r.model
+	}
+	return nil
+}
+
+func (r *routes) Channel(id string) *routing.Channel { return r.channels[id] }
 
 type sim struct {
 	cfg     *Config
@@ -245,13 +263,12 @@ type sim struct {
 	oi      []int // per channel: index of the first outage that may still matter
 	eng     *health.Engine
 	keys    []health.Key
-	cands   []health.Candidate
+	routes  *routes
 	rng     *rand.Rand
 	heap    []event
 	seq     uint64
-	reqs    []req
+	reqs    []*req
 	free    []int32
-	routes  []health.Route
 	due     []health.Key
 	evSeq   uint64
 
@@ -269,11 +286,21 @@ func runOne(ctx context.Context, cfg *Config, outages [][]outage) (Result, error
 		rng: rand.New(rand.NewPCG(cfg.Seed, 0x7a11c+uint64(n))), waiting: make([]int, n),
 		lastOutage: make([]int, n)}
 	set := health.DefaultSettings(cfg.Scenario)
+	policy := &routing.Policy{Name: "simulate", Models: []string{"gpt-4o"}, Strategy: health.StrategyHealthScore.String(),
+		Scenario: cfg.Scenario, Settings: set, PanicRouting: true,
+		Retry: routing.Retry{MaxAttempts: cfg.MaxAttempts, BudgetPercent: routing.DefaultBudgetPercent,
+			BackoffBase: routing.DefaultBackoffBase, BackoffMax: routing.DefaultBackoffMax}}
+	s.routes = &routes{model: failover.Model{Name: "gpt-4o", Policy: policy, Strategy: health.StrategyHealthScore, Budget: failover.NewBudget()},
+		channels: map[string]*routing.Channel{}}
 	var targets []health.Target
 	for i := range n {
 		k := health.Key{Channel: fmt.Sprintf("channel-%d", i+1), Model: "gpt-4o"}
 		s.keys = append(s.keys, k)
-		s.cands = append(s.cands, health.Candidate{Channel: k.Channel, Weight: 100})
+		s.routes.model.Candidates = append(s.routes.model.Candidates, health.Candidate{Channel: k.Channel, Weight: 100})
+		s.routes.channels[k.Channel] = &routing.Channel{Name: k.Channel, Provider: "openai", Weight: 100,
+			Models:   []routing.ChannelModel{{Name: "gpt-4o", Upstream: "gpt-4o"}},
+			Timeouts: routing.Timeouts{Request: routing.DefaultRequestTimeout, FallbackRequest: routing.DefaultFallbackTimeout, FirstByte: cfg.Timeout, StreamIdle: routing.DefaultStreamIdle},
+			Domain:   routing.FailureDomain{Region: k.Channel}}
 		targets = append(targets, health.Target{Key: k, Settings: set})
 		s.waiting[i], s.lastOutage[i] = -1, -1
 		s.res.Outages += len(outages[i])
@@ -304,7 +331,7 @@ func runOne(ctx context.Context, cfg *Config, outages [][]outage) (Result, error
 				s.push(event{t: e.t + int64(time.Second), kind: evProbeTick})
 			}
 		case evRetry:
-			s.start(e.req, e.t)
+			s.step(e.req, e.t)
 		case evProbeEnd:
 			s.eng.Observe(s.keys[e.ch], health.Observation{At: at(e.t), Outcome: e.o, Latency: e.lat, Probe: true})
 		}
@@ -350,32 +377,17 @@ func (s *sim) outcome(c int, t int64) (health.Outcome, time.Duration) {
 
 func (s *sim) arrive(t int64) {
 	s.res.Requests++
-	s.routes = s.eng.Select(at(t), "gpt-4o", s.cands, health.StrategyHealthScore, true, s.rng.Float64(), s.routes[:0])
-	if len(s.routes) == 0 {
-		s.res.Failed++
-		return
-	}
 	var id int32
 	if n := len(s.free); n > 0 {
 		id, s.free = s.free[n-1], s.free[:n-1]
 	} else {
 		id = int32(len(s.reqs))
-		s.reqs = append(s.reqs, req{})
+		s.reqs = append(s.reqs, &req{})
 	}
-	r := &s.reqs[id]
-	*r = req{arrival: t}
-	for _, rt := range s.routes {
-		r.routes[r.nRoutes] = int8(s.index(rt.Channel))
-		r.nRoutes++
-	}
-	s.first = int(r.routes[0])
-	for c, w := range s.waiting {
-		if w >= 0 && c != s.first {
-			s.moved = append(s.moved, time.Duration(t-s.outages[c][w].from))
-			s.waiting[c] = -1
-		}
-	}
-	s.start(id, t)
+	r := s.reqs[id]
+	r.arrival, r.first = t, -1
+	r.plan.Start(s.routes, s.eng, s.rng, at(t), "gpt-4o")
+	s.step(id, t)
 }
 
 func (s *sim) index(channel string) int {
@@ -388,44 +400,52 @@ func (s *sim) index(channel string) int {
 	panic("unknown channel " + channel)
 }
 
-func (s *sim) start(id int32, t int64) {
-	r := &s.reqs[id]
-	c := int(r.routes[r.next])
-	o, lat := s.outcome(c, t)
-	r.tries++
-	s.push(event{t: t + int64(lat), kind: evAttemptEnd, ch: int8(c), req: id, o: o, lat: lat})
+// step asks the request's plan what to do at t, as the proxy does after each attempt: start an
+// attempt, wait (a back-off: evRetry), or end the request.
+func (s *sim) step(id int32, t int64) {
+	r := s.reqs[id]
+	st := r.plan.Next(at(t))
+	switch st.Action {
+	case failover.ActionTry:
+		c := s.index(st.Channel.ID())
+		if r.first < 0 {
+			r.first = int8(c)
+			s.firstChoice(c, t)
+		}
+		o, lat := s.outcome(c, t)
+		s.push(event{t: t + int64(lat), kind: evAttemptEnd, ch: int8(c), req: id, o: o, lat: lat})
+	case failover.ActionWait:
+		s.push(event{t: t + int64(st.Wait), kind: evRetry, req: id})
+	default:
+		if st.Stop == failover.StopAnswered {
+			if c := s.index(st.LastChannel); c != int(r.first) {
+				s.res.FailedOver++
+				s.failover = append(s.failover, time.Duration(t-r.arrival))
+			}
+		} else {
+			s.res.Failed++
+		}
+		s.free = append(s.free, id)
+	}
 }
 
-// attemptEnd records the attempt and decides the request's next step: done, the next channel in
-// Select order, or, with no other channel, the same one again after a back-off (never after a
-// timeout), within MaxAttempts.
+// firstChoice notes the channel a request tried first: the end of a wait for traffic to move
+// off a channel in an outage.
+func (s *sim) firstChoice(c int, t int64) {
+	s.first = c
+	for ch, w := range s.waiting {
+		if w >= 0 && ch != s.first {
+			s.moved = append(s.moved, time.Duration(t-s.outages[ch][w].from))
+			s.waiting[ch] = -1
+		}
+	}
+}
+
+// attemptEnd reports the attempt to the engine and to the request's plan, and takes its next step.
 func (s *sim) attemptEnd(e event) {
 	s.eng.Observe(s.keys[e.ch], health.Observation{At: at(e.t), Outcome: e.o, Latency: e.lat})
-	r := &s.reqs[e.req]
-	if e.o == health.OutcomeSuccess {
-		if r.next > 0 {
-			s.res.FailedOver++
-			s.failover = append(s.failover, time.Duration(e.t-r.arrival))
-		}
-		s.free = append(s.free, e.req)
-		return
-	}
-	if int(r.tries) >= s.cfg.MaxAttempts {
-		s.res.Failed++
-		s.free = append(s.free, e.req)
-		return
-	}
-	switch {
-	case r.next+1 < r.nRoutes:
-		r.next++
-		s.start(e.req, e.t)
-	case r.nRoutes == 1 && e.o != health.OutcomeTimeout:
-		backoff := 100 * time.Millisecond << (r.tries - 1)
-		s.push(event{t: e.t + int64(backoff), kind: evRetry, req: e.req})
-	default:
-		s.res.Failed++
-		s.free = append(s.free, e.req)
-	}
+	s.reqs[e.req].plan.Observe(failover.Result{Outcome: e.o})
+	s.step(e.req, e.t)
 }
 
 // probe hands out the probes due at t; each is answered like a real attempt started at t.

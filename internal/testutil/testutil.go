@@ -4,7 +4,7 @@ package testutil
 
 import (
 	"bytes"
-	"net"
+	"github.com/switchyard-io/switchyard/internal/procs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -34,15 +34,15 @@ func Golden(t testing.TB, update bool, name string, got []byte) {
 	}
 }
 
-// FreeAddr returns a loopback address with a port that was free a moment ago.
-func FreeAddr(t testing.TB) string {
+// FreeAddrs returns n distinct loopback addresses whose ports were free a moment ago
+// (procs.FreeAddrs: all picked at once, so no two are the same).
+func FreeAddrs(t testing.TB, n int) []string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addrs, err := procs.FreeAddrs(n)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addrs
 }
 
 // SyncBuffer collects output written from many goroutines (logs, access logs).

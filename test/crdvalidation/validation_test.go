@@ -69,6 +69,7 @@ func TestValidObjectsAccepted(t *testing.T) {
 		{"RoutingPolicy", validPolicy + "scenario: batch\ndetection: {timeoutRatePercent: 0}"},
 		{"RoutingPolicy", validPolicy + "pii: {mode: Mask, detectors: [email, kz-iin], restore: false, customDetectors: [{name: employee-id, pattern: 'EMP-[0-9]{6}'}]}"},
 		{"RoutingPolicy", validPolicy + "pii: {mode: \"Off\", customDetectors: [{name: ticket, pattern: 'T-\\d+'}]}"},
+		{"ProviderChannel", "provider: anthropic\nbaseURL: https://api.example.com/v1\nmodels: [{name: claude-sonnet-4-5, upstreamModel: claude-sonnet-4-5-20250929, capabilities: {prefill: true, contextWindow: 200000, maxOutputTokens: 64000, vision: true, tools: true}}, {name: claude-haiku}]"},
 		{"ProviderChannel", validChannel + "disabled: true\ndisabledUntil: \"2026-11-30T12:30:00Z\"\ndisabledReason: INC-1\ntimeouts: {request: 30s, fallbackRequest: 30s}\nfaultInjection: {hang: true}"},
 	} {
 		if err := env.Client.Create(context.Background(), object(t, c.kind, fmt.Sprintf("ok-%d", i), ns, c.spec)); err != nil {
@@ -84,7 +85,7 @@ func TestInvalidObjectsRejected(t *testing.T) {
 		// want are substrings of the API server's message: the field path first.
 		want []string
 	}{
-		{"unknown provider", "ProviderChannel", strings.Replace(validChannel, "openai", "bedrock", 1), []string{"spec.provider", `Unsupported value: "bedrock"`}},
+		{"unknown provider", "ProviderChannel", strings.Replace(validChannel, "openai", "gemini", 1), []string{"spec.provider", `Unsupported value: "gemini"`}},
 		{"baseURL not http", "ProviderChannel", strings.Replace(validChannel, "https://api.example.com/v1", "ftp://api.example.com/v1", 1), []string{"spec.baseURL", "http:// or https://"}},
 		{"baseURL not a URL", "ProviderChannel", strings.Replace(validChannel, "https://api.example.com/v1", "api example", 1), []string{"spec.baseURL", "http:// or https://"}},
 		{"no models", "ProviderChannel", strings.Replace(validChannel, "[{name: gpt-4o}]", "[]", 1), []string{"spec.models", "at least 1"}},
@@ -101,7 +102,7 @@ func TestInvalidObjectsRejected(t *testing.T) {
 		{"abortStatus below 400", "ProviderChannel", validChannel + "faultInjection: {abortStatus: 302}", []string{"spec.faultInjection.abortStatus", "greater than or equal to 400"}},
 		{"abortStatus above 599", "ProviderChannel", validChannel + "faultInjection: {abortStatus: 600}", []string{"spec.faultInjection.abortStatus", "less than or equal to 599"}},
 		{"fault percent above 100", "ProviderChannel", validChannel + "faultInjection: {abortStatus: 503, percent: 101}", []string{"spec.faultInjection.percent", "less than or equal to 100"}},
-		{"credentialsRef without key", "ProviderChannel", validChannel + "credentialsRef: {name: k}", []string{"spec.credentialsRef.key", "Required"}},
+		{"credentialsRef without key", "ProviderChannel", validChannel + "credentialsRef: {name: k}", []string{"spec.credentialsRef.key", "credentialsRef.key is required for this provider"}},
 		{"channels and selector", "RoutingPolicy", validPolicy + "channelSelector: {matchLabels: {a: b}}", []string{"spec", "exactly one of channels or channelSelector is required"}},
 		{"neither channels nor selector", "RoutingPolicy", "models: [gpt-4o]", []string{"spec", "exactly one of channels or channelSelector is required"}},
 		{"ramp not increasing", "RoutingPolicy", validPolicy + "recovery: {rampSteps: [5, 50, 15, 100]}", []string{"spec.recovery.rampSteps", "strictly increasing"}},
@@ -122,8 +123,10 @@ func TestInvalidObjectsRejected(t *testing.T) {
 		{"ejectBelow above degradedBelow", "RoutingPolicy", validPolicy + "healthScore: {degradedBelow: 40, ejectBelow: 60}", []string{"spec.healthScore.ejectBelow", "ejectBelow must not exceed degradedBelow"}},
 		{"maxAttempts zero", "RoutingPolicy", validPolicy + "retry: {maxAttempts: 0}", []string{"spec.retry.maxAttempts", "greater than or equal to 1"}},
 		{"policy weight too big", "RoutingPolicy", "models: [gpt-4o]\nchannels: [{name: a, weight: 5000}]", []string{"spec.channels[0].weight", "less than or equal to 1000"}},
-		// What the config compiler would refuse, the API server refuses first, naming the field.
-		{"provider named but not served", "ProviderChannel", strings.Replace(validChannel, "openai", "anthropic", 1), []string{"spec.provider", `Unsupported value: "anthropic"`}},
+		{"capabilities output over context", "ProviderChannel", strings.Replace(validChannel, "[{name: gpt-4o}]", "[{name: c, capabilities: {contextWindow: 1000, maxOutputTokens: 2000}}]", 1), []string{"spec.models[0].capabilities.maxOutputTokens", "maxOutputTokens must not exceed contextWindow"}},
+		{"capabilities zero context", "ProviderChannel", strings.Replace(validChannel, "[{name: gpt-4o}]", "[{name: c, capabilities: {contextWindow: 0}}]", 1), []string{"spec.models[0].capabilities.contextWindow", "greater than or equal to 1"}},
+		{"capabilities zero output", "ProviderChannel", strings.Replace(validChannel, "[{name: gpt-4o}]", "[{name: c, capabilities: {maxOutputTokens: 0}}]", 1), []string{"spec.models[0].capabilities.maxOutputTokens", "greater than or equal to 1"}},
+		{"capabilities vision not a bool", "ProviderChannel", strings.Replace(validChannel, "[{name: gpt-4o}]", "[{name: c, capabilities: {vision: maybe}}]", 1), []string{"spec.models[0].capabilities.vision", "boolean"}},
 		{"recentErrorWindow over the window", "RoutingPolicy", validPolicy + "detection: {window: 30s, recentErrorWindow: 45s}", []string{"spec.detection.recentErrorWindow", "must not exceed the window in effect"}},
 		{"recentErrorWindow over chat's window", "RoutingPolicy", validPolicy + "detection: {recentErrorWindow: 2m}", []string{"spec.detection.recentErrorWindow", "must not exceed the window in effect"}},
 		{"maxCooldown below chat's cooldown", "RoutingPolicy", validPolicy + "recovery: {maxCooldown: 1m}", []string{"spec.recovery.maxCooldown", "at least the cooldown in effect"}},

@@ -13,6 +13,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -49,7 +51,7 @@ func startLoad(model string, addrs []string, workers int) *load {
 				stream := i%3 == 0
 				body := fmt.Sprintf(`{"model":%q,"stream":%v,"messages":[{"role":"user","content":"hi"}]}`, model, stream)
 				addr := addrs[(w+i)%len(addrs)]
-				resp, err := client.Post("http://"+addr+"/v1/chat/completions", "application/json", strings.NewReader(body))
+				resp, err := client.Do(chatRequest(addr, devcluster.ClientKey, body))
 				l.total.Add(1)
 				if err != nil {
 					l.fail(err.Error())
@@ -65,6 +67,33 @@ func startLoad(model string, addrs []string, workers int) *load {
 		}(w)
 	}
 	return l
+}
+
+// chatRequest is a chat completion to a proxy, with "Authorization: Bearer key" unless key is "".
+// The proxies require a client key, as installed; the sample GatewayClient "dev" holds
+// devcluster.ClientKey.
+func chatRequest(addr, key, body string) *http.Request {
+	req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/chat/completions", strings.NewReader(body))
+	if err != nil {
+		panic(err) // a constant URL and body: cannot fail
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	return req
+}
+
+// call sends one chat completion and returns the status and the body.
+func call(t *testing.T, addr, key, model string) (int, string) {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(chatRequest(addr, key, fmt.Sprintf(`{"model":%q,"messages":[{"role":"user","content":"hi"}]}`, model)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 func (l *load) fail(s string) {
@@ -182,6 +211,12 @@ func TestOnCallStory(t *testing.T) {
 
 	t.Run("1 apply the samples: Ready, Healthy, traffic flows", func(t *testing.T) {
 		e.t = t
+		// Closed as installed (--require-client-key), before any GatewayClient exists.
+		for _, key := range []string{"", devcluster.ClientKey} {
+			if code, body := call(t, proxies[0], key, "gpt-4o"); code != 401 {
+				t.Fatalf("before any GatewayClient (key %v): %d %s, want 401", key != "", code, body)
+			}
+		}
 		e.kubectl("apply", "-n", ns, "-f", c.Manifests)
 		e.eventually(60*time.Second, "RoutingPolicy chat-gpt4o Ready", func() bool {
 			return e.get("routingpolicy", "chat-gpt4o", `{.status.conditions[?(@.type=="Ready")].status}`) == "True"
@@ -196,6 +231,56 @@ func TestOnCallStory(t *testing.T) {
 		t.Logf("kubectl get providerchannels:\n%s", e.kubectl("get", "providerchannels", "-n", ns))
 		if mockCount(t, c.MockA, "gpt-4o") == 0 || mockCount(t, c.MockB, "gpt-4o") == 0 {
 			t.Error("traffic does not reach both channels")
+		}
+		// Claude on two Anthropic channels, through the OpenAI API and the Anthropic API.
+		cl := startLoad("claude-sonnet-4-5", proxies, 2)
+		for i, p := range proxies {
+			// The Anthropic SDK's way to send the client key: x-api-key.
+			req, err := http.NewRequest(http.MethodPost, "http://"+p+"/v1/messages",
+				strings.NewReader(`{"model":"claude-sonnet-4-5","max_tokens":64,"messages":[{"role":"user","content":"hi"}]}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("x-api-key", devcluster.ClientKey)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || !strings.Contains(string(b), `"type":"message"`) {
+				t.Errorf("proxy %d /v1/messages: %d %s", i, resp.StatusCode, b)
+			}
+		}
+		claude := []string{"claude-a", "claude-b", "claude-bedrock", "claude-vertex"}
+		e.eventually(60*time.Second, "the four Claude channels Healthy", func() bool {
+			for _, ch := range claude {
+				if e.get("providerchannels", ch, "{.status.phase}") != "Healthy" {
+					return false
+				}
+			}
+			return true
+		})
+		cl.end(t, "Claude traffic")
+		for ch, want := range map[string]string{"claude-a": "anthropic", "claude-bedrock": "bedrock", "claude-vertex": "vertex"} {
+			if got := e.get("providerchannels", ch, "{.spec.provider}"); got != want {
+				t.Errorf("%s provider %q, want %q", ch, got, want)
+			}
+		}
+		// kubectl get pch shows a phase for a ProviderChannel of each provider.
+		pch := e.kubectl("get", "pch", "-n", ns)
+		t.Logf("kubectl get pch:\n%s", pch)
+		for _, ch := range claude {
+			if !regexp.MustCompile(`(?m)^` + ch + `\s.*\bHealthy\b`).MatchString(pch) {
+				t.Errorf("kubectl get pch shows no phase for %s", ch)
+			}
+		}
+		if mockCount(t, c.MockA, "claude-sonnet-4-5-20250929") == 0 || mockCount(t, c.MockB, "claude-sonnet-4-5-20250929") == 0 {
+			t.Error("Claude traffic does not reach both Anthropic channels")
+		}
+		if mockCount(t, c.MockBedrock, "us.anthropic.claude-sonnet-4-5-20250929-v1:0") == 0 || mockCount(t, c.MockVertex, "claude-sonnet-4-5@20250929") == 0 {
+			t.Error("Claude traffic does not reach the Bedrock and Vertex channels")
 		}
 	})
 
@@ -352,8 +437,8 @@ func TestOnCallStory(t *testing.T) {
 		e.t = t
 		mock(t, c.MockA, "gpt-4o-mini", `{"mode":"status","status":503}`)
 		for i := 0; i < 20; i++ {
-			resp, err := http.Post("http://"+proxies[i%2]+"/v1/chat/completions", "application/json",
-				strings.NewReader(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}`))
+			resp, err := http.DefaultClient.Do(chatRequest(proxies[i%2], devcluster.ClientKey,
+				`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}`))
 			if err == nil {
 				if ch := resp.Header.Get("X-Switchyard-Channel"); ch == "provider-b" {
 					t.Errorf("request %d answered by provider-b (residency us) for an eu-only policy", i)
@@ -365,5 +450,80 @@ func TestOnCallStory(t *testing.T) {
 			t.Errorf("provider-b (residency us) received %d gpt-4o-mini requests", n)
 		}
 		mock(t, c.MockA, "gpt-4o-mini", "")
+	})
+
+	t.Run("10 a team's GatewayClient by kubectl: 401 without or with an unknown key, 403 off its models, 200 on them", func(t *testing.T) {
+		e.t = t
+		const key = "sk-sy-e2e-reports-4b7f1d9a"
+		for _, p := range proxies {
+			if code, body := call(t, p, key, "gpt-4o"); code != 401 || !strings.Contains(body, "invalid_api_key") {
+				t.Fatalf("the team's key before its GatewayClient exists: %d %s", code, body)
+			}
+		}
+		f := filepath.Join(t.TempDir(), "reports.yaml")
+		os.WriteFile(f, []byte(`apiVersion: v1
+kind: Secret
+metadata: {name: reports-keys}
+stringData: {current: `+key+`}
+---
+apiVersion: switchyard.io/v1alpha1
+kind: GatewayClient
+metadata: {name: reports}
+spec:
+  keysSecretRef: {name: reports-keys}
+  models: ["gpt-4o"]
+  limits: {requestsPerMinute: 600, tokensPerMinute: 200000, tokensPerDay: 20000000}
+  expiresAt: "2099-01-01T00:00:00Z"
+`), 0o600)
+		applied := time.Now()
+		e.kubectl("apply", "-n", ns, "-f", f)
+		// Both proxies take the key within seconds: the first 200 through each.
+		for _, p := range proxies {
+			e.eventually(30*time.Second, "the team's key accepted by "+p, func() bool { code, _ := call(t, p, key, "gpt-4o"); return code == 200 })
+		}
+		t.Logf("the new key works on both proxies %s after kubectl apply", time.Since(applied).Round(10*time.Millisecond))
+		for i, p := range proxies {
+			for _, tc := range []struct {
+				what, key, model string
+				status           int
+				code             string
+			}{
+				{"no key", "", "gpt-4o", 401, "missing_api_key"},
+				{"an unknown key", "sk-sy-nobody-has-this", "gpt-4o", 401, "invalid_api_key"},
+				{"a model off the client's list", key, "gpt-4o-mini", 403, "model_not_allowed"},
+				{"an allowed model", key, "gpt-4o", 200, ""},
+			} {
+				code, body := call(t, p, tc.key, tc.model)
+				t.Logf("proxy-%d, %s: %d %.160s", i, tc.what, code, strings.TrimSpace(body))
+				if code != tc.status || !strings.Contains(body, tc.code) {
+					t.Errorf("proxy-%d, %s: %d %s, want %d %s", i, tc.what, code, body, tc.status, tc.code)
+				}
+			}
+		}
+		e.eventually(30*time.Second, "GatewayClient reports Ready with today's use in status", func() bool {
+			return e.get("gatewayclient", "reports", `{.status.conditions[?(@.type=="Ready")].status}`) == "True" &&
+				!slices.Contains([]string{"", "0"}, e.get("gatewayclient", "reports", "{.status.requestsToday}")) &&
+				!slices.Contains([]string{"", "0"}, e.get("gatewayclient", "reports", "{.status.tokensToday}"))
+		})
+		out := e.kubectl("get", "gwc", "-n", ns)
+		t.Logf("kubectl get gwc:\n%s", out)
+		header := strings.Fields(strings.SplitN(out, "\n", 2)[0])
+		if want := []string{"NAME", "MODELS", "RPM", "TPM", "TOKENS", "TODAY", "EXPIRES", "READY", "AGE"}; !slices.Equal(header, want) {
+			t.Errorf("kubectl get gwc columns %v, want %v", header, want)
+		}
+		if !strings.Contains(out, "reports") || !strings.Contains(out, `["gpt-4o"]`) || !strings.Contains(out, "600") || !strings.Contains(out, "2099-01-01T00:00:00Z") {
+			t.Errorf("kubectl get gwc does not show the reports client's models, limits and expiry:\n%s", out)
+		}
+		// The key went nowhere but the requests: not upstream, not in a log.
+		for _, p := range append(c.Proxies, c.MockA, c.MockB, c.Controller) {
+			if b, _ := os.ReadFile(p.LogPath); strings.Contains(string(b), key) {
+				t.Errorf("the client key is in the %s log", p.Name)
+			}
+		}
+		for i := range c.Proxies {
+			if b, _ := os.ReadFile(filepath.Join(c.Dir, fmt.Sprintf("proxy-%d-access.jsonl", i))); strings.Contains(string(b), key) {
+				t.Errorf("the client key is in proxy-%d's access log", i)
+			}
+		}
 	})
 }

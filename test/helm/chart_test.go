@@ -119,7 +119,7 @@ func TestDefaultValuesDryRunServer(t *testing.T) {
 	ensureNamespaces(t, defaultNS)
 	objs := parse(t, render(t, "switchyard", defaultNS, nil))
 	for _, want := range []string{
-		"CustomResourceDefinition/providerchannels.switchyard.io", "CustomResourceDefinition/routingpolicies.switchyard.io",
+		"CustomResourceDefinition/providerchannels.switchyard.io", "CustomResourceDefinition/routingpolicies.switchyard.io", "CustomResourceDefinition/gatewayclients.switchyard.io",
 		"Deployment/switchyard-controller", "Deployment/switchyard-proxy",
 		"Service/switchyard-proxy", "Service/switchyard-proxy-admin", "Service/switchyard-controller-metrics",
 		"ServiceAccount/switchyard-controller", "ServiceAccount/switchyard-proxy",
@@ -129,16 +129,21 @@ func TestDefaultValuesDryRunServer(t *testing.T) {
 		"PodDisruptionBudget/switchyard-proxy",
 		"ClusterRole/switchyard-view-" + defaultNS, "ClusterRole/switchyard-edit-" + defaultNS, "ClusterRole/switchyard-oncall-" + defaultNS,
 		"ValidatingAdmissionPolicy/switchyard-oncall-override-only-" + defaultNS, "ValidatingAdmissionPolicyBinding/switchyard-oncall-override-only-" + defaultNS,
+		// Rendered empty, filled by the controller: they belong to the release, so helm uninstall removes them.
+		"ConfigMap/switchyard-routing", "Secret/switchyard-routing-credentials", "Lease/switchyard-controller.switchyard.io",
 	} {
 		kind, name, _ := strings.Cut(want, "/")
 		if !objs.has(kind, name) {
 			t.Errorf("default render lacks %s; it has %v", want, objs.names())
 		}
 	}
-	for _, kind := range []string{"HorizontalPodAutoscaler", "NetworkPolicy", "ServiceMonitor", "PrometheusRule", "ConfigMap"} {
+	for _, kind := range []string{"HorizontalPodAutoscaler", "NetworkPolicy", "ServiceMonitor", "PrometheusRule"} {
 		if len(objs.ofKind(kind)) > 0 {
 			t.Errorf("default render has a %s; it is optional and off by default", kind)
 		}
+	}
+	if cms := objs.ofKind("ConfigMap"); len(cms) != 1 {
+		t.Errorf("default render has %d ConfigMaps, want only the routing one (the dashboard's is off by default)", len(cms))
 	}
 	// CRDs first: they are installed already (testenv), so this dry-runs an update of them.
 	dryRun(t, objs)

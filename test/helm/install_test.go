@@ -12,7 +12,7 @@ import (
 func TestInstallUpgradeUninstall(t *testing.T) {
 	const ns, release = "switchyard-install", "sy"
 	ensureNamespaces(t, ns)
-	crds := []string{"crd/providerchannels.switchyard.io", "crd/routingpolicies.switchyard.io"}
+	crds := []string{"crd/providerchannels.switchyard.io", "crd/routingpolicies.switchyard.io", "crd/gatewayclients.switchyard.io"}
 	// Helm adopts existing objects that carry its ownership metadata.
 	kubectl(t, "", append([]string{"annotate", "--overwrite"}, append(crds,
 		"meta.helm.sh/release-name="+release, "meta.helm.sh/release-namespace="+ns)...)...)

@@ -1,0 +1,226 @@
+package anthropic
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// FinishReason is the OpenAI finish_reason of an Anthropic stop_reason.
+func FinishReason(stop string) string {
+	switch stop {
+	case "max_tokens":
+		return "length"
+	case "tool_use":
+		return "tool_calls"
+	case "refusal":
+		return "content_filter"
+	default: // end_turn, stop_sequence, pause_turn
+		return "stop"
+	}
+}
+
+// StopReason is the Anthropic stop_reason of an OpenAI finish_reason.
+func StopReason(finish string) string {
+	switch finish {
+	case "length":
+		return "max_tokens"
+	case "tool_calls", "function_call":
+		return "tool_use"
+	case "content_filter":
+		return "refusal"
+	default:
+		return "end_turn"
+	}
+}
+
+type messageUsage struct {
+	InputTokens              int `json:"input_tokens"`
+	OutputTokens             int `json:"output_tokens"`
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
+}
+
+// prompt counts every input token, cached or not, as OpenAI's prompt_tokens does.
+func (u messageUsage) prompt() int {
+	return u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
+}
+
+type contentBlock struct {
+	Type  string          `json:"type"`
+	Text  string          `json:"text"`
+	ID    string          `json:"id"`
+	Name  string          `json:"name"`
+	Input json.RawMessage `json:"input"`
+}
+
+type message struct {
+	ID         string         `json:"id"`
+	Model      string         `json:"model"`
+	Content    []contentBlock `json:"content"`
+	StopReason string         `json:"stop_reason"`
+	Usage      messageUsage   `json:"usage"`
+}
+
+// ChatFromMessage translates a Messages answer to an OpenAI chat.completion stamped created.
+// Text blocks are joined into the message's content, tool_use blocks become tool_calls; thinking
+// blocks have no place in a chat completion and are left out.
+func ChatFromMessage(body []byte, created int64) ([]byte, *Usage, error) {
+	var m message
+	if err := json.Unmarshal(body, &m); err != nil {
+		return nil, nil, fmt.Errorf("the upstream answer is not a Messages object: %w", err)
+	}
+	var text strings.Builder
+	var calls []map[string]any
+	for _, b := range m.Content {
+		switch b.Type {
+		case "text":
+			text.WriteString(b.Text)
+		case "tool_use":
+			calls = append(calls, toolCall(b.ID, b.Name, b.Input))
+		}
+	}
+	msg := map[string]any{"role": "assistant", "content": nil, "refusal": nil}
+	if text.Len() > 0 || len(calls) == 0 {
+		msg["content"] = text.String()
+	}
+	if len(calls) > 0 {
+		msg["tool_calls"] = calls
+	}
+	u := &Usage{Prompt: m.Usage.prompt(), Completion: m.Usage.OutputTokens}
+	return mustJSON(map[string]any{
+		"id": m.ID, "object": "chat.completion", "created": created, "model": m.Model,
+		"choices": []any{map[string]any{"index": 0, "message": msg, "logprobs": nil, "finish_reason": FinishReason(m.StopReason)}},
+		"usage":   openaiUsage(u),
+	}), u, nil
+}
+
+func openaiUsage(u *Usage) map[string]any {
+	return map[string]any{"prompt_tokens": u.Prompt, "completion_tokens": u.Completion, "total_tokens": u.Prompt + u.Completion}
+}
+
+func toolCall(id, name string, input json.RawMessage) map[string]any {
+	args := "{}"
+	if len(input) > 0 && string(input) != "null" {
+		args = string(input)
+	}
+	return map[string]any{"id": id, "type": "function", "function": map[string]any{"name": name, "arguments": args}}
+}
+
+// ChatStream turns a Messages stream into OpenAI chat.completion.chunk events. message_start is
+// held back until the first content arrives, so that an upstream that fails right after it (an
+// overloaded_error event, as Anthropic sends them) has committed nothing and can still be
+// failed over. The caller ends the stream with data: [DONE].
+type ChatStream struct {
+	includeUsage bool
+	created      int64
+	id, model    string
+	head         []byte      // the held role chunk
+	tools        map[int]int // content block index → tool call index
+	prompt       int
+}
+
+// NewChatStream starts a translated stream; includeUsage adds the usage chunk OpenAI's
+// stream_options.include_usage asks for.
+func NewChatStream(includeUsage bool, created int64) *ChatStream {
+	return &ChatStream{includeUsage: includeUsage, created: created, tools: map[int]int{}}
+}
+
+func (s *ChatStream) chunk(delta map[string]any, finish any) []byte {
+	return chunk(map[string]any{
+		"id": s.id, "object": "chat.completion.chunk", "created": s.created, "model": s.model,
+		"choices": []any{map[string]any{"index": 0, "delta": delta, "logprobs": nil, "finish_reason": finish}},
+	})
+}
+
+// content returns out with the held head before it.
+func (s *ChatStream) content(out []byte) []byte {
+	if s.head != nil {
+		out = append(s.head, out...)
+		s.head = nil
+	}
+	return out
+}
+
+type streamEvent struct {
+	Type         string        `json:"type"`
+	Index        int           `json:"index"`
+	Message      *message      `json:"message"`
+	ContentBlock *contentBlock `json:"content_block"`
+	Delta        *struct {
+		Type        string `json:"type"`
+		Text        string `json:"text"`
+		PartialJSON string `json:"partial_json"`
+		StopReason  string `json:"stop_reason"`
+	} `json:"delta"`
+	Usage *messageUsage `json:"usage"`
+}
+
+// Event translates one upstream event (its data). An event that is not JSON is an error; the
+// caller passes it over as a malformed event.
+func (s *ChatStream) Event(data []byte) (StreamOut, error) {
+	var ev streamEvent
+	if err := json.Unmarshal(data, &ev); err != nil {
+		return StreamOut{}, err
+	}
+	switch ev.Type {
+	case "message_start":
+		if ev.Message != nil {
+			s.id, s.model, s.prompt = ev.Message.ID, ev.Message.Model, ev.Message.Usage.prompt()
+		}
+		s.head = s.chunk(map[string]any{"role": "assistant", "content": ""}, nil)
+	case "content_block_start":
+		if b := ev.ContentBlock; b != nil {
+			switch b.Type {
+			case "text":
+				if b.Text != "" {
+					return StreamOut{Data: s.content(s.chunk(map[string]any{"content": b.Text}, nil))}, nil
+				}
+			case "tool_use":
+				n := len(s.tools)
+				s.tools[ev.Index] = n
+				call := toolCall(b.ID, b.Name, nil)
+				call["index"] = n
+				call["function"] = map[string]any{"name": b.Name, "arguments": ""}
+				return StreamOut{Data: s.content(s.chunk(map[string]any{"tool_calls": []any{call}}, nil))}, nil
+			}
+		}
+	case "content_block_delta":
+		if d := ev.Delta; d != nil {
+			switch d.Type {
+			case "text_delta":
+				return StreamOut{Data: s.content(s.chunk(map[string]any{"content": d.Text}, nil))}, nil
+			case "input_json_delta":
+				n, ok := s.tools[ev.Index]
+				if ok && d.PartialJSON != "" {
+					return StreamOut{Data: s.content(s.chunk(map[string]any{"tool_calls": []any{
+						map[string]any{"index": n, "function": map[string]any{"arguments": d.PartialJSON}},
+					}}, nil))}, nil
+				}
+			}
+		}
+	case "message_delta":
+		if ev.Delta == nil || ev.Delta.StopReason == "" {
+			return StreamOut{}, nil
+		}
+		u := &Usage{Prompt: s.prompt}
+		if ev.Usage != nil {
+			u.Completion = ev.Usage.OutputTokens
+			if p := ev.Usage.prompt(); p > 0 {
+				u.Prompt = p // newer API versions count the input here too
+			}
+		}
+		out := s.content(s.chunk(map[string]any{}, FinishReason(ev.Delta.StopReason)))
+		if s.includeUsage {
+			out = append(out, chunk(map[string]any{
+				"id": s.id, "object": "chat.completion.chunk", "created": s.created, "model": s.model,
+				"choices": []any{}, "usage": openaiUsage(u),
+			})...)
+		}
+		return StreamOut{Data: out, Finished: true, Usage: u}, nil
+	case "message_stop":
+		return StreamOut{Finished: true}, nil
+	}
+	// ping, content_block_stop, thinking and signature deltas: nothing for a chat client.
+	return StreamOut{}, nil
+}

@@ -1,0 +1,126 @@
+package provider
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/switchyard-io/switchyard/internal/health"
+)
+
+// EditBody returns the JSON object body with the top-level fields in set put in (replacing any
+// already there) and those in drop removed. Every other field passes through as it came, nested
+// values byte for byte: a gateway must not lose what it does not know.
+func EditBody(body []byte, set map[string]any, drop ...string) ([]byte, error) {
+	var obj map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&obj); err != nil {
+		return nil, fmt.Errorf("the request body is not a JSON object: %w", err)
+	}
+	if obj == nil {
+		return nil, errors.New("the request body is not a JSON object: null")
+	}
+	if dec.More() {
+		return nil, errors.New("the request body has data after its JSON object")
+	}
+	for _, k := range drop {
+		delete(obj, k)
+	}
+	for k, v := range set {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("encoding %s: %w", k, err)
+		}
+		obj[k] = b
+	}
+	return json.Marshal(obj)
+}
+
+// eventType reads the "type" of an Anthropic event's JSON, "" if it has none.
+func eventType(data []byte) string {
+	var t struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(data, &t) != nil {
+		return ""
+	}
+	return t.Type
+}
+
+// anthropicError is the body of an Anthropic error answer or "error" stream event.
+type anthropicError struct {
+	Type  string `json:"type"`
+	Error struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// ParseAnthropicError reads an Anthropic error body ({"type":"error","error":{...}}); ok is false
+// when b is not one.
+func ParseAnthropicError(b []byte) (typ, message string, ok bool) {
+	var e anthropicError
+	if json.Unmarshal(b, &e) != nil || e.Type != "error" || e.Error.Type == "" {
+		return "", "", false
+	}
+	return e.Error.Type, e.Error.Message, true
+}
+
+// ClassifyAnthropicError is what an Anthropic error type means, answered with status (0 for an
+// error event in a stream) and the provider's message. Only the caller's own mistakes keep the
+// provider's message for the client.
+//
+//	overloaded_error (529), api_error (500)        server error: fail over
+//	rate_limit_error (429)                         rate limited
+//	authentication_error, permission_error         the channel's credentials: a server error, text withheld
+//	not_found_error (404)                          misconfigured (model id or location)
+//	timeout_error                                  timeout
+//	invalid_request_error, request_too_large, ...  the caller's: client error, message kept
+func ClassifyAnthropicError(status int, typ, message string) Failure {
+	f := Failure{Status: status, Code: typ}
+	switch typ {
+	case "overloaded_error", "api_error":
+		f.Outcome = health.OutcomeServerError
+	case "rate_limit_error":
+		f.Outcome = health.OutcomeRateLimited
+	case "authentication_error", "permission_error":
+		f.Outcome = health.OutcomeServerError
+		f.Detail = fmt.Sprintf("the provider rejected the channel's credentials (%s)", typ)
+	case "not_found_error":
+		f.Outcome = health.OutcomeMisconfigured
+	case "timeout_error":
+		f.Outcome = health.OutcomeTimeout
+	default:
+		f.Outcome = health.OutcomeClientError
+		f.ClientMessage = message
+	}
+	if f.Detail == "" {
+		f.Detail = fmt.Sprintf("%s: %s", typ, Summarize(message))
+		if status != 0 {
+			f.Detail = fmt.Sprintf("HTTP %d %s", status, f.Detail)
+		}
+	}
+	f.ClientType = ClientTypeFor(f.Outcome)
+	if f.Outcome == health.OutcomeClientError {
+		f.ClientType = typ
+	}
+	if f.ClientMessage == "" {
+		f.ClientMessage = GenericMessage(f.Outcome)
+	}
+	return f
+}
+
+// Summarize shortens a provider message for Detail: one line, at most 200 bytes.
+func Summarize(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c == '\n' || c == '\r' || c == '\t' {
+			b[i] = ' '
+		}
+	}
+	if len(b) > 200 {
+		b = append(b[:200:200], "..."...)
+	}
+	return string(b)
+}

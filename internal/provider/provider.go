@@ -1,0 +1,185 @@
+// Package provider is the contract between the proxy and the cloud wire adapters that carry
+// Anthropic's Messages API to Claude on another cloud (bedrock, vertex).
+//
+// Inside the gateway the Anthropic Messages JSON (request body, response body, SSE stream events)
+// is the lingua franca: whatever API the client called, the request that reaches an adapter is an
+// Anthropic Messages body, and what comes back out of it is an Anthropic Messages answer or the
+// same SSE events the Anthropic API sends. An adapter only does what differs on the wire:
+// where the model id goes, the anthropic_version the cloud wants, authentication (SigV4, OAuth
+// bearer tokens), the stream framing, and what the cloud's errors mean.
+//
+// An attempt with an Adapter, as the proxy runs it:
+//
+//	req, err := a.NewRequest(ctx, provider.Request{Model: upstream, Body: body, Stream: stream})
+//	// err: a *Failure (credentials could not be had: a channel failure) or a malformed body
+//	resp, err := transport.RoundTrip(req)          // the proxy's own transport, timeouts and all
+//	if resp.StatusCode >= 300 {
+//		f := a.ClassifyError(resp.StatusCode, resp.Header, body) // outcome, Retry-After, client text
+//	}
+//	if stream {
+//		events, err := a.DecodeStream(resp)        // Anthropic SSE events, whatever the framing
+//		for { ev, err := events.Next(); ... w.Write(ev.AppendSSE(nil)) }
+//	}                                              // not streamed: resp.Body is the Anthropic answer
+//
+// An adapter never decides about health, retries or failover (the proxy and internal/health do),
+// never logs, and never puts a credential or the provider's text about one into an error a
+// client could see: Failure.ClientMessage is the only text meant for clients.
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/switchyard-io/switchyard/internal/health"
+)
+
+// Adapter speaks one cloud's wire format for Claude. Implementations are safe for concurrent use;
+// one is built per channel (it holds the channel's credentials and their cache).
+type Adapter interface {
+	// NewRequest builds the upstream request of one attempt, authenticated and ready for the
+	// proxy's transport. It may block to fetch or refresh credentials, never past ctx.
+	NewRequest(ctx context.Context, r Request) (*http.Request, error)
+	// DecodeStream reads a 2xx answer to a streamed request as Anthropic SSE events.
+	DecodeStream(resp *http.Response) (EventReader, error)
+	// ClassifyError says what a non-2xx answer means. body is (a prefix of) the answer's body.
+	ClassifyError(status int, header http.Header, body []byte) Failure
+}
+
+// Request is one attempt's request, in Anthropic terms.
+type Request struct {
+	// Model is the upstream model id (the channel's upstreamModel): a Bedrock model or
+	// inference-profile id or ARN, or a Vertex model name.
+	Model string
+	// Body is the Anthropic Messages request JSON. Fields the adapter does not know pass through
+	// unchanged; "model" and "stream" are moved to where the cloud wants them.
+	Body []byte
+	// Stream asks for a streamed answer.
+	Stream bool
+	// Beta are the client's anthropic-beta values, carried the way the cloud takes them.
+	Beta []string
+}
+
+// Event is one Anthropic SSE event: "event: <Type>\ndata: <Data>\n\n".
+type Event struct {
+	Type string // message_start, content_block_delta, ..., message_stop, ping
+	Data []byte // the event's JSON
+}
+
+// AppendSSE appends the event in the Anthropic API's SSE form.
+func (e Event) AppendSSE(b []byte) []byte {
+	b = append(b, "event: "...)
+	b = append(b, e.Type...)
+	b = append(b, "\ndata: "...)
+	b = append(b, e.Data...)
+	return append(b, "\n\n"...)
+}
+
+// EventReader yields a streamed answer's events in order.
+//
+// Next returns io.EOF after message_stop once the upstream closed cleanly. A stream that ends
+// any other way returns a *Failure (a provider error event, an exception, a stream closed
+// before message_stop, undecodable framing) or the transport's read error, unchanged (wrapped
+// with %w), so the proxy tells its own timeouts and a client gone away from a reset.
+type EventReader interface {
+	Next() (Event, error)
+	// Close releases the response body; safe to call more than once.
+	Close() error
+}
+
+// Failure is a classified provider error: an error answer, an error event in a stream, or
+// credentials that could not be had.
+type Failure struct {
+	Outcome health.Outcome
+	// RetryAfter is the wait the provider asked for (Retry-After), 0 if none.
+	RetryAfter time.Duration
+	// Status is the HTTP status of an error answer, 0 for one that arrived in a stream.
+	Status int
+	// Code is the provider's own error name (ThrottlingException, RESOURCE_EXHAUSTED,
+	// overloaded_error): for logs, metrics and the journal.
+	Code string
+	// Detail says what happened, for logs and the journal. It never quotes a credential but may
+	// quote the provider's message (account or role names), so it is not for clients.
+	Detail string
+	// ClientType and ClientMessage are what a client may be told, as an Anthropic error
+	// (type: invalid_request_error, rate_limit_error, overloaded_error, api_error, ...).
+	// ClientMessage is the provider's message only for the caller's own mistakes (a 4xx the
+	// request caused); otherwise a fixed text that says nothing about the channel.
+	ClientType    string
+	ClientMessage string
+	// AfterFirstEvent: the failure came in a stream after at least one event was read.
+	AfterFirstEvent bool
+}
+
+func (f *Failure) Error() string {
+	if f.Detail != "" {
+		return f.Detail
+	}
+	return fmt.Sprintf("%s %s", f.Outcome, f.Code)
+}
+
+// ClientTypeFor is the Anthropic error type a client is shown for a failure of class o.
+func ClientTypeFor(o health.Outcome) string {
+	switch o {
+	case health.OutcomeRateLimited:
+		return "rate_limit_error"
+	case health.OutcomeClientError:
+		return "invalid_request_error"
+	case health.OutcomeTimeout:
+		return "timeout_error"
+	case health.OutcomeServerError, health.OutcomeStreamCut:
+		return "overloaded_error"
+	default:
+		return "api_error"
+	}
+}
+
+// GenericMessage is the client text for failures whose provider message is withheld.
+func GenericMessage(o health.Outcome) string {
+	switch o {
+	case health.OutcomeRateLimited:
+		return "The upstream provider is rate limiting requests; try again later."
+	case health.OutcomeTimeout:
+		return "The upstream provider did not answer in time."
+	case health.OutcomeStreamCut:
+		return "The upstream provider ended the stream before it was complete."
+	default:
+		return "The upstream provider could not serve the request."
+	}
+}
+
+// ParseRetryAfter reads a Retry-After value: delta-seconds or an HTTP date (relative to now).
+// It returns 0 for a missing, malformed or past value.
+func ParseRetryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.ParseFloat(v, 64); err == nil {
+		if n <= 0 || n > 86400 {
+			return 0
+		}
+		return time.Duration(n * float64(time.Second))
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := t.Sub(now); d > 0 {
+			return d
+		}
+	}
+	return 0
+}
+
+// ParseBaseURL parses a channel's baseURL (or the one an adapter derived from its region): an
+// http:// or https:// URL with a host, no credentials, query or fragment, without a trailing
+// slash. The message names the field and never quotes the value, which may carry a password.
+func ParseBaseURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(strings.TrimRight(raw, "/"))
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return nil, errors.New("spec.baseURL: want an http:// or https:// URL with a host and no credentials, query or fragment")
+	}
+	return u, nil
+}

@@ -1,0 +1,562 @@
+package proxy
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/switchyard-io/switchyard/internal/adminapi"
+	"github.com/switchyard-io/switchyard/internal/audit"
+	"github.com/switchyard-io/switchyard/internal/health"
+	"github.com/switchyard-io/switchyard/internal/routing"
+)
+
+// Who may call. The compiled table carries each GatewayClient with the SHA-256 of its keys; the
+// proxy hashes the key a request presents and looks the hash up. The lookup is on the hash, so
+// its timing says nothing about any key's bytes; the final comparison is constant-time anyway.
+// The presented key itself is dropped at once: it is never forwarded (copyRequestHeaders does not
+// pass Authorization, api-key or x-api-key), logged, put in a metric or echoed; the audit line and
+// the logs name a key by the first 8 hex digits of its hash (keyId).
+//
+// Open or closed: the proxy requires a key when it was started with RequireClientKey (the
+// default of the cluster install) or when the served table has any GatewayClient. Standalone with
+// none it serves whoever reaches it, and says so in its log, on /admin/v1/channels and as
+// switchyard_client_auth_required 0.
+
+// clientIndex is one table's clients, by key hash. Immutable once built.
+type clientIndex struct {
+	required bool
+	reason   string
+	byHash   map[string]*clientEntry
+	clients  int
+	replicas int
+}
+
+// clientEntry is one client of the served table and its limiter (kept across reloads).
+type clientEntry struct {
+	c       *routing.Client
+	id      string
+	limiter *clientLimiter
+}
+
+// clientsState is the proxy's client authentication, limits and audit: what outlives a reload.
+type clientsState struct {
+	s        *Server
+	limiters sync.Map // client ID -> *clientLimiter
+	metrics  *clientMetrics
+	mu       sync.Mutex
+	mode     string // the last mode logged ("required", "open")
+}
+
+// clientMetrics are the client layer's metrics, part of Metrics (NewMetrics registers them).
+type clientMetrics struct {
+	required     prometheus.Gauge
+	requests     *prometheus.CounterVec
+	tokens       *prometheus.CounterVec
+	authFailures *prometheus.CounterVec
+	limited      *prometheus.CounterVec
+	auditLost    prometheus.CounterFunc
+	audit        atomic.Pointer[audit.Log] // the log auditLost reads; nil: none
+}
+
+func newClientMetrics(reg prometheus.Registerer) *clientMetrics {
+	m := &clientMetrics{}
+	m.required = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "switchyard_client_auth_required", Help: "1 while the proxy requires a GatewayClient key (--require-client-key, or GatewayClients in the config); 0 while it serves anyone who reaches it.",
+	})
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "switchyard_client_requests_total", Help: "Requests of each GatewayClient by the HTTP status answered.",
+	}, []string{"namespace", "client", "code"})
+	m.tokens = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "switchyard_client_tokens_total", Help: "Tokens of each GatewayClient's requests as the providers reported them, by type (prompt, completion).",
+	}, []string{"namespace", "client", "type"})
+	m.authFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "switchyard_client_auth_failures_total", Help: "Requests refused before any client was known: 401 for a missing or unknown key.",
+	}, []string{"reason"})
+	m.limited = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "switchyard_client_limited_total", Help: "Requests of a GatewayClient refused with 429 by this replica's share of a limit (requestsPerMinute, tokensPerMinute, tokensPerDay).",
+	}, []string{"namespace", "client", "limit"})
+	m.auditLost = prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "switchyard_audit_lines_lost_total", Help: "Audit lines dropped because the audit writer fell behind (the next line written records the count).",
+	}, func() float64 { return float64(m.audit.Load().Lost()) })
+	reg.MustRegister(m.required, m.requests, m.tokens, m.authFailures, m.limited, m.auditLost)
+	return m
+}
+
+func newClientsState(s *Server) *clientsState {
+	s.metrics.Clients.audit.Store(s.opts.Audit)
+	return &clientsState{s: s, metrics: s.metrics.Clients}
+}
+
+// index builds the client index of a table being applied, and logs when the proxy turns open or
+// closed (the first config included). It returns the limiters of the clients that left the table:
+// apply retires them (and their metric series) once the new config is in place.
+func (cs *clientsState) index(t *routing.Table) (*clientIndex, []*clientLimiter) {
+	ix := &clientIndex{byHash: map[string]*clientEntry{}, clients: len(t.Clients), replicas: max(t.ProxyReplicas, 1)}
+	keep := map[string]bool{}
+	for i := range t.Clients {
+		c := &t.Clients[i]
+		id := c.ID()
+		keep[id] = true
+		l, _ := cs.limiters.LoadOrStore(id, &clientLimiter{namespace: c.Namespace, name: c.Name})
+		e := &clientEntry{c: c, id: id, limiter: l.(*clientLimiter)}
+		for j, h := range c.KeyHashes {
+			if !validKeyHash(h) {
+				// The controller writes only hex SHA-256; anything else is a hand-edited or
+				// corrupted table. The entry could never match a presented key's hash, and it
+				// may be a key pasted by mistake: its value is not logged.
+				cs.s.log.Error("A GatewayClient's key hash in the config is not 64 lower-case hex digits; the entry is ignored",
+					"client", id, "index", j, "length", len(h))
+				continue
+			}
+			ix.byHash[h] = e
+		}
+	}
+	var gone []*clientLimiter
+	cs.limiters.Range(func(k, v any) bool {
+		if !keep[k.(string)] {
+			cs.limiters.Delete(k)
+			gone = append(gone, v.(*clientLimiter))
+		}
+		return true
+	})
+	switch {
+	case ix.clients > 0:
+		ix.required, ix.reason = true, fmt.Sprintf("%d GatewayClient(s) in the config: every request needs one of their keys", ix.clients)
+	case cs.s.opts.RequireClientKey:
+		ix.required, ix.reason = true, "--require-client-key is set and no GatewayClient is configured: every request is refused with 401 until one is"
+	default:
+		ix.reason = "no GatewayClient in the config and --require-client-key is not set: anyone who reaches the API port may call it"
+	}
+	mode := "open"
+	if ix.required {
+		mode = "required"
+		cs.metrics.required.Set(1)
+	} else {
+		cs.metrics.required.Set(0)
+	}
+	cs.mu.Lock()
+	changed := cs.mode != mode
+	cs.mode = mode
+	cs.mu.Unlock()
+	if changed {
+		if ix.required {
+			cs.s.log.Info("Client keys required", "clients", ix.clients, "reason", ix.reason)
+		} else {
+			cs.s.log.Warn("Serving without client keys", "reason", ix.reason)
+		}
+	}
+	return ix, gone
+}
+
+// validKeyHash reports whether a table entry is what routing.KeyHash writes: 64 lower-case hex
+// digits (the proxy compares it with the hex.EncodeToString of a presented key's SHA-256).
+func validKeyHash(h string) bool {
+	if len(h) != 2*sha256.Size {
+		return false
+	}
+	for i := 0; i < len(h); i++ {
+		if c := h[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// retire removes the metric series of clients that left the table, as the health series of a
+// channel×model that left it go. Called after the new config is stored; a request still in flight
+// on the old one counts through its limiter, which, once retired, counts nothing more, so it
+// cannot bring a series back.
+func (cs *clientsState) retire(gone []*clientLimiter) {
+	for _, l := range gone {
+		l.mu.Lock()
+		l.retired = true
+		labels := prometheus.Labels{"namespace": l.namespace, "client": l.name}
+		cs.metrics.requests.DeletePartialMatch(labels)
+		cs.metrics.tokens.DeletePartialMatch(labels)
+		cs.metrics.limited.DeletePartialMatch(labels)
+		l.mu.Unlock()
+	}
+}
+
+// admin is the client part of /admin/v1/channels.
+func (cs *clientsState) admin(c *config, now time.Time) (*adminapi.ClientAuthState, []adminapi.ClientUsage) {
+	st := &adminapi.ClientAuthState{Required: cs.s.opts.RequireClientKey, Reason: "no routing config loaded yet"}
+	if c == nil || c.auth == nil {
+		return st, nil
+	}
+	st.Required, st.Clients, st.Reason = c.auth.required, c.auth.clients, c.auth.reason
+	var out []adminapi.ClientUsage
+	cs.limiters.Range(func(k, v any) bool {
+		day, req, tok, last := v.(*clientLimiter).usage(now)
+		if req == 0 && tok == 0 {
+			return true
+		}
+		u := adminapi.ClientUsage{Client: k.(string), Day: day, Requests: req, Tokens: tok}
+		if !last.IsZero() {
+			l := last.UTC()
+			u.LastUsed = &l
+		}
+		out = append(out, u)
+		return true
+	})
+	slices.SortFunc(out, func(a, b adminapi.ClientUsage) int { return strings.Compare(a.Client, b.Client) })
+	return st, out
+}
+
+// presentedKey is the key a request carries: "Authorization: Bearer" (OpenAI SDKs), api-key
+// (Azure OpenAI clients) or x-api-key (Anthropic clients), in that order.
+func presentedKey(h http.Header) string {
+	if v := h.Get("Authorization"); v != "" {
+		if scheme, tok, ok := strings.Cut(v, " "); ok && strings.EqualFold(scheme, "Bearer") {
+			return strings.TrimSpace(tok)
+		}
+	}
+	if v := strings.TrimSpace(h.Get("Api-Key")); v != "" {
+		return v
+	}
+	return strings.TrimSpace(h.Get("X-Api-Key"))
+}
+
+// clientCall is one API request as the client layer sees it: who sent it, what it cost, and the
+// audit line it becomes. A nil *clientCall (no clients, no audit log) does nothing.
+type clientCall struct {
+	s      *Server
+	path   string
+	w      *statusWriter
+	start  time.Time
+	keyID  string
+	entry  *clientEntry
+	model  string
+	policy string
+	reason string // why the gateway refused it, when it did
+
+	mu        sync.Mutex
+	attempts  []audit.Attempt
+	prompt    int64
+	complete  int64
+	residency string
+	pii       map[string]int
+	// stripUsage: the client did not ask for the usage of its stream; the proxy did, to count
+	// the tokens, and drops the usage-only event before it reaches the client.
+	stripUsage bool
+}
+
+// beginCall starts the client layer for a request. It returns nil when there is nothing to do:
+// the proxy is open and writes no audit log (the request path is then as it was).
+func (s *Server) beginCall(w http.ResponseWriter, path string) (*clientCall, http.ResponseWriter) {
+	c := s.cfg.Load()
+	required := s.opts.RequireClientKey || (c != nil && c.auth != nil && c.auth.required)
+	if !required && s.opts.Audit == nil {
+		return nil, w
+	}
+	sw := &statusWriter{ResponseWriter: w}
+	return &clientCall{s: s, path: path, w: sw, start: s.clock.Now()}, sw
+}
+
+// authenticate identifies the client by its key: 401 for a missing or unknown key; 403 for a
+// disabled or expired client. It runs before the body is read.
+func (cc *clientCall) authenticate(r *http.Request) bool {
+	if cc == nil {
+		return true
+	}
+	s := cc.s
+	c := s.cfg.Load()
+	required := s.opts.RequireClientKey || (c != nil && c.auth != nil && c.auth.required)
+	if !required {
+		return true // open: audit only
+	}
+	key := presentedKey(r.Header)
+	if key == "" {
+		cc.refuse(http.StatusUnauthorized, "authentication_error", "missing_api_key",
+			"this gateway requires a client key: send it as \"Authorization: Bearer KEY\", \"api-key: KEY\" or \"x-api-key: KEY\"", 0)
+		s.clients.metrics.authFailures.WithLabelValues("missing_key").Inc()
+		return false
+	}
+	sum := sha256.Sum256([]byte(key))
+	hash := hex.EncodeToString(sum[:])
+	cc.keyID = hash[:8]
+	var e *clientEntry
+	if c != nil && c.auth != nil {
+		e = c.auth.byHash[hash]
+	}
+	if e == nil || subtle.ConstantTimeCompare([]byte(hash), []byte(matchedHash(e, hash))) != 1 {
+		cc.refuse(http.StatusUnauthorized, "authentication_error", "invalid_api_key", "the client key is not valid for this gateway", 0)
+		s.clients.metrics.authFailures.WithLabelValues("unknown_key").Inc()
+		return false
+	}
+	cc.entry = e
+	now := s.clock.Now()
+	switch {
+	case e.c.Disabled:
+		cc.refuse(http.StatusForbidden, "permission_error", "client_disabled",
+			fmt.Sprintf("GatewayClient %s is disabled", e.id), 0)
+		return false
+	case e.c.ExpiresAt != nil && !now.Before(*e.c.ExpiresAt):
+		cc.refuse(http.StatusForbidden, "permission_error", "client_expired",
+			fmt.Sprintf("GatewayClient %s expired at %s", e.id, e.c.ExpiresAt.UTC().Format(time.RFC3339)), 0)
+		return false
+	}
+	return true
+}
+
+// matchedHash is the entry's own copy of the hash that found it.
+func matchedHash(e *clientEntry, hash string) string {
+	if e == nil {
+		return ""
+	}
+	for _, h := range e.c.KeyHashes {
+		if len(h) == len(hash) && h == hash {
+			return h
+		}
+	}
+	return ""
+}
+
+// admit checks the model against the client's globs (403) and counts the request against its
+// limits (429 with Retry-After), and for a stream asks the upstream for its usage so the tokens
+// can be counted. It returns the request to route (with stream_options added) or false when it
+// answered the client.
+func (cc *clientCall) admit(cfg *config, cr *clientRequest) (*clientRequest, bool) {
+	if cc == nil {
+		return cr, true
+	}
+	cc.model = cr.Model
+	e := cc.entry
+	if e == nil {
+		return cr, true // open: audited, not limited
+	}
+	if !e.c.Allows(cr.Model) {
+		cc.refuse(http.StatusForbidden, "permission_error", "model_not_allowed",
+			fmt.Sprintf("GatewayClient %s may not use model %q", e.id, cr.Model), 0)
+		return nil, false
+	}
+	now := cc.s.clock.Now()
+	if limit, wait := e.limiter.admit(now, e.c.Limits, cfg.auth.replicas); limit != "" {
+		e.limiter.count(cc.s.clients.metrics.limited, limit, 1)
+		cc.refuse(http.StatusTooManyRequests, "rate_limit_error", "client_rate_limit_exceeded",
+			fmt.Sprintf("GatewayClient %s reached its %s limit on this gateway", e.id, limit), wait)
+		return nil, false
+	}
+	if cr.Stream && (cc.path == "/chat/completions" || cc.path == "/completions") {
+		if body, asked, ok := withIncludeUsage(cr.body, cr.fields); ok && !asked {
+			if ncr, err := parseRequest(body); err == nil {
+				cc.stripUsage = true
+				return ncr, true
+			}
+		}
+	}
+	return cr, true
+}
+
+// withIncludeUsage returns the body with stream_options.include_usage true, and whether the
+// client had asked for it itself. ok is false when the body cannot be rewritten.
+func withIncludeUsage(body []byte, fields map[string]json.RawMessage) (out []byte, asked, ok bool) {
+	if fields == nil {
+		if json.Unmarshal(body, &fields) != nil {
+			return nil, false, false
+		}
+	} else {
+		fields = maps2(fields)
+	}
+	opts := map[string]json.RawMessage{}
+	if raw, has := fields["stream_options"]; has && !bytes.Equal(raw, []byte("null")) {
+		if json.Unmarshal(raw, &opts) != nil {
+			return nil, false, false // the upstream will say what is wrong with it
+		}
+		if v, has := opts["include_usage"]; has && bytes.Equal(bytes.TrimSpace(v), []byte("true")) {
+			return body, true, true
+		}
+	}
+	opts["include_usage"] = json.RawMessage("true")
+	o, err := json.Marshal(opts)
+	if err != nil {
+		return nil, false, false
+	}
+	fields["stream_options"] = o
+	out, err = json.Marshal(fields)
+	return out, false, err == nil
+}
+
+func maps2(m map[string]json.RawMessage) map[string]json.RawMessage {
+	out := make(map[string]json.RawMessage, len(m)+1)
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// refuse answers the client in the error shape of the endpoint called and records why.
+func (cc *clientCall) refuse(status int, kind, code, msg string, retryAfter time.Duration) {
+	cc.reason = code
+	writeEndpointError(cc.w, cc.path, status, kind, code, msg, retryAfter)
+}
+
+// routed records where the request went (after routing).
+func (cc *clientCall) routed(rt *routeState) {
+	if cc == nil || rt == nil {
+		return
+	}
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if first := rt.plan.First(); first != nil {
+		cc.policy = qualifiedName(first.Policy.Namespace, first.Policy.Name)
+	}
+	cc.pii = rt.piiMasked
+}
+
+// attempt records one upstream attempt (finishAttempt).
+func (cc *clientCall) attempt(a *attempt, r *result) {
+	if cc == nil || a.probe {
+		return
+	}
+	outcome := r.outcome.String()
+	if r.canceled {
+		outcome = "canceled"
+	}
+	cc.mu.Lock()
+	cc.attempts = append(cc.attempts, audit.Attempt{Channel: a.channel.ID(), Status: r.status, Outcome: outcome, Ms: r.latency.Milliseconds()})
+	if r.outcome == health.OutcomeSuccess {
+		cc.residency = a.channel.Residency
+	}
+	cc.mu.Unlock()
+}
+
+// tokens records the provider's usage figures for the request (addTokens).
+func (cc *clientCall) tokens(u *usage) {
+	if cc == nil {
+		return
+	}
+	p, c := int64(u.PromptTokens+u.InputTokens), int64(u.CompletionTokens+u.OutputTokens)
+	cc.mu.Lock()
+	cc.prompt += p
+	cc.complete += c
+	cc.mu.Unlock()
+	if e := cc.entry; e != nil {
+		e.limiter.addTokens(cc.s.clock.Now(), p+c)
+		if p > 0 {
+			e.limiter.count(cc.s.clients.metrics.tokens, "prompt", float64(p))
+		}
+		if c > 0 {
+			e.limiter.count(cc.s.clients.metrics.tokens, "completion", float64(c))
+		}
+	}
+}
+
+// dropEvent reports whether a stream event is the usage-only chunk the proxy asked for on the
+// client's behalf (its tokens are counted already): choices empty, usage set.
+func (cc *clientCall) dropEvent(ev *sseEvent) bool {
+	if cc == nil || !cc.stripUsage || ev.usage == nil {
+		return false
+	}
+	var chunk struct {
+		Choices []json.RawMessage `json:"choices"`
+	}
+	return json.Unmarshal(ev.data, &chunk) == nil && len(chunk.Choices) == 0
+}
+
+// finish counts the request for its client and writes its audit line.
+func (cc *clientCall) finish(requestID string) {
+	if cc == nil {
+		return
+	}
+	s := cc.s
+	status := cc.w.status
+	if status == 0 {
+		status = http.StatusOK // nothing written: net/http answers 200
+	}
+	client := ""
+	if e := cc.entry; e != nil {
+		client = e.id
+		e.limiter.count(s.clients.metrics.requests, strconv.Itoa(status), 1)
+	}
+	if s.opts.Audit == nil {
+		return
+	}
+	cc.mu.Lock()
+	line := &audit.Line{TS: cc.start.UTC(), RequestID: requestID, Client: client, KeyID: cc.keyID, Model: cc.model, Policy: cc.policy,
+		Attempts: cc.attempts, Status: status, Reason: cc.reason, Tokens: audit.Tokens{Prompt: cc.prompt, Completion: cc.complete},
+		Residency: cc.residency, PII: cc.pii}
+	if line.Attempts == nil {
+		line.Attempts = []audit.Attempt{}
+	}
+	cc.mu.Unlock()
+	s.opts.Audit.Record(line)
+}
+
+// statusWriter remembers the status answered. It passes Flush and Unwrap through, so streams are
+// flushed and http.ResponseController reaches the connection as before.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// writeEndpointError answers in the error shape of the endpoint called: Anthropic's on
+// /v1/messages ({"type":"error","error":{"type","message"}}), OpenAI's everywhere else. kind is
+// the error type both share (authentication_error, permission_error, rate_limit_error,
+// invalid_request_error); code is OpenAI's error.code.
+func writeEndpointError(w http.ResponseWriter, path string, status int, kind, code, msg string, retryAfter time.Duration) {
+	if path != "/messages" {
+		writeError(w, status, kind, code, msg, retryAfter)
+		return
+	}
+	b, _ := json.Marshal(struct {
+		Type  string `json:"type"`
+		Error struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}{Type: "error", Error: struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	}{kind, msg}})
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	if retryAfter > 0 {
+		h.Set("Retry-After", fmt.Sprint(int((retryAfter+time.Second-1)/time.Second)))
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// bodyOr is the request's body when it holds one (admit may have rewritten it), else b.
+func (r *clientRequest) bodyOr(b []byte) []byte {
+	if r.body != nil {
+		return r.body
+	}
+	return b
+}

@@ -1,0 +1,163 @@
+package proxy
+
+import (
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/switchyard-io/switchyard/internal/routing"
+)
+
+// Client limits, counted on this replica. Each replica enforces its share of a client's limit
+// (the limit divided by Table.ProxyReplicas, rounded up): no replica asks another, so nothing on
+// the request path waits for a shared store. What the approximation allows is in docs/clients.md.
+//
+// Requests count when admitted; tokens count when the provider's usage figures arrive (the end of
+// a non-streamed answer, the usage event of a stream). A request is admitted while the client is
+// under its token limits, so a replica may overshoot by the tokens of the requests in flight.
+
+// minuteBuckets is the sliding minute's resolution: one bucket per second.
+const minuteBuckets = 60
+
+// Limit names, for switchyard_client_limited_total and the 429's message.
+const (
+	limitRequestsPerMinute = "requestsPerMinute"
+	limitTokensPerMinute   = "tokensPerMinute"
+	limitTokensPerDay      = "tokensPerDay"
+)
+
+// clientLimiter is one client's use of this replica: a sliding minute of requests and tokens in
+// one-second buckets, and the UTC day's totals. It is kept across reloads (by client ID), so a
+// config change does not hand out a fresh minute.
+type clientLimiter struct {
+	// namespace and name label the client's metric series.
+	namespace, name string
+
+	mu sync.Mutex
+	// retired: the client left the table and its series were removed (clientsState.retire);
+	// count adds nothing more.
+	retired bool
+	buckets [minuteBuckets]secondBucket
+	day     string // UTC date of the day's totals
+	dayReq  int64
+	dayTok  int64
+	last    time.Time
+}
+
+type secondBucket struct {
+	sec      int64 // Unix second the bucket holds; another second's bucket is stale
+	requests int64
+	tokens   int64
+}
+
+// share is a replica's part of a limit: ceil(limit / replicas); 0 (no limit) stays 0.
+func share(limit int64, replicas int) int64 {
+	if limit <= 0 {
+		return 0
+	}
+	r := int64(max(replicas, 1))
+	return (limit + r - 1) / r
+}
+
+// admit counts a request if the client is under every limit's share, or says which limit it is
+// at and how long until it is under it again.
+func (l *clientLimiter) admit(now time.Time, lim routing.ClientLimits, replicas int) (limit string, retryAfter time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.rollDay(now)
+	sec := now.Unix()
+	if rpm := share(lim.RequestsPerMinute, replicas); rpm > 0 {
+		if n := l.window(sec, func(b *secondBucket) int64 { return b.requests }); n >= rpm {
+			return limitRequestsPerMinute, l.until(now, rpm, func(b *secondBucket) int64 { return b.requests })
+		}
+	}
+	if tpm := share(lim.TokensPerMinute, replicas); tpm > 0 {
+		if n := l.window(sec, func(b *secondBucket) int64 { return b.tokens }); n >= tpm {
+			return limitTokensPerMinute, l.until(now, tpm, func(b *secondBucket) int64 { return b.tokens })
+		}
+	}
+	if tpd := share(lim.TokensPerDay, replicas); tpd > 0 && l.dayTok >= tpd {
+		y, m, d := now.UTC().Date()
+		return limitTokensPerDay, time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC).Sub(now)
+	}
+	l.bucket(sec).requests++
+	l.dayReq++
+	l.last = now
+	return "", 0
+}
+
+// count adds v to the client's series of vec (labels namespace, client and one more), unless the
+// client was retired. Under mu, so retire cannot remove a series between the check and the add.
+func (l *clientLimiter) count(vec *prometheus.CounterVec, label string, v float64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.retired {
+		vec.WithLabelValues(l.namespace, l.name, label).Add(v)
+	}
+}
+
+// addTokens counts tokens the provider reported for the client's request.
+func (l *clientLimiter) addTokens(now time.Time, n int64) {
+	if n <= 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.rollDay(now)
+	l.bucket(now.Unix()).tokens += n
+	l.dayTok += n
+}
+
+// usage is the day's totals and the last request (admin API).
+func (l *clientLimiter) usage(now time.Time) (day string, requests, tokens int64, last time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.rollDay(now)
+	return l.day, l.dayReq, l.dayTok, l.last
+}
+
+func (l *clientLimiter) rollDay(now time.Time) {
+	if d := now.UTC().Format(time.DateOnly); d != l.day {
+		l.day, l.dayReq, l.dayTok = d, 0, 0
+	}
+}
+
+// bucket is the bucket of second sec, emptied if it held an older second.
+func (l *clientLimiter) bucket(sec int64) *secondBucket {
+	b := &l.buckets[uint64(sec)%minuteBuckets]
+	if b.sec != sec {
+		*b = secondBucket{sec: sec}
+	}
+	return b
+}
+
+// window sums a figure over the last minute (the current second and the 59 before it).
+func (l *clientLimiter) window(sec int64, f func(*secondBucket) int64) int64 {
+	var n int64
+	for i := range l.buckets {
+		if b := &l.buckets[i]; b.sec > sec-minuteBuckets && b.sec <= sec {
+			n += f(b)
+		}
+	}
+	return n
+}
+
+// until is how long until the minute's figure drops below limit, as the oldest seconds leave it;
+// at least a second.
+func (l *clientLimiter) until(now time.Time, limit int64, f func(*secondBucket) int64) time.Duration {
+	sec := now.Unix()
+	total := l.window(sec, f)
+	for s := sec - minuteBuckets + 1; s <= sec; s++ {
+		b := &l.buckets[uint64(s)%minuteBuckets]
+		if b.sec != s {
+			continue
+		}
+		total -= f(b)
+		if total < limit {
+			// Second s leaves the window at s+60.
+			return max(time.Unix(s+minuteBuckets, 0).Sub(now), time.Second)
+		}
+	}
+	return minuteBuckets * time.Second
+}

@@ -1,0 +1,290 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/switchyard-io/switchyard/internal/anthropic"
+	"github.com/switchyard-io/switchyard/internal/health"
+	"github.com/switchyard-io/switchyard/internal/routing"
+)
+
+// The client's API (by path) and the channel's provider decide how an attempt goes upstream:
+//
+//	client path            openai / azure-openai channel     anthropic channel                          bedrock / vertex channel
+//	OpenAI paths           as is                              /chat/completions translated to /messages  as for anthropic, then the adapter
+//	/messages              translated to /chat/completions    as is (x-api-key, anthropic-version)       as is, then the adapter
+//	/messages/count_tokens not served                         as is                                      not served
+//
+// A bedrock or vertex channel's Messages body goes to its provider.Adapter (adapters.go), which
+// moves the model and anthropic_version where the cloud wants them, signs or authorizes the
+// request, and reads the answer back as the Anthropic JSON or SSE events the rest of this file
+// handles as it does an anthropic channel's.
+//
+// Anything else a channel cannot serve is left out by routing (see unfit), so upstreamFor only
+// fails on a body the routing check has not seen (a probe's cannot fail).
+
+// Paths of the Messages API, after /v1.
+const (
+	pathMessages    = "/messages"
+	pathCountTokens = "/messages/count_tokens"
+)
+
+func isMessagesPath(p string) bool { return p == pathMessages || p == pathCountTokens }
+
+// upstream is one attempt's request as the channel speaks it, and how its answer comes back.
+type upstream struct {
+	path string
+	body []byte
+	// anthropicVersion is sent to anthropic channels: the client's on /messages, else the default.
+	anthropicVersion string
+	// answer translates a non-streamed answer; nil passes it as it is.
+	answer func(body []byte) ([]byte, error)
+	// stream translates a stream's events; nil passes them as they are.
+	stream streamConverter
+	// errorBody puts an upstream error body into the client's error shape; nil leaves it.
+	errorBody func(status int, body []byte) []byte
+	// messagesClient: the client speaks the Messages API (its stream's end and in-band error).
+	messagesClient bool
+}
+
+// streamConverter turns the upstream's stream events into the client's.
+type streamConverter interface {
+	Event(data []byte) (anthropic.StreamOut, error)
+	// End is what a cleanly closed, complete stream still owes the client.
+	End() []byte
+}
+
+// chatStream is an Anthropic stream read by an OpenAI client: [DONE] ends it.
+type chatStream struct{ *anthropic.ChatStream }
+
+func (chatStream) End() []byte { return []byte("data: [DONE]\n\n") }
+
+// messagesPassthrough reads an Anthropic stream for an Anthropic client: events go out as they
+// came, but message_start and the first content_block_start are held until the first delta (so a
+// failure right after message_start, as Anthropic's overloaded_error events come, can still fail
+// over), and the end of the answer is recognised.
+type messagesPassthrough struct {
+	held    []byte
+	started bool // a delta went out
+	stopped bool // message_stop went out
+}
+
+func (m *messagesPassthrough) Event(data []byte) (anthropic.StreamOut, error) {
+	typ, err := eventType(data)
+	if err != nil {
+		return anthropic.StreamOut{}, err
+	}
+	raw := append(append([]byte("event: "+typ+"\ndata: "), data...), '\n', '\n')
+	switch typ {
+	case "message_start", "content_block_start", "ping":
+		if !m.started {
+			m.held = append(m.held, raw...)
+			return anthropic.StreamOut{}, nil
+		}
+	case "message_stop":
+		m.stopped = true
+	}
+	out := anthropic.StreamOut{Data: raw, Finished: typ == "message_stop" || (typ == "message_delta" && bytes.Contains(data, []byte(`"stop_reason"`)) && !bytes.Contains(data, []byte(`"stop_reason":null`)))}
+	if !m.started {
+		m.started = true
+		out.Data = append(m.held, raw...)
+		m.held = nil
+	}
+	return out, nil
+}
+
+func (m *messagesPassthrough) End() []byte {
+	if m.stopped {
+		return nil
+	}
+	m.stopped = true
+	return []byte("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
+}
+
+// messagesStream is an OpenAI stream read by an Anthropic client.
+type messagesStream struct{ *anthropic.MessageStream }
+
+func eventType(data []byte) (string, error) {
+	var ev struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(data, &ev); err != nil {
+		return "", err
+	}
+	if ev.Type == "" {
+		return "", errors.New("event without a type")
+	}
+	return ev.Type, nil
+}
+
+// speaksMessages reports whether a provider takes Messages API bodies and answers Messages JSON
+// and stream events: anthropic itself, and the adapters that carry the Messages body over another
+// transport (bedrock, vertex; their signing and framing are the adapter's, see adapterRequest).
+func speaksMessages(provider string) bool {
+	return provider == "anthropic" || usesAdapter(provider)
+}
+
+// translated is an attempt's request body in the channel's API: the costly part of upstreamFor,
+// done once per request and channel model (routing's check and the attempt share it, see
+// routeState.translation).
+type translated struct {
+	path         string
+	body         []byte
+	includeUsage bool // chat → Messages: the client asked for stream_options.include_usage
+}
+
+// translate puts the attempt's body into the channel's API.
+func translate(a *attempt, caps routing.Capabilities) (*translated, error) {
+	messages := isMessagesPath(a.path)
+	switch {
+	case usesAdapter(a.channel.Provider) && a.path == pathCountTokens:
+		return nil, fmt.Errorf("/v1/messages/count_tokens is served by anthropic channels only, not %s", a.channel.Provider)
+	case speaksMessages(a.channel.Provider) && messages:
+	case speaksMessages(a.channel.Provider):
+		if a.path != "/chat/completions" {
+			return nil, fmt.Errorf("%s channels serve /v1/chat/completions and /v1/messages, not /v1%s", a.channel.Provider, a.path)
+		}
+		r, err := anthropic.MessagesFromChat(a.body, a.upstream, caps.MaxOutputTokens)
+		if err != nil {
+			return nil, err
+		}
+		return &translated{path: pathMessages, body: r.Body, includeUsage: r.IncludeUsage}, nil
+	case a.path == pathCountTokens:
+		return nil, fmt.Errorf("/v1/messages/count_tokens is served by anthropic channels only")
+	case messages:
+		body, err := anthropic.ChatFromMessagesRequest(a.body, a.upstream)
+		if err != nil {
+			return nil, err
+		}
+		return &translated{path: "/chat/completions", body: body}, nil
+	}
+	return &translated{path: a.path, body: a.body}, nil
+}
+
+// upstreamFor builds an attempt's upstream request: its translated body (a.translated when
+// routing made it already), headers, and the translation of what comes back.
+func upstreamFor(a *attempt, caps routing.Capabilities, now time.Time) (*upstream, error) {
+	t := a.translated
+	if t == nil {
+		var err error
+		if t, err = translate(a, caps); err != nil {
+			return nil, err
+		}
+	}
+	messages := isMessagesPath(a.path)
+	u := &upstream{path: t.path, body: t.body, messagesClient: messages}
+	switch {
+	case speaksMessages(a.channel.Provider) && messages:
+		u.anthropicVersion = a.header.Get("Anthropic-Version")
+		if u.anthropicVersion == "" {
+			u.anthropicVersion = anthropic.DefaultVersion
+		}
+		if a.stream {
+			u.stream = &messagesPassthrough{}
+		}
+	case speaksMessages(a.channel.Provider):
+		u.anthropicVersion = anthropic.DefaultVersion
+		created := now.Unix()
+		u.answer = func(b []byte) ([]byte, error) {
+			out, _, err := anthropic.ChatFromMessage(b, created)
+			return out, err
+		}
+		if a.stream {
+			u.stream = chatStream{anthropic.NewChatStream(t.includeUsage, created)}
+		}
+		u.errorBody = anthropic.OpenAIErrorFromMessages
+	case messages:
+		u.answer = func(b []byte) ([]byte, error) {
+			out, _, err := anthropic.MessageFromChat(b)
+			return out, err
+		}
+		if a.stream {
+			u.stream = messagesStream{anthropic.NewMessageStream()}
+		}
+		u.errorBody = anthropic.MessagesErrorFromOpenAI
+	}
+	return u, nil
+}
+
+// setUpstreamAuth sets the channel's credentials and the provider's own headers.
+func setUpstreamAuth(h http.Header, a *attempt, u *upstream) {
+	if a.channel.Provider == "anthropic" {
+		h.Set("Anthropic-Version", u.anthropicVersion)
+		if a.key != "" {
+			h.Set("X-Api-Key", a.key)
+		}
+		return
+	}
+	// An OpenAI-compatible server has no use for the Messages API's headers.
+	h.Del("Anthropic-Version")
+	h.Del("Anthropic-Beta")
+	if a.key == "" {
+		return
+	}
+	switch a.channel.Provider {
+	case "azure-openai":
+		h.Set("api-key", a.key)
+	default:
+		h.Set("Authorization", "Bearer "+a.key)
+	}
+}
+
+// convertEvent translates one upstream stream event in place. false: the event is malformed for
+// the converter and is passed over, as a malformed event is.
+func (u *upstream) convertEvent(ev *sseEvent) bool {
+	out, err := u.stream.Event(ev.data)
+	if err != nil {
+		return false
+	}
+	ev.raw = out.Data
+	ev.noData = len(out.Data) == 0
+	ev.finished = ev.finished || out.Finished
+	ev.usage = nil
+	if out.Usage != nil {
+		ev.usage = &usage{PromptTokens: out.Usage.Prompt, CompletionTokens: out.Usage.Completion}
+	}
+	return true
+}
+
+// restoreEvents runs a converted event's chat chunks through the PII restore one by one, as it
+// expects them (a translated event may carry several).
+func restoreEvents(sr *streamRestore, raw []byte) []byte {
+	var out []byte
+	for _, chunk := range bytes.SplitAfter(raw, []byte("\n\n")) {
+		if len(chunk) == 0 {
+			continue
+		}
+		data, _ := bytes.CutPrefix(bytes.TrimRight(chunk, "\n"), []byte("data: "))
+		ev := sseEvent{raw: chunk, data: data, done: bytes.Equal(data, []byte("[DONE]"))}
+		out = append(out, sr.event(&ev)...)
+	}
+	return out
+}
+
+// streamEnd is what a complete stream that closed without the client's terminator still gets.
+func (a *attempt) streamEnd() []byte {
+	if a.wire != nil && a.wire.stream != nil {
+		return a.wire.stream.End()
+	}
+	return []byte("data: [DONE]\n\n")
+}
+
+// writeStreamErrorFor ends a committed stream with an in-band error event in the client's API.
+func writeStreamErrorFor(a *attempt, w http.ResponseWriter, f http.Flusher, detail string) {
+	if a.wire != nil && a.wire.messagesClient {
+		_, _ = w.Write(anthropic.ErrorEvent("api_error", "the upstream stream was interrupted before completion: "+detail))
+		flushIf(f)
+		return
+	}
+	writeStreamError(w, f, detail)
+}
+
+// translationFailure is the result of an attempt whose body could not be translated.
+func translationFailure(err error) result {
+	return result{outcome: health.OutcomeClientError, status: http.StatusBadRequest, detail: "request cannot be translated: " + err.Error()}
+}

@@ -1,0 +1,212 @@
+package routing
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	v1alpha1 "github.com/switchyard-io/switchyard/api/v1alpha1"
+)
+
+// Client is one compiled GatewayClient. It carries the SHA-256 of each of its keys, never a key:
+// the table travels in a ConfigMap, and a hash of a random key reveals nothing a caller could
+// present.
+type Client struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace,omitempty"`
+	// Generation is the GatewayClient's metadata.generation (Programmed).
+	Generation int64 `json:"generation,omitempty"`
+	// KeyHashes are the lower-case hex SHA-256 of each accepted key, sorted.
+	KeyHashes []string `json:"keyHashes"`
+	// Models are the allowed public model names, as globs ('*' any run, '?' one character).
+	Models    []string     `json:"models,omitempty"`
+	Limits    ClientLimits `json:"limits,omitempty"`
+	ExpiresAt *time.Time   `json:"expiresAt,omitempty"`
+	Disabled  bool         `json:"disabled,omitempty"`
+}
+
+// ClientLimits are a client's limits for the whole gateway; 0 is no limit. Each proxy replica
+// enforces its share (see Table.ProxyReplicas).
+type ClientLimits struct {
+	RequestsPerMinute int64 `json:"requestsPerMinute,omitempty"`
+	TokensPerMinute   int64 `json:"tokensPerMinute,omitempty"`
+	TokensPerDay      int64 `json:"tokensPerDay,omitempty"`
+}
+
+// ID is the client's namespace/name (its name alone without a namespace).
+func (c *Client) ID() string { return qualified(c.Namespace, c.Name) }
+
+// Allows reports whether the client may use a public model name.
+func (c *Client) Allows(model string) bool {
+	for _, g := range c.Models {
+		if Glob(g, model) {
+			return true
+		}
+	}
+	return false
+}
+
+// ReasonKeyConflict: a key of this client is also a key of another client.
+const ReasonKeyConflict = "KeyConflict"
+
+// KeyHash is the hex SHA-256 of a client key, the form the table and the proxy compare.
+func KeyHash(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:])
+}
+
+// CompileClients compiles the GatewayClients of in with their keys Secrets. It is separate from
+// Compile: a client with a problem is left out of the table (its callers get 401, which fails
+// closed) and holds back no channel or policy. Clients are sorted by ID; a key that two clients
+// share is a problem on the later one, which is left out.
+func CompileClients(in Inputs) ([]Client, []Problem) {
+	secrets := make(map[string]*corev1.Secret, len(in.Secrets))
+	for i := range in.Secrets {
+		s := &in.Secrets[i]
+		secrets[qualified(s.Namespace, s.Name)] = s
+	}
+	gcs := slices.Clone(in.Clients)
+	sort.Slice(gcs, func(i, j int) bool {
+		return qualified(gcs[i].Namespace, gcs[i].Name) < qualified(gcs[j].Namespace, gcs[j].Name)
+	})
+	var out []Client
+	var problems []Problem
+	owner := map[string]string{} // key hash -> client ID
+	for i := range gcs {
+		gc := &gcs[i]
+		id := qualified(gc.Namespace, gc.Name)
+		bad := func(reason, format string, args ...any) {
+			problems = append(problems, Problem{Kind: "GatewayClient", Namespace: gc.Namespace, Name: gc.Name, Reason: reason,
+				Message: fmt.Sprintf(format, args...)})
+		}
+		if i > 0 && qualified(gcs[i-1].Namespace, gcs[i-1].Name) == id {
+			bad(ReasonInvalidSpec, "GatewayClient %s is declared twice", id)
+			continue
+		}
+		c, ok := compileClient(gc, secrets, in.ReservedSecrets, bad)
+		if !ok {
+			continue
+		}
+		conflict := ""
+		for _, h := range c.KeyHashes {
+			if o, taken := owner[h]; taken {
+				conflict = o
+				break
+			}
+		}
+		if conflict != "" {
+			bad(ReasonKeyConflict, "spec.keysSecretRef: Secret %s holds a key that GatewayClient %s accepts too; every key must name one client",
+				qualified(gc.Namespace, gc.Spec.KeysSecretRef.Name), conflict)
+			continue
+		}
+		for _, h := range c.KeyHashes {
+			owner[h] = id
+		}
+		out = append(out, c)
+	}
+	return out, problems
+}
+
+func compileClient(gc *v1alpha1.GatewayClient, secrets map[string]*corev1.Secret, reserved map[string]bool, bad func(string, string, ...any)) (Client, bool) {
+	spec := &gc.Spec
+	ref := qualified(gc.Namespace, spec.KeysSecretRef.Name)
+	if spec.KeysSecretRef.Name == "" {
+		bad(ReasonInvalidSpec, "spec.keysSecretRef.name is required")
+		return Client{}, false
+	}
+	for _, g := range spec.Models {
+		if g == "" || strings.ContainsAny(g, "[]\\ \t\n") {
+			bad(ReasonInvalidSpec, "spec.models: %q is not a model name glob ('*' and '?' only)", g)
+			return Client{}, false
+		}
+	}
+	if reserved[ref] {
+		bad(ReasonRefNotPermitted, "spec.keysSecretRef: Secret %s is Switchyard's own credentials Secret; a client may reference only its team's Secrets", ref)
+		return Client{}, false
+	}
+	s, found := secrets[ref]
+	if found && s.Labels[InternalSecretLabel] == "true" {
+		bad(ReasonRefNotPermitted, "spec.keysSecretRef: Secret %s is labelled %s=true (Switchyard's own); a client may reference only its team's Secrets", ref, InternalSecretLabel)
+		return Client{}, false
+	}
+	if !found {
+		bad(ReasonSecretNotFound, "spec.keysSecretRef: Secret %s not found", ref)
+		return Client{}, false
+	}
+	hashes := clientKeyHashes(s)
+	if len(hashes) == 0 {
+		bad(ReasonSecretKeyNotFound, "spec.keysSecretRef: Secret %s holds no key (every non-empty data value is one)", ref)
+		return Client{}, false
+	}
+	c := Client{Name: gc.Name, Namespace: gc.Namespace, Generation: gc.Generation, KeyHashes: hashes,
+		Models: slices.Clone(spec.Models), ExpiresAt: timePtr(spec.ExpiresAt), Disabled: spec.Disabled}
+	if l := spec.Limits; l != nil {
+		c.Limits = ClientLimits{RequestsPerMinute: deref(l.RequestsPerMinute), TokensPerMinute: deref(l.TokensPerMinute), TokensPerDay: deref(l.TokensPerDay)}
+		if c.Limits.RequestsPerMinute < 0 || c.Limits.TokensPerMinute < 0 || c.Limits.TokensPerDay < 0 {
+			bad(ReasonInvalidSpec, "spec.limits: limits must be positive")
+			return Client{}, false
+		}
+	}
+	return c, true
+}
+
+// clientKeyHashes hashes every non-empty value of a keys Secret (data and stringData), sorted and
+// without repeats. Surrounding white space is dropped: a key file written with a trailing newline
+// (kubectl create secret --from-file) must still match the key a client sends in a header.
+func clientKeyHashes(s *corev1.Secret) []string {
+	var out []string
+	add := func(v string) {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, KeyHash(v))
+		}
+	}
+	for _, v := range s.Data {
+		add(string(v))
+	}
+	for _, v := range s.StringData {
+		add(v)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func deref(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// Glob matches name against a pattern of literal characters, '*' (any run, empty included) and
+// '?' (one character). Model names may hold '/', which path.Match would not let '*' cross.
+func Glob(pattern, name string) bool {
+	// The classic iterative matcher: on a mismatch, let the last '*' swallow one more character.
+	p, n := 0, 0
+	star, mark := -1, 0
+	for n < len(name) {
+		switch {
+		case p < len(pattern) && (pattern[p] == '?' || pattern[p] == name[n]):
+			p++
+			n++
+		case p < len(pattern) && pattern[p] == '*':
+			star, mark = p, n
+			p++
+		case star >= 0:
+			p = star + 1
+			mark++
+			n = mark
+		default:
+			return false
+		}
+	}
+	for p < len(pattern) && pattern[p] == '*' {
+		p++
+	}
+	return p == len(pattern)
+}
