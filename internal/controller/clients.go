@@ -164,14 +164,14 @@ func clientNeedsReconcile(prev, next liveView, key string, sent clientSent, usag
 
 // enqueueClients is the poller's hook for GatewayClients (called on every poll): it enqueues
 // those clientNeedsReconcile picks. Nothing else requeues a client for its use, so an idle one
-// costs nothing between polls. It returns false when ctx ended.
-func (p *Poller) enqueueClients(ctx context.Context, prev, view liveView, now time.Time) bool {
+// costs nothing between polls. It returns how many clients are watched, and false when ctx ended.
+func (p *Poller) enqueueClients(ctx context.Context, prev, view liveView, now time.Time) (int, bool) {
 	seen := map[string]bool{}
 	for _, ns := range namespacesOrAll(p.opts.WatchNamespaces) {
 		var list v1alpha1.GatewayClientList
 		if err := p.client.List(ctx, &list, client.InNamespace(ns)); err != nil {
 			logf.FromContext(ctx).Error(err, "Failed to list GatewayClients")
-			return true
+			return len(seen), true
 		}
 		for i := range list.Items {
 			gc := &list.Items[i]
@@ -185,7 +185,7 @@ func (p *Poller) enqueueClients(ctx context.Context, prev, view liveView, now ti
 			// The reconcile writes the use of this view (or a later one).
 			p.clientSent[id] = clientSent{usage: usage, at: now}
 			if !p.queues.enqueue(ctx, "GatewayClient", gc.Namespace, gc.Name) {
-				return false
+				return len(seen), false
 			}
 		}
 	}
@@ -194,7 +194,7 @@ func (p *Poller) enqueueClients(ctx context.Context, prev, view liveView, now ti
 			delete(p.clientSent, id)
 		}
 	}
-	return true
+	return len(seen), true
 }
 
 // ClientReconciler writes a GatewayClient's status: conditions from the compile's snapshot and

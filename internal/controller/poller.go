@@ -27,8 +27,8 @@ import (
 // Events. It runs only on the leader (it writes Events) and never writes status itself: it
 // queues the channels whose live data changed by enough to be written (liveNews), the policies
 // whose served generation changed, and the GatewayClients whose use or served generation changed
-// (enqueueClients); when the count of ready replicas changes it asks for a compile (the clients'
-// limits are shared among them).
+// (enqueueClients); when the count of ready replicas changes and there are clients, it asks for a
+// compile (the clients' limits are shared among the replicas).
 type Poller struct {
 	client  client.Client
 	opts    Options
@@ -191,10 +191,6 @@ func (p *Poller) poll(ctx context.Context) {
 	prev := p.view
 	p.view = view
 	p.mu.Unlock()
-	if readyReplicas(prev) != readyReplicas(view) {
-		// After the view is stored: the compile reads the count from it.
-		p.recompile.kick()
-	}
 
 	channels, err := p.channels(ctx)
 	if err != nil {
@@ -209,8 +205,14 @@ func (p *Poller) poll(ctx context.Context) {
 			return
 		}
 	}
-	if !p.enqueueClients(ctx, prev, view, now) {
+	clients, ok := p.enqueueClients(ctx, prev, view, now)
+	if !ok {
 		return
+	}
+	if clients > 0 && readyReplicas(prev) != readyReplicas(view) {
+		// The clients' limits are shared by the ready replicas. After the view is stored: the
+		// compile reads the count from it. Without clients the count is not in the table.
+		p.recompile.kick()
 	}
 	if prev.Polled == view.Polled && reflect.DeepEqual(prev.Replicas, view.Replicas) {
 		return
