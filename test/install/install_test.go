@@ -32,6 +32,9 @@ const (
 	sysNS   = "switchyard-system" // where both install paths put the controller and the proxies
 	storyNS = "story"             // the tenant namespace of the mocks and the CRs
 	release = "switchyard"        // Helm release name: objects named as in config/default
+	// storyClientKey is the GatewayClient "story"'s key (testdata/story.yaml.tmpl): both installs
+	// require a client key.
+	storyClientKey = "sk-switchyard-install-story"
 )
 
 // The mocks' Services have fixed ClusterIPs in hack/node.sh's Service range (no cluster DNS).
@@ -164,7 +167,14 @@ func startLoad(addr string, workers int) *load {
 				}
 				stream := i%3 == 0
 				body := fmt.Sprintf(`{"model":"gpt-4o","stream":%v,"messages":[{"role":"user","content":"hi"}]}`, stream)
-				resp, err := client.Post("http://"+addr+"/v1/chat/completions", "application/json", strings.NewReader(body))
+				req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/chat/completions", strings.NewReader(body))
+				if err != nil {
+					l.fail(err.Error())
+					continue
+				}
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Authorization", "Bearer "+storyClientKey)
+				resp, err := client.Do(req)
 				l.total.Add(1)
 				if err != nil {
 					l.fail(err.Error())
@@ -321,6 +331,10 @@ func applyStory(e *env) {
 	e.kubectl("apply", "-n", storyNS, "-f", render(t, "story.yaml.tmpl"))
 	e.eventually(2*time.Minute, "RoutingPolicy chat-gpt4o Ready", func() bool {
 		return e.try("get", "rp", "chat-gpt4o", "-n", storyNS, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`) == "True"
+	})
+	// Ready includes Programmed: every proxy replica serves the client's key hash.
+	e.eventually(2*time.Minute, "GatewayClient story Ready", func() bool {
+		return e.try("get", "gwc", "story", "-n", storyNS, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`) == "True"
 	})
 }
 

@@ -241,6 +241,22 @@ spec:
 	}
 }
 
+// cacheRoot is where hack/envtest.sh and hack/node.sh keep their builds too: $SWITCHYARD_CACHE,
+// else $XDG_CACHE_HOME/switchyard, else ~/.cache/switchyard.
+func cacheRoot(t *testing.T) string {
+	if d := os.Getenv("SWITCHYARD_CACHE"); d != "" {
+		return d
+	}
+	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
+		return filepath.Join(d, "switchyard")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(home, ".cache", "switchyard")
+}
+
 // install returns the node_modules of package-lock.json, installed with npm ci into the cache
 // when it is not there yet. The install goes to a temporary directory renamed into place, so an
 // interrupted one is never taken for complete.
@@ -251,11 +267,7 @@ func install(t *testing.T, npm string) string {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256(lock)
-	home, err := os.UserHomeDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cache := filepath.Join(home, ".cache", "switchyard", "npm", hex.EncodeToString(sum[:8]))
+	cache := filepath.Join(cacheRoot(t), "npm", hex.EncodeToString(sum[:8]))
 	modules := filepath.Join(cache, "node_modules")
 	if _, err := os.Stat(filepath.Join(modules, ".package-lock.json")); err == nil {
 		return modules
