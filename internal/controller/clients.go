@@ -2,25 +2,19 @@ package controller
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -29,9 +23,10 @@ import (
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
 
-// GatewayClients in the published table: the compile-input part (gatherClients,
-// clientsFingerprint, compileClientsInto) is what Publisher.Sync calls; the rest is the
-// GatewayClient reconciler, which publishes through the same Publisher and writes status.
+// GatewayClients in the published table: the kind is an inputKind (inputs.go), so the compile
+// reconciler lists, watches and compiles it with the others; the compile-input part here
+// (gatherClients, clientsFingerprint, compileClientsInto) is what Publisher.Sync adds for it. The
+// rest is the GatewayClient status reconciler, which reads the snapshot and writes status.
 
 // keysSecretRefIndex indexes GatewayClients by the Secret holding their keys.
 const keysSecretRefIndex = "spec.keysSecretRef.name"
@@ -42,16 +37,9 @@ const keysSecretRefIndex = "spec.keysSecretRef.name"
 // A significant change (usageNews) is written at the poll that sees it.
 const clientStatusRefresh = 30 * time.Second
 
-// gatherClients adds the watched GatewayClients and their keys Secrets to in; seen collects the
-// Secrets whose data the Publisher keeps.
+// gatherClients adds the keys Secrets of the GatewayClients in in (listed with the other
+// inputKinds); seen collects the Secrets whose data the Publisher keeps.
 func (p *Publisher) gatherClients(ctx context.Context, in *routing.Inputs, seen map[client.ObjectKey]bool) error {
-	for _, ns := range namespacesOrAll(p.opts.WatchNamespaces) {
-		var list v1alpha1.GatewayClientList
-		if err := p.client.List(ctx, &list, client.InNamespace(ns)); err != nil {
-			return fmt.Errorf("failed to list GatewayClients: %w", err)
-		}
-		in.Clients = append(in.Clients, list.Items...)
-	}
 	for i := range in.Clients {
 		gc := &in.Clients[i]
 		key := client.ObjectKey{Namespace: gc.Namespace, Name: gc.Spec.KeysSecretRef.Name}
@@ -74,20 +62,14 @@ func (p *Publisher) gatherClients(ctx context.Context, in *routing.Inputs, seen 
 	return nil
 }
 
-// clientsFingerprint adds what CompileClients reads to the Publisher's fingerprint: each client's
-// identity and generation (its keys Secret's resourceVersion is in fingerprint already) and the
-// replica count the limits are shared by.
+// clientsFingerprint adds to the Publisher's fingerprint what CompileClients reads beyond the
+// objects (the clients and their keys Secrets are in fingerprint, as an inputKind): the replica
+// count the limits are shared by, when there are clients to share them.
 func clientsFingerprint(in routing.Inputs, replicas int) string {
 	if len(in.Clients) == 0 {
 		return ""
 	}
-	h := sha256.New()
-	for i := range in.Clients {
-		m := &in.Clients[i].ObjectMeta
-		fmt.Fprintf(h, "GatewayClient\x00%s\x00%s\x00%s\x00%d\x00", m.Namespace, m.Name, m.UID, m.Generation)
-	}
-	fmt.Fprintf(h, "replicas\x00%d", replicas)
-	return "/clients:" + hex.EncodeToString(h.Sum(nil))
+	return fmt.Sprintf("/clients:replicas=%d", replicas)
 }
 
 // compileClientsInto compiles the clients of in into t (with the replica count, when there are
@@ -182,14 +164,14 @@ func clientNeedsReconcile(prev, next liveView, key string, sent clientSent, usag
 
 // enqueueClients is the poller's hook for GatewayClients (called on every poll): it enqueues
 // those clientNeedsReconcile picks. Nothing else requeues a client for its use, so an idle one
-// costs nothing between polls. It returns false when ctx ended.
-func (p *Poller) enqueueClients(ctx context.Context, prev, view liveView, now time.Time) bool {
+// costs nothing between polls. It returns how many clients are watched, and false when ctx ended.
+func (p *Poller) enqueueClients(ctx context.Context, prev, view liveView, now time.Time) (int, bool) {
 	seen := map[string]bool{}
 	for _, ns := range namespacesOrAll(p.opts.WatchNamespaces) {
 		var list v1alpha1.GatewayClientList
 		if err := p.client.List(ctx, &list, client.InNamespace(ns)); err != nil {
 			logf.FromContext(ctx).Error(err, "Failed to list GatewayClients")
-			return true
+			return len(seen), true
 		}
 		for i := range list.Items {
 			gc := &list.Items[i]
@@ -202,10 +184,8 @@ func (p *Poller) enqueueClients(ctx context.Context, prev, view liveView, now ti
 			}
 			// The reconcile writes the use of this view (or a later one).
 			p.clientSent[id] = clientSent{usage: usage, at: now}
-			select {
-			case p.clientChanges <- event.GenericEvent{Object: &v1alpha1.GatewayClient{ObjectMeta: metav1.ObjectMeta{Namespace: gc.Namespace, Name: gc.Name}}}:
-			case <-ctx.Done():
-				return false
+			if !p.queues.enqueue(ctx, "GatewayClient", gc.Namespace, gc.Name) {
+				return len(seen), false
 			}
 		}
 	}
@@ -214,24 +194,20 @@ func (p *Poller) enqueueClients(ctx context.Context, prev, view liveView, now ti
 			delete(p.clientSent, id)
 		}
 	}
-	return true
+	return len(seen), true
 }
 
-// ClientReconciler publishes the config (a client's keys are in it, as hashes) and writes a
-// GatewayClient's status: conditions from the compile and the replicas, usage from the replicas.
+// ClientReconciler writes a GatewayClient's status: conditions from the compile's snapshot and
+// the replicas, usage from the replicas. Like the other status reconcilers it never compiles: the
+// compile reconciler publishes a client's keys (as hashes) and drops those of a deleted client.
 type ClientReconciler struct {
-	reconcilerBase
+	statusBase
 }
 
-// Reconcile publishes, computes the status with pure functions and writes it once.
+// Reconcile computes the status with pure functions and writes it once.
 func (r *ClientReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	if !r.watched(req.Namespace) {
 		return reconcile.Result{}, nil
-	}
-	// Publish first, also for a deleted client: its keys must stop working.
-	res, err := r.publisher.Sync(ctx)
-	if err != nil {
-		return reconcile.Result{}, err
 	}
 	gc := &v1alpha1.GatewayClient{}
 	if err := r.client.Get(ctx, req.NamespacedName, gc); err != nil {
@@ -240,13 +216,16 @@ func (r *ClientReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	if !gc.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, nil
 	}
+	snap, v, ok := r.compiled("GatewayClient", gc)
+	if !ok {
+		// Not compiled at this generation yet: that compile queues the client.
+		return reconcile.Result{}, nil
+	}
 	now := r.opts.Clock.Now()
 	live := r.live.View()
-	compiled := clientCompiledCondition(gc, res)
-	view := &SyncResult{Compiled: res.Compiled, Problems: res.ClientProblems, Published: res.Published}
-	conds := conditionsFor("GatewayClient", gc.Namespace, gc.Name, gc.Generation, compiled, view, live, r.monitored(), gc.Status.Conditions)
-	status := clientStatus(gc, conds, res.Published, live, now)
-	for _, e := range readyEvents(gc.Status.Conditions, compiled, gc.ResourceVersion, now) {
+	conds := conditionsFor("GatewayClient", gc.Namespace, gc.Name, gc.Generation, v.Compiled, snap.Result, live, r.monitored(), gc.Status.Conditions)
+	status := clientStatus(gc, conds, v.Published.(int32), live, now)
+	for _, e := range readyEvents(gc.Status.Conditions, v.Compiled, gc.ResourceVersion, now) {
 		if err := r.journal.Record(ctx, gc, "GatewayClient", e); err != nil {
 			return reconcile.Result{}, err
 		}
@@ -282,8 +261,8 @@ func untilClientChange(gc *v1alpha1.GatewayClient, now time.Time) time.Duration 
 
 // clientCompiledCondition is the client's compile verdict: its problem, or whether the published
 // table holds its compiled form (the Ready condition before the replicas are asked).
-func clientCompiledCondition(gc *v1alpha1.GatewayClient, res *SyncResult) metav1.Condition {
-	if ps := problemsFor(res.ClientProblems, "GatewayClient", gc.Namespace, gc.Name); len(ps) > 0 {
+func clientCompiledCondition(res *SyncResult, namespace, name string) metav1.Condition {
+	if ps := problemsFor(res.ClientProblems, "GatewayClient", namespace, name); len(ps) > 0 {
 		msgs := make([]string, len(ps))
 		for i, p := range ps {
 			msgs[i] = p.String()
@@ -291,7 +270,7 @@ func clientCompiledCondition(gc *v1alpha1.GatewayClient, res *SyncResult) metav1
 		return metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: ps[0].Reason,
 			Message: strings.Join(msgs, "; ") + "; the client is left out of the proxy config (its keys are refused) until fixed"}
 	}
-	if publishedClient(res, gc.Namespace, gc.Name) {
+	if publishedClient(res, namespace, name) {
 		return metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonCompiled,
 			Message: "compiled into the proxy config"}
 	}
@@ -304,8 +283,10 @@ func publishedClient(res *SyncResult, namespace, name string) bool {
 	if res.Published == nil || res.Compiled == nil {
 		return false
 	}
-	want, got := findClient(res.Compiled, namespace, name), findClient(res.Published, namespace, name)
-	return want != nil && got != nil && sameJSON(want, got)
+	want, ok := res.compiled().client(namespace, name)
+	got, ok2 := res.published().client(namespace, name)
+	// The same entry when the compile is what is published (nothing held back).
+	return ok && ok2 && (want == got || sameJSON(want, got))
 }
 
 func findClient(t *routing.Table, namespace, name string) *routing.Client {
@@ -317,19 +298,16 @@ func findClient(t *routing.Table, namespace, name string) *routing.Client {
 	return nil
 }
 
-// clientStatus is the status to write: pure over its inputs. Usage figures keep their last values
-// while no replica is polled (a controller restart must not zero the day's counts in status).
-func clientStatus(gc *v1alpha1.GatewayClient, conds objectConditions, published *routing.Table, live liveView, now time.Time) v1alpha1.GatewayClientStatus {
+// clientStatus is the status to write: pure over its inputs (keys: how many keys the published
+// client accepts). Usage figures keep their last values while no replica is polled (a controller
+// restart must not zero the day's counts in status).
+func clientStatus(gc *v1alpha1.GatewayClient, conds objectConditions, keys int32, live liveView, now time.Time) v1alpha1.GatewayClientStatus {
 	st := v1alpha1.GatewayClientStatus{Conditions: cloneConditions(gc.Status.Conditions), ObservedGeneration: gc.Generation}
 	for _, c := range []metav1.Condition{conds.Accepted, conds.Programmed, conds.Ready} {
 		c.ObservedGeneration = gc.Generation
 		meta.SetStatusCondition(&st.Conditions, c)
 	}
-	if published != nil {
-		if c := findClient(published, gc.Namespace, gc.Name); c != nil {
-			st.Keys = int32(len(c.KeyHashes))
-		}
-	}
+	st.Keys = keys
 	st.RequestsToday, st.TokensToday, st.LastUsed = gc.Status.RequestsToday, gc.Status.TokensToday, gc.Status.LastUsed
 	if last := gc.Status.LastUsed; last != nil && last.UTC().Format(time.DateOnly) != now.UTC().Format(time.DateOnly) {
 		st.RequestsToday, st.TokensToday = 0, 0 // a new day, whatever the replicas say
@@ -351,51 +329,15 @@ func cloneConditions(c []metav1.Condition) []metav1.Condition {
 	return append([]metav1.Condition(nil), c...)
 }
 
-// setupClients registers the GatewayClient reconciler.
-func setupClients(ctx context.Context, mgr ctrl.Manager, base reconcilerBase, owned predicate.Predicate, polled <-chan event.GenericEvent) error {
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.GatewayClient{}, keysSecretRefIndex, func(o client.Object) []string {
-		return []string{o.(*v1alpha1.GatewayClient).Spec.KeysSecretRef.Name}
-	}); err != nil {
-		return fmt.Errorf("failed to index GatewayClients by Secret: %w", err)
-	}
-	r := &ClientReconciler{reconcilerBase: base}
+// setupClients registers the GatewayClient status reconciler: queued by the compile (the clients
+// whose verdict a snapshot changes) and by the poller (their use, the generation served).
+func setupClients(mgr ctrl.Manager, base statusBase, queue <-chan event.GenericEvent) error {
 	if err := ctrl.NewControllerManagedBy(mgr).
 		Named("gatewayclient").
 		For(&v1alpha1.GatewayClient{}).
-		// A key added to or removed from the Secret is a rotation: publish at once.
-		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.clientsForSecret)).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.allClients), builder.WithPredicates(owned)).
-		// The replicas' use and the generation they serve, as the poller sees them change.
-		WatchesRawSource(source.Channel(polled, &handler.EnqueueRequestForObject{})).
-		Complete(r); err != nil {
+		WatchesRawSource(source.Channel(queue, &handler.EnqueueRequestForObject{})).
+		Complete(&ClientReconciler{statusBase: base}); err != nil {
 		return fmt.Errorf("failed to set up the GatewayClient controller: %w", err)
 	}
 	return nil
-}
-
-func (r *ClientReconciler) clientsForSecret(ctx context.Context, o client.Object) []reconcile.Request {
-	if !r.watched(o.GetNamespace()) {
-		return nil
-	}
-	var list v1alpha1.GatewayClientList
-	if err := r.client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{keysSecretRefIndex: o.GetName()}); err != nil {
-		return nil
-	}
-	return requests(list.Items, func(gc *v1alpha1.GatewayClient) types.NamespacedName {
-		return types.NamespacedName{Namespace: gc.Namespace, Name: gc.Name}
-	})
-}
-
-func (r *ClientReconciler) allClients(ctx context.Context, _ client.Object) []reconcile.Request {
-	var out []reconcile.Request
-	for _, ns := range namespacesOrAll(r.opts.WatchNamespaces) {
-		var list v1alpha1.GatewayClientList
-		if err := r.client.List(ctx, &list, client.InNamespace(ns)); err != nil {
-			return out
-		}
-		out = append(out, requests(list.Items, func(gc *v1alpha1.GatewayClient) types.NamespacedName {
-			return types.NamespacedName{Namespace: gc.Namespace, Name: gc.Name}
-		})...)
-	}
-	return out
 }

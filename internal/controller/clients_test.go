@@ -283,3 +283,21 @@ func TestAggregateClientsCountsToday(t *testing.T) {
 		t.Fatal("fingerprint without clients part")
 	}
 }
+
+// When a replica goes away and nothing else changes, the table follows the ready count: each of
+// the remaining replicas enforces a larger share of every limit (the poller asks for a compile).
+func TestGatewayClientLimitsFollowTheReadyReplicas(t *testing.T) {
+	gm := NewWithT(t)
+	a, b := newClientReplica(t, "proxy-a"), newClientReplica(t, "proxy-b")
+	h := startController(t, "gwc-scale", func(o *Options) { o.AdminURLs = []string{a.srv.URL, b.srv.URL} })
+	h.apply(clientManifest)
+	gm.Eventually(func(g Gomega) {
+		tbl := h.publishedTable(g)
+		g.Expect(findClient(tbl, h.ns, "search")).NotTo(BeNil())
+		g.Expect(tbl.ProxyReplicas).To(Equal(2))
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+	b.srv.Close()
+	gm.Eventually(func(g Gomega) {
+		g.Expect(h.publishedTable(g).ProxyReplicas).To(Equal(1))
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+}

@@ -34,8 +34,8 @@ func Collectors() []prometheus.Collector {
 // recordNotServed sets objectsNotServed from one sync.
 func recordNotServed(held []routing.Held) {
 	counts := map[[2]string]int{}
-	for _, kind := range []string{"ProviderChannel", "RoutingPolicy"} {
-		counts[[2]string{kind, "last_good"}], counts[[2]string{kind, "left_out"}] = 0, 0
+	for _, k := range inputKinds {
+		counts[[2]string{k.Kind, "last_good"}], counts[[2]string{k.Kind, "left_out"}] = 0, 0
 	}
 	for _, h := range held {
 		state := "left_out"

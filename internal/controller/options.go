@@ -43,6 +43,9 @@ const (
 	DefaultProxyService  = "switchyard-proxy-admin"
 	DefaultAdminPortName = "admin"
 	DefaultPollInterval  = 5 * time.Second
+	// DefaultCompileDelay is how long the first event of a burst waits for the rest before the
+	// table is compiled: the events of a `kubectl apply` of a directory arrive within it.
+	DefaultCompileDelay = 100 * time.Millisecond
 	// DefaultScoreStep is how far a health score must move before it is written again.
 	DefaultScoreStep = 5
 	// DefaultUnreachableAfter is how many polls in a row a replica may miss before it counts as
@@ -76,6 +79,9 @@ type Options struct {
 	AdminPortName string
 	// AdminURLs are extra admin API roots to poll (proxies outside the cluster).
 	AdminURLs []string
+	// CompileDelay is how long an event that changes the table waits for others before the
+	// compile (default 100ms): every event within it is one compile.
+	CompileDelay time.Duration
 	// PollInterval between polls of the admin API (default 5s).
 	PollInterval time.Duration
 	// PollTimeout bounds one replica's answer (default: the poll interval, at most 5s).
@@ -114,6 +120,9 @@ func (o *Options) complete() error {
 		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
 			return fmt.Errorf("proxy admin URL %q is not an http:// or https:// URL", u)
 		}
+	}
+	if o.CompileDelay <= 0 {
+		o.CompileDelay = DefaultCompileDelay
 	}
 	if o.PollInterval <= 0 {
 		o.PollInterval = DefaultPollInterval

@@ -13,9 +13,8 @@ import (
 	"time"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1alpha1 "github.com/switchyard-io/switchyard/api/v1alpha1"
@@ -26,18 +25,20 @@ import (
 // Poller reads the proxy replicas' admin API every PollInterval: their live health, aggregated
 // into a view the ProviderChannel reconciler turns into status, and their journals, written as
 // Events. It runs only on the leader (it writes Events) and never writes status itself: it
-// enqueues the channels whose live data changed.
+// queues the channels whose live data changed by enough to be written (liveNews), the policies
+// whose served generation changed, and the GatewayClients whose use or served generation changed
+// (enqueueClients); when the count of ready replicas changes and there are clients, it asks for a
+// compile (the clients' limits are shared among the replicas).
 type Poller struct {
 	client  client.Client
 	opts    Options
 	journal *Journal
 	dedup   *deduper
-	// changes carries the channels to reconcile to the ProviderChannel controller.
-	changes chan event.GenericEvent
-	// policyChanges enqueues RoutingPolicies when a replica's served config changed.
-	policyChanges chan event.GenericEvent
-	// clientChanges enqueues GatewayClients whose served generation or use changed (clients.go).
-	clientChanges chan event.GenericEvent
+	// queues carry the objects to reconcile to the status controllers.
+	queues statusQueues
+	// recompile asks the compile reconciler for a compile: the clients' limits are shared by the
+	// ready replicas (Publisher.proxyReplicas), so a change of their count changes the table.
+	recompile compileKick
 	// clientSent is the use last enqueued per client, by client ID (enqueueClients).
 	clientSent map[string]clientSent
 
@@ -65,19 +66,17 @@ type replicaState struct {
 // target is one replica's admin API root.
 type target struct{ Name, URL string }
 
-func newPoller(c client.Client, opts Options, j *Journal) *Poller {
+func newPoller(c client.Client, opts Options, j *Journal, queues statusQueues, recompile compileKick) *Poller {
 	return &Poller{
-		client:  c,
-		opts:    opts,
-		journal: j,
-		dedup:   newDeduper(opts.JournalDedupWindow, opts.JournalMaxAge),
-		changes: make(chan event.GenericEvent, 1024),
-		// Sized like changes; a full buffer only delays a policy to its next change or resync.
-		policyChanges: make(chan event.GenericEvent, 1024),
-		clientChanges: make(chan event.GenericEvent, 1024),
-		clientSent:    map[string]clientSent{},
-		replicas:      map[string]*replicaState{},
-		rolloutSent:   map[string]time.Time{},
+		client:      c,
+		opts:        opts,
+		journal:     j,
+		dedup:       newDeduper(opts.JournalDedupWindow, opts.JournalMaxAge),
+		queues:      queues,
+		recompile:   recompile,
+		clientSent:  map[string]clientSent{},
+		replicas:    map[string]*replicaState{},
+		rolloutSent: map[string]time.Time{},
 	}
 }
 
@@ -205,16 +204,18 @@ func (p *Poller) poll(ctx context.Context) {
 	p.pending = p.journalEntries(ctx, append(p.pending, p.dedup.filter(news, now)...), channels, now)
 	for i := range channels {
 		pc := &channels[i]
-		if changedFor(prev, view, pc) {
-			select {
-			case p.changes <- event.GenericEvent{Object: &v1alpha1.ProviderChannel{ObjectMeta: metav1.ObjectMeta{Namespace: pc.Namespace, Name: pc.Name}}}:
-			case <-ctx.Done():
-				return
-			}
+		if liveNews(prev, view, pc, now, p.opts.ScoreStep) && !p.queues.enqueue(ctx, "ProviderChannel", pc.Namespace, pc.Name) {
+			return
 		}
 	}
-	if !p.enqueueClients(ctx, prev, view, now) {
+	clients, ok := p.enqueueClients(ctx, prev, view, now)
+	if !ok {
 		return
+	}
+	if clients > 0 && readyReplicas(prev) != readyReplicas(view) {
+		// The clients' limits are shared by the ready replicas. After the view is stored: the
+		// compile reads the count from it. Without clients the count is not in the table.
+		p.recompile.kick()
 	}
 	significant, minor := rolloutsChanged(prev, view)
 	for _, key := range minor {
@@ -225,9 +226,7 @@ func (p *Poller) poll(ctx context.Context) {
 	for _, key := range significant {
 		p.rolloutSent[key] = now
 		ns, name, _ := strings.Cut(key, "/")
-		select {
-		case p.policyChanges <- event.GenericEvent{Object: &v1alpha1.RoutingPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}}:
-		case <-ctx.Done():
+		if !p.queues.enqueue(ctx, "RoutingPolicy", ns, name) {
 			return
 		}
 	}
@@ -247,9 +246,7 @@ func (p *Poller) poll(ctx context.Context) {
 			if !moved && !servedChanged(prev, view, routing.ObjectKey("RoutingPolicy", rp.Namespace, rp.Name)) {
 				continue
 			}
-			select {
-			case p.policyChanges <- event.GenericEvent{Object: &v1alpha1.RoutingPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: rp.Namespace, Name: rp.Name}}}:
-			case <-ctx.Done():
+			if !p.queues.enqueue(ctx, "RoutingPolicy", rp.Namespace, rp.Name) {
 				return
 			}
 		}
@@ -279,18 +276,19 @@ func (p *Poller) journalEntries(ctx context.Context, entries []reportedEvent, ch
 	return retry
 }
 
-// changedFor reports whether a channel's live data differs between two views.
-func changedFor(prev, next liveView, pc *v1alpha1.ProviderChannel) bool {
+// liveNews reports whether a channel's status would change with the live view next: the replicas
+// moved or serve another generation of it (ProxiesReporting, Programmed), or one of its models
+// moved by enough to be written (nextModels, by the rule that damps status writes, against the
+// status as written). Figures that drift by less than a step on every poll queue nothing.
+func liveNews(prev, next liveView, pc *v1alpha1.ProviderChannel, now time.Time, step int32) bool {
 	if replicasMoved(prev, next) || servedChanged(prev, next, routing.ObjectKey("ProviderChannel", pc.Namespace, pc.Name)) {
 		return true
 	}
-	for _, m := range pc.Spec.Models {
-		k := modelKey{routing.ChannelID(pc.Namespace, pc.Name), m.Name}
-		if !reflect.DeepEqual(prev.Models[k], next.Models[k]) {
-			return true
-		}
+	in := channelInputs{Channel: pc, Now: now, Live: next, ScoreStep: step}
+	if effectiveDisabled(&pc.Spec, now) {
+		in.DisabledBy = disabledBy(pc)
 	}
-	return false
+	return !equality.Semantic.DeepEqual(pc.Status.Models, nextModels(in))
 }
 
 // replicasMoved reports whether the replicas themselves changed between two views (polled at

@@ -13,36 +13,35 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	v1alpha1 "github.com/switchyard-io/switchyard/api/v1alpha1"
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
 
-// Publisher is the one compile step both reconcilers feed: it compiles every watched
-// ProviderChannel and RoutingPolicy (with the Secrets they reference) from the cache and, when
-// the result has no problems and differs from what is published, writes the credentials Secret and
-// the routing ConfigMap. Compiling the whole set on each reconcile is cheap and keeps the step
-// level-based: whichever object changed, the output is a function of all of them.
+// Publisher is the compile step of the CompileReconciler: it compiles every watched object of
+// the inputKinds (with the Secrets channels reference) from the cache and, when the result has no
+// problems and differs from what is published, writes the credentials Secret and the routing
+// ConfigMap. Compiling the whole set each time keeps the step level-based: whichever object
+// changed, the output is a function of all of them.
 type Publisher struct {
 	client  client.Client
 	secrets *secretReader
 	opts    Options
 
-	// mu serialises Sync across the two controllers' workers so they never race on the writes.
+	// mu serialises Sync, so that two calls never race on the writes (the compile reconciler
+	// runs one at a time; tests and benchmarks call it directly).
 	mu sync.Mutex
 	// lastGood is the last config known to be good (written by us, or found intact at start-up);
 	// it restores the ConfigMap and Secret when they are deleted or edited while problems hold
 	// publishing back.
 	lastGood *rendered
-	// memo is the last compile and its rendering, by the fingerprint of its inputs. Every
-	// reconcile of every object runs Sync, and a publication (the ConfigMap changing) reconciles
-	// them all: at 5,000 channel×model keys a compile and render cost tens of milliseconds, so
-	// without it one publication cost minutes of CPU.
+	// memo is the last compile and its rendering, by the fingerprint of its inputs: a pass whose
+	// inputs did not change (our own ConfigMap write coming back, a Secret's metadata edit, a
+	// resync) costs the gather and the fingerprint, not a compile and render (tens of
+	// milliseconds at 5,000 channel×model keys).
 	memo *syncMemo
 	// replicas returns the ready proxy replicas, for the clients' limit shares (Setup sets it to
 	// the poller's count; nil: 1).
@@ -66,23 +65,15 @@ type syncMemo struct {
 // each Secret's resourceVersion. Status writes change none of these.
 func fingerprint(in routing.Inputs) string {
 	h := sha256.New()
-	meta := func(kind string, m *metav1.ObjectMeta) {
-		fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%d\x00%d\x00", kind, m.Namespace, m.Name, m.UID, m.Generation, m.CreationTimestamp.Unix())
-		keys := make([]string, 0, len(m.Labels))
-		for k := range m.Labels {
-			keys = append(keys, k)
+	for _, k := range inputKinds {
+		for _, m := range k.Objects(&in) {
+			fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%d\x00%d\x00", k.Kind, m.GetNamespace(), m.GetName(), m.GetUID(), m.GetGeneration(), m.GetCreationTimestamp().Unix())
+			labels := m.GetLabels()
+			for _, l := range slices.Sorted(maps.Keys(labels)) {
+				fmt.Fprintf(h, "%s=%s\x00", l, labels[l])
+			}
+			h.Write([]byte{1})
 		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			fmt.Fprintf(h, "%s=%s\x00", k, m.Labels[k])
-		}
-		h.Write([]byte{1})
-	}
-	for i := range in.Channels {
-		meta("ProviderChannel", &in.Channels[i].ObjectMeta)
-	}
-	for i := range in.Policies {
-		meta("RoutingPolicy", &in.Policies[i].ObjectMeta)
 	}
 	for i := range in.Secrets {
 		s := &in.Secrets[i]
@@ -103,6 +94,8 @@ type SyncResult struct {
 	// Compiled is the table compiled from the current objects; only served when Problems is empty.
 	Compiled *routing.Table
 	Problems []routing.Problem
+	// ClientProblems are the GatewayClients' problems; such a client is left out of the table.
+	ClientProblems []routing.Problem
 	// Published is the table in the ConfigMap after this sync (nil when there is none), with the
 	// keys from the credentials Secret.
 	Published *routing.Table
@@ -111,8 +104,45 @@ type SyncResult struct {
 	// Held says, for each object with a problem, whether it serves its last good form or is left
 	// out of the published config.
 	Held []routing.Held
-	// ClientProblems are the GatewayClients' problems; such a client is left out of the table.
-	ClientProblems []routing.Problem
+	// PublishedHash is Published's hash, set by Sync: hashing a table at scale costs as much as
+	// encoding it, and every status reconcile reads it.
+	PublishedHash string
+	// objects are the objects compiled, of every inputKind.
+	objects []objectID
+	// compiledIndex and publishedIndex look up Compiled and Published (set by index).
+	compiledIndex, publishedIndex *tableLookup
+}
+
+// index builds the lookups of both tables; call it once the result is complete.
+func (r *SyncResult) index() {
+	c, p := indexTable(r.Compiled), indexTable(r.Published)
+	r.compiledIndex, r.publishedIndex = &c, &p
+}
+
+// compiled and published look up the two tables, by the index when there is one.
+func (r *SyncResult) compiled() tableLookup {
+	if r.compiledIndex != nil {
+		return *r.compiledIndex
+	}
+	return tableLookup{table: r.Compiled}
+}
+
+func (r *SyncResult) published() tableLookup {
+	if r.publishedIndex != nil {
+		return *r.publishedIndex
+	}
+	return tableLookup{table: r.Published}
+}
+
+// publishedHash is the hash of the published table ("" when there is none).
+func (r *SyncResult) publishedHash() string {
+	switch {
+	case r.PublishedHash != "":
+		return r.PublishedHash
+	case r.Published != nil:
+		return r.Published.Hash()
+	}
+	return ""
 }
 
 // rendered is a table in its published form.
@@ -203,7 +233,7 @@ func (p *Publisher) Sync(ctx context.Context) (*SyncResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &SyncResult{Compiled: table, Problems: problems, ClientProblems: p.memo.clientProblems}
+	res := &SyncResult{Compiled: table, Problems: problems, ClientProblems: p.memo.clientProblems, objects: objectsOf(&in)}
 
 	served := table
 	if len(routing.Blocking(problems)) > 0 {
@@ -254,11 +284,13 @@ func (p *Publisher) Sync(ctx context.Context) (*SyncResult, error) {
 			"bytes", want.table.Size(), "compressed", want.table.Compressed())
 	}
 	p.lastGood = want
+	res.PublishedHash = want.hash
 	if res.HeldBack {
 		res.Published = parsePublished(want.objects())
 	} else {
 		res.Published = table
 	}
+	res.index()
 	return res, nil
 }
 
@@ -279,8 +311,8 @@ func (p *Publisher) adoptLastGood(cm *corev1.ConfigMap, sec *corev1.Secret) {
 	p.lastGood = &rendered{table: table, credentials: sec.Data[CredentialsKey], hash: t.Hash()}
 }
 
-// gather lists the objects a table is compiled from: every channel and policy in the watched
-// namespaces and the Secrets their channels reference.
+// gather lists the objects a table is compiled from: every object of the inputKinds in the
+// watched namespaces and the Secrets their channels reference.
 func (p *Publisher) gather(ctx context.Context) (routing.Inputs, error) {
 	var in routing.Inputs
 	namespaces := p.opts.WatchNamespaces
@@ -288,16 +320,11 @@ func (p *Publisher) gather(ctx context.Context) (routing.Inputs, error) {
 		namespaces = []string{""}
 	}
 	for _, ns := range namespaces {
-		var channels v1alpha1.ProviderChannelList
-		if err := p.client.List(ctx, &channels, client.InNamespace(ns)); err != nil {
-			return in, fmt.Errorf("failed to list ProviderChannels: %w", err)
+		for _, k := range inputKinds {
+			if err := k.List(ctx, p.client, ns, &in); err != nil {
+				return in, err
+			}
 		}
-		var policies v1alpha1.RoutingPolicyList
-		if err := p.client.List(ctx, &policies, client.InNamespace(ns)); err != nil {
-			return in, fmt.Errorf("failed to list RoutingPolicies: %w", err)
-		}
-		in.Channels = append(in.Channels, channels.Items...)
-		in.Policies = append(in.Policies, policies.Items...)
 	}
 	seen := map[client.ObjectKey]bool{}
 	for i := range in.Channels {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -13,21 +14,18 @@ import (
 	v1alpha1 "github.com/switchyard-io/switchyard/api/v1alpha1"
 )
 
-// ChannelReconciler publishes the config and writes a ProviderChannel's status: Ready from the
-// compile, live health from the proxy replicas, the operator override at once.
+// ChannelReconciler writes a ProviderChannel's status: Ready, Accepted and Programmed from the
+// compile's snapshot and the proxies' live view, live health from the proxy replicas, the operator
+// override at once. It never compiles: the CompileReconciler does, and queues the channels whose
+// status a compile changes.
 type ChannelReconciler struct {
-	reconcilerBase
+	statusBase
 }
 
 // Reconcile gathers, computes the status with pure functions, journals and writes status once.
 func (r *ChannelReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	if !r.watched(req.Namespace) {
 		return reconcile.Result{}, nil
-	}
-	// Publish first, also for a deleted channel: the config must drop it.
-	res, err := r.publisher.Sync(ctx)
-	if err != nil {
-		return reconcile.Result{}, err
 	}
 	pc := &v1alpha1.ProviderChannel{}
 	if err := r.client.Get(ctx, req.NamespacedName, pc); err != nil {
@@ -36,10 +34,16 @@ func (r *ChannelReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	if !pc.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, nil
 	}
+	snap, v, ok := r.compiled("ProviderChannel", pc)
+	if !ok {
+		// Not compiled at this generation yet: that compile queues the channel.
+		return reconcile.Result{}, nil
+	}
+	res := snap.Result
 
 	now := r.opts.Clock.Now()
 	by := disabledBy(pc)
-	ready := readyCondition("ProviderChannel", pc.Namespace, pc.Name, res)
+	ready := v.Compiled
 	live := r.live.View()
 	conds := conditionsFor("ProviderChannel", pc.Namespace, pc.Name, pc.Generation, ready, res, live, r.monitored(), pc.Status.Conditions)
 	status := channelStatus(channelInputs{
@@ -106,19 +110,16 @@ func untilOverrideEnds(spec *v1alpha1.ProviderChannelSpec, now time.Time) time.D
 	return spec.DisabledUntil.Sub(now) + 100*time.Millisecond
 }
 
-// PolicyReconciler publishes the config and writes a RoutingPolicy's status.
+// PolicyReconciler writes a RoutingPolicy's status from the compile's snapshot, the proxies' live
+// view and the status of the channels it routes. Like ChannelReconciler, it never compiles.
 type PolicyReconciler struct {
-	reconcilerBase
+	statusBase
 }
 
 // Reconcile gathers, computes the status with pure functions, journals and writes status once.
 func (r *PolicyReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	if !r.watched(req.Namespace) {
 		return reconcile.Result{}, nil
-	}
-	res, err := r.publisher.Sync(ctx)
-	if err != nil {
-		return reconcile.Result{}, err
 	}
 	rp := &v1alpha1.RoutingPolicy{}
 	if err := r.client.Get(ctx, req.NamespacedName, rp); err != nil {
@@ -127,17 +128,31 @@ func (r *PolicyReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	if !rp.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, nil
 	}
-	var list v1alpha1.ProviderChannelList
-	if err := r.client.List(ctx, &list, client.InNamespace(rp.Namespace)); err != nil {
-		return reconcile.Result{}, fmt.Errorf("failed to list ProviderChannels: %w", err)
+	snap, v, ok := r.compiled("RoutingPolicy", rp)
+	if !ok {
+		return reconcile.Result{}, nil
 	}
-	channels := make(map[string]*v1alpha1.ProviderChannel, len(list.Items))
-	for i := range list.Items {
-		channels[list.Items[i].Name] = &list.Items[i]
+	res := snap.Result
+	// Only the channels its rows show, not the namespace's: at a thousand channels, listing them
+	// all for each policy was most of a policy reconcile.
+	channels := map[string]*v1alpha1.ProviderChannel{}
+	for _, row := range v.Published.(publishedRows).Rows {
+		if _, done := channels[row.Channel]; done {
+			continue
+		}
+		pc := &v1alpha1.ProviderChannel{}
+		switch err := r.client.Get(ctx, client.ObjectKey{Namespace: rp.Namespace, Name: row.Channel}, pc); {
+		case err == nil:
+			channels[row.Channel] = pc
+		case apierrors.IsNotFound(err):
+			channels[row.Channel] = nil // deleted since the compile, which will queue the policy
+		default:
+			return reconcile.Result{}, fmt.Errorf("failed to get ProviderChannel %s/%s: %w", rp.Namespace, row.Channel, err)
+		}
 	}
 
 	now := r.opts.Clock.Now()
-	ready := readyCondition("RoutingPolicy", rp.Namespace, rp.Name, res)
+	ready := v.Compiled
 	conds := conditionsFor("RoutingPolicy", rp.Namespace, rp.Name, rp.Generation, ready, res, r.live.View(), r.monitored(), rp.Status.Conditions)
 	status := policyStatus(policyInputs{Policy: rp, Now: now, Ready: conds.Ready, Accepted: conds.Accepted, Programmed: conds.Programmed,
 		ResolvedRefs: conds.ResolvedRefs, Published: res.Published, Channels: channels, Live: r.live.View()})

@@ -4,16 +4,15 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -26,8 +25,15 @@ import (
 // credentialsRef and the TLS client certificate).
 const credentialsRefIndex = "spec.credentialsRef.name"
 
-// Setup registers the reconcilers (ProviderChannel, RoutingPolicy, GatewayClient) and the admin API poller with the manager. Build the
-// manager with CacheOptions(opts).
+// Setup registers the compile reconciler, the status reconcilers (ProviderChannel, RoutingPolicy,
+// GatewayClient) and the admin API poller with the manager. Build the manager with
+// CacheOptions(opts).
+//
+// The compile reconciler alone compiles and publishes, on a single request (see
+// CompileReconciler); the status reconcilers read its snapshot and the poller's live view and
+// write status, and are queued by the compile (the objects a snapshot changes), the poller (the
+// objects whose live data changed by enough to be written) and their own object's events (a
+// status edited by hand is repaired).
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err := opts.complete(); err != nil {
 		return err
@@ -37,163 +43,149 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}); err != nil {
 		return fmt.Errorf("failed to index ProviderChannels by Secret: %w", err)
 	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.GatewayClient{}, keysSecretRefIndex, func(o client.Object) []string {
+		return []string{o.(*v1alpha1.GatewayClient).Spec.KeysSecretRef.Name}
+	}); err != nil {
+		return fmt.Errorf("failed to index GatewayClients by Secret: %w", err)
+	}
 	c := mgr.GetClient()
 	journal := &Journal{client: c, instance: opts.ReportingInstance}
-	publisher := NewPublisher(c, mgr.GetAPIReader(), opts)
-	poller := newPoller(c, opts, journal)
+	queues := newStatusQueues()
+	snapshots := &atomic.Pointer[Snapshot]{}
+	kicks := newCompileKick()
+	poller := newPoller(c, opts, journal, queues, kicks)
 	if err := mgr.Add(poller); err != nil {
 		return err
 	}
+	publisher := NewPublisher(c, mgr.GetAPIReader(), opts)
 	publisher.replicas = func() int { return readyReplicas(poller.View()) }
-	// A fresh install has no ProviderChannel or RoutingPolicy, so no reconcile would ever publish
-	// the routing ConfigMap, and the proxies (ready once they have loaded one) would stay NotReady:
-	// `helm install --wait` would never return. The leader publishes once when elected.
-	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		publishOnElection(ctx, publisher)
-		return nil
-	})); err != nil {
-		return err
-	}
-	base := reconcilerBase{client: c, opts: opts, publisher: publisher, journal: journal, live: poller}
+	publishOnElection(kicks)
 
-	owned := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		if o.GetNamespace() != opts.ProxyNamespace {
-			return false
-		}
-		_, isCM := o.(*corev1.ConfigMap)
-		return (isCM && o.GetName() == opts.ConfigMapName) || (!isCM && o.GetName() == opts.CredentialsSecretName)
-	})
-	cr := &ChannelReconciler{reconcilerBase: base}
-	// No GenerationChangedPredicate on the primary watch: a status edited by hand is repaired.
+	compiler := &CompileReconciler{publisher: publisher, snapshots: snapshots, queues: queues}
+	base := statusBase{client: c, opts: opts, snapshots: snapshots, journal: journal, live: poller}
+	watched := func(_ context.Context, o client.Object) bool { return base.watched(o.GetNamespace()) }
+	// One worker on one request: compiles never overlap, and events during one make one more.
+	b := ctrl.NewControllerManagedBy(mgr).Named("routingtable").WithOptions(controller.Options{MaxConcurrentReconciles: 1})
+	for _, k := range inputKinds {
+		b = b.Watches(k.New(), toCompile(opts, watched), builder.WithPredicates(compiledChanged))
+	}
+	if err := b.
+		// Secrets are watched (and cached) as metadata only: see secretReader.
+		WatchesMetadata(&corev1.Secret{}, toCompile(opts, base.compiledSecret)).
+		// The published objects, so that an edit or a deletion is repaired.
+		Watches(&corev1.ConfigMap{}, toCompile(opts, func(_ context.Context, o client.Object) bool { return ownedObject(opts, o) })).
+		// On election (publishOnElection) and when the ready replicas change (the poller).
+		WatchesRawSource(source.Channel(kicks, toCompile(opts, nil))).
+		Complete(compiler); err != nil {
+		return fmt.Errorf("failed to set up the routing table controller: %w", err)
+	}
+
+	// No GenerationChangedPredicate on the primary watches: a status edited by hand is repaired.
 	if err := ctrl.NewControllerManagedBy(mgr).
 		Named("providerchannel").
 		For(&v1alpha1.ProviderChannel{}).
-		// Secrets are watched (and cached) as metadata only: see secretReader.
-		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(cr.channelsForSecret)).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(cr.allChannels), builder.WithPredicates(owned)).
-		WatchesRawSource(source.Channel(poller.changes, &handler.EnqueueRequestForObject{})).
-		Complete(cr); err != nil {
+		WatchesRawSource(source.Channel(queues["ProviderChannel"], &handler.EnqueueRequestForObject{})).
+		Complete(&ChannelReconciler{statusBase: base}); err != nil {
 		return fmt.Errorf("failed to set up the ProviderChannel controller: %w", err)
 	}
-	pr := &PolicyReconciler{reconcilerBase: base}
 	if err := ctrl.NewControllerManagedBy(mgr).
 		Named("routingpolicy").
 		For(&v1alpha1.RoutingPolicy{}).
-		Watches(&v1alpha1.ProviderChannel{}, handler.EnqueueRequestsFromMapFunc(pr.policiesInNamespace)).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(pr.allPolicies), builder.WithPredicates(owned)).
-		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(pr.allPolicies), builder.WithPredicates(owned)).
-		// A replica loading another config changes the policies' Programmed condition.
-		WatchesRawSource(source.Channel(poller.policyChanges, &handler.EnqueueRequestForObject{})).
-		Complete(pr); err != nil {
+		// A policy's rows show its channels' figures.
+		Watches(&v1alpha1.ProviderChannel{}, handler.EnqueueRequestsFromMapFunc(base.policiesShowing), builder.WithPredicates(rowFiguresChanged)).
+		WatchesRawSource(source.Channel(queues["RoutingPolicy"], &handler.EnqueueRequestForObject{})).
+		Complete(&PolicyReconciler{statusBase: base}); err != nil {
 		return fmt.Errorf("failed to set up the RoutingPolicy controller: %w", err)
 	}
-	return setupClients(ctx, mgr, base, owned, poller.clientChanges)
+	return setupClients(mgr, base, queues["GatewayClient"])
 }
 
-// publishOnElection publishes the routing table (empty on a fresh install) once, retrying a
-// failed write a bounded number of times; after that the reconcilers publish on every change.
-func publishOnElection(ctx context.Context, p *Publisher) {
-	delay := 500 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		_, err := p.Sync(ctx)
-		if err == nil {
-			return
-		}
-		if attempt == 10 {
-			logf.FromContext(ctx).Error(err, "Could not publish the routing table on election; the reconcilers publish on the next change")
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(delay):
-		}
-		delay = min(2*delay, 10*time.Second)
-	}
-}
+// publishOnElection makes the compile reconciler publish once when it starts, that is on
+// election. A fresh install has no ProviderChannel, RoutingPolicy or GatewayClient, so no event
+// would ever ask for a compile, the routing ConfigMap would never be written, and the proxies
+// (ready once they have loaded one) would stay NotReady: `helm install --wait` would never
+// return. The kick waits in its channel until the controller starts; a failed publication is
+// retried by the controller's work queue, with its back-off, like any other compile.
+func publishOnElection(kicks compileKick) { kicks.kick() }
 
-// reconcilerBase is what both reconcilers share.
-type reconcilerBase struct {
+// statusBase is what the status reconcilers share.
+type statusBase struct {
 	client    client.Client
 	opts      Options
-	publisher *Publisher
+	snapshots *atomic.Pointer[Snapshot]
 	journal   *Journal
 	live      interface{ View() liveView }
 }
 
+// compiled returns the current snapshot and the object's verdict in it, when the snapshot
+// compiled this generation of this object. A status reconciler of another kind starts the same
+// way: the verdict is all it reads of the compile.
+func (b *statusBase) compiled(kind string, obj client.Object) (*Snapshot, verdict, bool) {
+	snap := b.snapshots.Load()
+	v, ok := snap.verdict(kind, obj)
+	return snap, v, ok
+}
+
 // monitored reports whether the controller polls any proxy, so that Programmed can be known.
-func (b *reconcilerBase) monitored() bool {
+func (b *statusBase) monitored() bool {
 	return b.opts.ProxyService != "" || len(b.opts.AdminURLs) > 0
 }
 
 // watched reports whether a namespace is compiled into the config.
-func (b *reconcilerBase) watched(ns string) bool {
+func (b *statusBase) watched(ns string) bool {
 	return len(b.opts.WatchNamespaces) == 0 || slices.Contains(b.opts.WatchNamespaces, ns)
 }
 
-// channelsForSecret maps a Secret to the channels that reference it; the credentials Secret
-// the controller owns maps to every channel (an edit or a deletion is repaired).
-func (r *ChannelReconciler) channelsForSecret(ctx context.Context, o client.Object) []reconcile.Request {
-	if o.GetNamespace() == r.opts.ProxyNamespace && o.GetName() == r.opts.CredentialsSecretName {
-		return r.allChannels(ctx, o)
+// compiledSecret reports whether a Secret is read by the compile: the credentials Secret the
+// controller owns (an edit or a deletion is repaired), or one a watched channel or client
+// references (a key added to or removed from a client's Secret is a rotation, published at once).
+func (b *statusBase) compiledSecret(ctx context.Context, o client.Object) bool {
+	if ownedObject(b.opts, o) {
+		return true
 	}
-	if !r.watched(o.GetNamespace()) {
-		return nil
+	if !b.watched(o.GetNamespace()) {
+		return false
 	}
 	var list v1alpha1.ProviderChannelList
-	if err := r.client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{credentialsRefIndex: o.GetName()}); err != nil {
-		return nil
+	if err := b.client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{credentialsRefIndex: o.GetName()}); err != nil {
+		// The cache cannot fail on an index it has; compile rather than miss a rotation.
+		return true
 	}
-	return requests(list.Items, func(pc *v1alpha1.ProviderChannel) types.NamespacedName {
-		return types.NamespacedName{Namespace: pc.Namespace, Name: pc.Name}
-	})
+	if len(list.Items) > 0 {
+		return true
+	}
+	var clients v1alpha1.GatewayClientList
+	if err := b.client.List(ctx, &clients, client.InNamespace(o.GetNamespace()), client.MatchingFields{keysSecretRefIndex: o.GetName()}); err != nil {
+		return true
+	}
+	return len(clients.Items) > 0
 }
 
-func (r *ChannelReconciler) allChannels(ctx context.Context, _ client.Object) []reconcile.Request {
+// policiesShowing maps a channel to the policies whose status rows show it, in the current
+// snapshot. A channel the snapshot does not route yet is in no row; the compile that routes it
+// queues the policies.
+func (b *statusBase) policiesShowing(_ context.Context, o client.Object) []reconcile.Request {
 	var out []reconcile.Request
-	for _, ns := range namespacesOrAll(r.opts.WatchNamespaces) {
-		var list v1alpha1.ProviderChannelList
-		if err := r.client.List(ctx, &list, client.InNamespace(ns)); err != nil {
-			return out
+	for _, p := range b.snapshots.Load().policiesRouting(routing.ChannelID(o.GetNamespace(), o.GetName())) {
+		out = append(out, reconcile.Request{NamespacedName: p})
+	}
+	return out
+}
+
+// rowFiguresChanged passes the updates of a channel that change what a policy's rows show of it:
+// a model's phase, health score or traffic share.
+var rowFiguresChanged = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		a, okA := e.ObjectOld.(*v1alpha1.ProviderChannel)
+		b, okB := e.ObjectNew.(*v1alpha1.ProviderChannel)
+		if !okA || !okB {
+			return true
 		}
-		out = append(out, requests(list.Items, func(pc *v1alpha1.ProviderChannel) types.NamespacedName {
-			return types.NamespacedName{Namespace: pc.Namespace, Name: pc.Name}
-		})...)
-	}
-	return out
-}
-
-func (r *PolicyReconciler) policiesInNamespace(ctx context.Context, o client.Object) []reconcile.Request {
-	if !r.watched(o.GetNamespace()) {
-		return nil
-	}
-	var list v1alpha1.RoutingPolicyList
-	if err := r.client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
-		return nil
-	}
-	return requests(list.Items, func(rp *v1alpha1.RoutingPolicy) types.NamespacedName {
-		return types.NamespacedName{Namespace: rp.Namespace, Name: rp.Name}
-	})
-}
-
-func (r *PolicyReconciler) allPolicies(ctx context.Context, _ client.Object) []reconcile.Request {
-	var out []reconcile.Request
-	for _, ns := range namespacesOrAll(r.opts.WatchNamespaces) {
-		var list v1alpha1.RoutingPolicyList
-		if err := r.client.List(ctx, &list, client.InNamespace(ns)); err != nil {
-			return out
-		}
-		out = append(out, requests(list.Items, func(rp *v1alpha1.RoutingPolicy) types.NamespacedName {
-			return types.NamespacedName{Namespace: rp.Namespace, Name: rp.Name}
-		})...)
-	}
-	return out
-}
-
-func requests[T any](items []T, key func(*T) types.NamespacedName) []reconcile.Request {
-	out := make([]reconcile.Request, 0, len(items))
-	for i := range items {
-		out = append(out, reconcile.Request{NamespacedName: key(&items[i])})
-	}
-	return out
+		return !slices.EqualFunc(a.Status.Models, b.Status.Models, func(x, y v1alpha1.ModelStatus) bool {
+			return x.Name == y.Name && x.Phase == y.Phase && x.HealthScore == y.HealthScore && x.TrafficPercent == y.TrafficPercent
+		})
+	},
 }

@@ -136,26 +136,8 @@ func readyCondition(kind, namespace, name string, res *SyncResult) metav1.Condit
 
 // publishedAsCompiled reports whether the object's compiled form (and key) is what is published.
 func publishedAsCompiled(kind, namespace, name string, res *SyncResult) bool {
-	if res.Published == nil {
-		return false
-	}
-	switch kind {
-	case "ProviderChannel":
-		id := routing.ChannelID(namespace, name)
-		want, ok := res.Compiled.Channel(id)
-		got, ok2 := res.Published.Channel(id)
-		if !ok || !ok2 || !sameJSON(want, got) {
-			return false
-		}
-		wk, wok := res.Compiled.Credentials[id]
-		gk, gok := res.Published.Credentials[id]
-		return wok == gok && wk.Reveal() == gk.Reveal()
-	case "RoutingPolicy":
-		want, ok := res.Compiled.Policy(namespace, name)
-		got, ok2 := res.Published.Policy(namespace, name)
-		return ok && ok2 && sameJSON(want, got)
-	}
-	return false
+	k, ok := kindOf(kind)
+	return ok && res.Published != nil && k.AsCompiled(res, namespace, name)
 }
 
 // effectiveDisabled reports whether the operator override is in force at now.
@@ -204,33 +186,7 @@ func channelStatus(in channelInputs) v1alpha1.ProviderChannelStatus {
 		st.Conditions = append(st.Conditions, *c.DeepCopy())
 	}
 	disabled := effectiveDisabled(&pc.Spec, in.Now)
-	prev := map[string]v1alpha1.ModelStatus{}
-	for _, m := range old.Models {
-		prev[m.Name] = m
-	}
-	fresh := in.Live.fresh()
-	for _, m := range pc.Spec.Models {
-		p, hadPrev := prev[m.Name]
-		var next v1alpha1.ModelStatus
-		agg, reported := in.Live.Models[modelKey{routing.ChannelID(pc.Namespace, pc.Name), m.Name}]
-		switch {
-		case !fresh && hadPrev:
-			// No live data (not polled yet, or no replica reachable): keep what was last seen;
-			// ProxiesReporting says it is not live.
-			next = *p.DeepCopy()
-		case fresh && reported:
-			next = modelFromAggregate(m.Name, agg, p, hadPrev, in.Now)
-		default:
-			next = unknownModel(m.Name, p, hadPrev, in.Now)
-		}
-		if disabled {
-			next = disabledModel(next, p, hadPrev, disabledMessage(&pc.Spec, in.DisabledBy), in.Now)
-		}
-		if hadPrev && !significant(p, next, in.ScoreStep) {
-			next = *p.DeepCopy()
-		}
-		st.Models = append(st.Models, next)
-	}
+	st.Models = nextModels(in)
 
 	// The channel shows its worst reported model, and its scores and shares. A model no replica
 	// reports (one no RoutingPolicy routes on this channel, say) does not hide the others' health:
@@ -265,6 +221,44 @@ func channelStatus(in channelInputs) v1alpha1.ProviderChannelStatus {
 		setCondition(&st.Conditions, reportingCondition(in.Live.Replicas), pc.Generation, in.Now)
 	}
 	return st
+}
+
+// nextModels are a channel's model statuses from the live view: a model whose figures did not
+// move by enough to be written (significant) keeps its old status, so the result equals
+// pc.Status.Models exactly when nothing is worth writing. The poller asks the same question to
+// decide whether to queue the channel at all (liveNews).
+func nextModels(in channelInputs) []v1alpha1.ModelStatus {
+	pc := in.Channel
+	disabled := effectiveDisabled(&pc.Spec, in.Now)
+	prev := map[string]v1alpha1.ModelStatus{}
+	for _, m := range pc.Status.Models {
+		prev[m.Name] = m
+	}
+	fresh := in.Live.fresh()
+	var out []v1alpha1.ModelStatus
+	for _, m := range pc.Spec.Models {
+		p, hadPrev := prev[m.Name]
+		var next v1alpha1.ModelStatus
+		agg, reported := in.Live.Models[modelKey{routing.ChannelID(pc.Namespace, pc.Name), m.Name}]
+		switch {
+		case !fresh && hadPrev:
+			// No live data (not polled yet, or no replica reachable): keep what was last seen;
+			// ProxiesReporting says it is not live.
+			next = *p.DeepCopy()
+		case fresh && reported:
+			next = modelFromAggregate(m.Name, agg, p, hadPrev, in.Now)
+		default:
+			next = unknownModel(m.Name, p, hadPrev, in.Now)
+		}
+		if disabled {
+			next = disabledModel(next, p, hadPrev, disabledMessage(&pc.Spec, in.DisabledBy), in.Now)
+		}
+		if hadPrev && !significant(p, next, in.ScoreStep) {
+			next = *p.DeepCopy()
+		}
+		out = append(out, next)
+	}
+	return out
 }
 
 func sameJSON(a, b any) bool {
@@ -425,7 +419,8 @@ type policyInputs struct {
 	Accepted, Programmed, ResolvedRefs metav1.Condition
 	// Published is the table the proxies are served: the rows follow what is actually routed.
 	Published *routing.Table
-	// Channels are the ProviderChannels of the policy's namespace by name, with their status.
+	// Channels are the ProviderChannels the policy routes (by name: they are in its namespace),
+	// with their status; a row whose channel is missing shows Unknown.
 	Channels map[string]*v1alpha1.ProviderChannel
 	// Live is the replicas' view: a rollout's dry-run phases and cohorts come from it.
 	Live liveView
@@ -439,40 +434,31 @@ func policyStatus(in policyInputs) v1alpha1.RoutingPolicyStatus {
 	for _, c := range rp.Status.Conditions {
 		st.Conditions = append(st.Conditions, *c.DeepCopy())
 	}
-	pol, published := in.Published.Policy(rp.Namespace, rp.Name)
-	if published {
-		for _, cand := range pol.Channels {
-			ch, ok := in.Published.Channel(cand.Channel)
-			if !ok {
-				continue
-			}
-			for _, model := range pol.Models {
-				if _, serves := ch.Upstream(model); !serves {
-					continue
-				}
-				// The policy's channels are in its namespace, so the row names them as spec.channels does.
-				row := v1alpha1.PolicyChannelStatus{Channel: ch.Name, Model: model, Phase: v1alpha1.PhaseUnknown}
-				if pc := in.Channels[ch.Name]; pc != nil {
-					for _, m := range pc.Status.Models {
-						if m.Name == model {
-							row.Phase, row.HealthScore, row.TrafficPercent = m.Phase, m.HealthScore, m.TrafficPercent
-						}
-					}
-				}
-				st.Channels = append(st.Channels, row)
-				if pol.Rollout != nil && pol.Rollout.DryRun {
-					dry := v1alpha1.PolicyDryRunStatus{Channel: ch.Name, Model: model, Phase: v1alpha1.PhaseUnknown}
-					if agg, ok := in.Live.Models[modelKey{ch.ID(), model}]; ok && agg.DryRunPhase != "" {
-						dry.Phase, dry.Reason = agg.DryRunPhase, agg.DryRunReason
-					}
-					st.DryRun = append(st.DryRun, dry)
+	lookup := tableLookup{table: in.Published}
+	rows, published := policyRows(lookup, rp.Namespace, rp.Name)
+	pol, _ := lookup.policy(rp.Namespace, rp.Name)
+	dryRun := pol != nil && pol.Rollout != nil && pol.Rollout.DryRun
+	for _, row := range rows {
+		if pc := in.Channels[row.Channel]; pc != nil {
+			for _, m := range pc.Status.Models {
+				if m.Name == row.Model {
+					row.Phase, row.HealthScore, row.TrafficPercent = m.Phase, m.HealthScore, m.TrafficPercent
 				}
 			}
 		}
-		if pol.Rollout != nil && !pol.Rollout.DryRun {
-			ro := in.Live.Rollouts[rp.Namespace+"/"+rp.Name]
-			st.Rollout = &v1alpha1.RolloutStatus{Percent: int32(pol.Rollout.Percent), Policy: cohortStatus(ro.Policy), Listed: cohortStatus(ro.Listed)}
+		st.Channels = append(st.Channels, row)
+		if dryRun {
+			// The policy's channels are in its namespace: the row names them as spec.channels does.
+			dry := v1alpha1.PolicyDryRunStatus{Channel: row.Channel, Model: row.Model, Phase: v1alpha1.PhaseUnknown}
+			if agg, ok := in.Live.Models[modelKey{routing.ChannelID(rp.Namespace, row.Channel), row.Model}]; ok && agg.DryRunPhase != "" {
+				dry.Phase, dry.Reason = agg.DryRunPhase, agg.DryRunReason
+			}
+			st.DryRun = append(st.DryRun, dry)
 		}
+	}
+	if pol != nil && pol.Rollout != nil && !pol.Rollout.DryRun {
+		ro := in.Live.Rollouts[rp.Namespace+"/"+rp.Name]
+		st.Rollout = &v1alpha1.RolloutStatus{Percent: int32(pol.Rollout.Percent), Policy: cohortStatus(ro.Policy), Listed: cohortStatus(ro.Listed)}
 	}
 	setOptional(&st.Conditions, in.Accepted, rp.Generation, in.Now)
 	setOptional(&st.Conditions, in.Programmed, rp.Generation, in.Now)
@@ -482,6 +468,30 @@ func policyStatus(in policyInputs) v1alpha1.RoutingPolicyStatus {
 	setCondition(&st.Conditions, available, rp.Generation, in.Now)
 	setCondition(&st.Conditions, degraded, rp.Generation, in.Now)
 	return st
+}
+
+// policyRows are the rows of a policy's status, one per channel × model it routes in the published
+// table, Phase Unknown (policyStatus fills in the channels' figures); published is false when the
+// policy is not in the table.
+func policyRows(published tableLookup, namespace, name string) (rows []v1alpha1.PolicyChannelStatus, ok bool) {
+	pol, ok := published.policy(namespace, name)
+	if !ok {
+		return nil, false
+	}
+	for _, cand := range pol.Channels {
+		ch, found := published.channel(cand.Channel)
+		if !found {
+			continue
+		}
+		for _, model := range pol.Models {
+			if _, serves := ch.Upstream(model); !serves {
+				continue
+			}
+			// The policy's channels are in its namespace, so the row names them as spec.channels does.
+			rows = append(rows, v1alpha1.PolicyChannelStatus{Channel: ch.Name, Model: model, Phase: v1alpha1.PhaseUnknown})
+		}
+	}
+	return rows, true
 }
 
 // policyHealth is a policy's Available (every model has a routable channel) and Degraded (some
@@ -552,7 +562,7 @@ func conditionsFor(kind, namespace, name string, generation int64, compiled meta
 	var out objectConditions
 	out.Accepted = metav1.Condition{Type: v1alpha1.ConditionAccepted, Status: metav1.ConditionTrue, Reason: ReasonAccepted,
 		Message: "valid; compiles on its own"}
-	accepted := len(problemsFor(routing.Blocking(res.Problems), kind, namespace, name)) == 0
+	accepted := len(problemsFor(routing.Blocking(kindProblems(kind, res)), kind, namespace, name)) == 0
 	if !accepted {
 		out.Accepted.Status, out.Accepted.Reason, out.Accepted.Message = metav1.ConditionFalse, compiled.Reason, compiled.Message
 	}
@@ -609,10 +619,7 @@ func programmedCondition(key string, generation int64, accepted bool, res *SyncR
 		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, ReasonPending, "waiting for the first poll of the proxy replicas"
 		return c
 	}
-	publishedHash := ""
-	if res.Published != nil {
-		publishedHash = res.Published.Hash()
-	}
+	publishedHash := res.publishedHash()
 	var serving, pending, stale []string
 	var staleGen int64
 	for _, r := range live.Replicas {
