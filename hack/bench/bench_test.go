@@ -296,9 +296,12 @@ func TestUpstream(t *testing.T) {
 	if len(stamps) != 4 {
 		t.Fatalf("random gaps: %d stamped chunks, want 4", len(stamps))
 	}
+	// On a schedule: chunk i is never written before i minimal gaps after the first. One gap may
+	// be short when a chunk late on a loaded machine is followed by one on time, so only the
+	// cumulative bound holds (it failed once as a per-gap bound: 128µs after a late chunk).
 	for i := 1; i < len(stamps); i++ {
-		if d := time.Duration(stamps[i] - stamps[i-1]); d < 5*time.Millisecond-time.Millisecond {
-			t.Errorf("chunk %d written %v after the one before, want about 5-15ms", i, d)
+		if d := time.Duration(stamps[i] - stamps[0]); d < time.Duration(i)*(5*time.Millisecond-time.Millisecond) {
+			t.Errorf("chunk %d written %v after the first, want at least %v", i, d, time.Duration(i)*4*time.Millisecond)
 		}
 	}
 	// Held for X-Stainless-Bench-Delay: a plain answer, and a stream's first chunk.
