@@ -69,21 +69,14 @@ func (p *Plan) Cohort() Cohort {
 // every cohort; ejections, ramps and rate limits do not.
 func (p *Plan) pickListed(now time.Time, mr *Model) (*routing.Channel, string) {
 	for _, c := range mr.Candidates {
-		k := health.Key{Channel: c.Channel, Model: mr.Name}
-		if p.wasTried(k) {
-			continue
-		}
-		ch := p.routes.Channel(c.Channel)
-		if ch == nil || !p.resident(ch) {
-			continue
-		}
-		if p.fit != nil {
-			if why := p.fit.Unfit(ch, mr.Name); why != "" {
+		ch, why := p.usable(c.Channel, mr.Name)
+		if ch == nil {
+			if why != "" {
 				p.unfit = why
-				continue
 			}
+			continue
 		}
-		if st, ok := p.health.StatusOf(now, k); ok && st.Phase == health.PhaseDisabled {
+		if st, ok := p.health.StatusOf(now, health.Key{Channel: c.Channel, Model: mr.Name}); ok && st.Phase == health.PhaseDisabled {
 			continue
 		}
 		return ch, c.Channel

@@ -433,18 +433,12 @@ func (p *Plan) pick(now time.Time, mr *Model, panicRouting bool) (ch *routing.Ch
 		if panicRouting && !route.Panic {
 			return nil, "" // something is routable after all: not a panic
 		}
-		if p.wasTried(health.Key{Channel: route.Channel, Model: mr.Name}) {
-			continue
-		}
-		ch := p.routes.Channel(route.Channel)
-		if ch == nil || !p.resident(ch) {
-			continue
-		}
-		if p.fit != nil {
-			if why := p.fit.Unfit(ch, mr.Name); why != "" {
+		ch, why := p.usable(route.Channel, mr.Name)
+		if ch == nil {
+			if why != "" {
 				p.unfit = why
-				continue
 			}
+			continue
 		}
 		if p.last == nil || ch.Domain.Differs(p.last.Domain) {
 			return ch, route.Channel
@@ -491,18 +485,32 @@ func (p *Plan) resident(ch *routing.Channel) bool {
 
 func (p *Plan) wasTried(k health.Key) bool { return slices.Contains(p.tried, k) }
 
+// usable returns the candidate channel id if this request may still try it for model: not tried
+// yet, in the table, resident, and fit for the request. When only fit rules it out, why says so
+// (the callers that pick record it for the 400 of a request nothing can take).
+func (p *Plan) usable(id, model string) (ch *routing.Channel, why string) {
+	if p.wasTried(health.Key{Channel: id, Model: model}) {
+		return nil, ""
+	}
+	if ch = p.routes.Channel(id); ch == nil || !p.resident(ch) {
+		return nil, ""
+	}
+	if p.fit != nil {
+		if why = p.fit.Unfit(ch, model); why != "" {
+			return nil, why
+		}
+	}
+	return ch, ""
+}
+
 // untried are the candidates panic routing may still name: not tried by this request, and
 // resident (the engine picks one least-bad channel; it must pick among those that may serve).
 func (p *Plan) untried(mr *Model) []health.Candidate {
 	out := p.candsBuf[:0]
 	for _, c := range mr.Candidates {
-		if p.wasTried(health.Key{Channel: c.Channel, Model: mr.Name}) {
-			continue
+		if ch, _ := p.usable(c.Channel, mr.Name); ch != nil {
+			out = append(out, c)
 		}
-		if ch := p.routes.Channel(c.Channel); ch == nil || !p.resident(ch) || (p.fit != nil && p.fit.Unfit(ch, mr.Name) != "") {
-			continue
-		}
-		out = append(out, c)
 	}
 	p.candsBuf = out
 	return out
