@@ -224,3 +224,37 @@ func (s *ChatStream) Event(data []byte) (StreamOut, error) {
 	// ping, content_block_stop, thinking and signature deltas: nothing for a chat client.
 	return StreamOut{}, nil
 }
+
+// PassthroughUsage reads the token counts of an Anthropic stream that goes to the client as it
+// came: the input from message_start (or from the final message_delta, where newer API
+// versions count it too), the output from the final message_delta. It reports once, at the
+// message_delta that ends the answer, so a counter adding each report counts the answer once.
+type PassthroughUsage struct{ prompt int }
+
+// Event reads one event (its type and data); non-nil when the event ends the answer.
+func (p *PassthroughUsage) Event(typ string, data []byte) *Usage {
+	if typ != "message_start" && typ != "message_delta" {
+		return nil
+	}
+	var ev streamEvent
+	if json.Unmarshal(data, &ev) != nil {
+		return nil
+	}
+	if typ == "message_start" {
+		if ev.Message != nil {
+			p.prompt = ev.Message.Usage.prompt()
+		}
+		return nil
+	}
+	if ev.Delta == nil || ev.Delta.StopReason == "" {
+		return nil
+	}
+	u := &Usage{Prompt: p.prompt}
+	if ev.Usage != nil {
+		u.Completion = ev.Usage.OutputTokens
+		if n := ev.Usage.prompt(); n > 0 {
+			u.Prompt = n
+		}
+	}
+	return u
+}

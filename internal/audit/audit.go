@@ -53,10 +53,13 @@ type Attempt struct {
 	Ms      int64  `json:"ms"`
 }
 
-// Tokens are the request's tokens as the provider reported them.
+// Tokens are the request's tokens as the provider reported them. Estimated marks a recovered
+// stream whose broken parts reported none: their share is the gateway's estimate (the sum the
+// client's usage shows; docs/streams.md).
 type Tokens struct {
 	Prompt     int64 `json:"prompt"`
 	Completion int64 `json:"completion"`
+	Estimated  bool  `json:"estimated,omitempty"`
 }
 
 // Sum is the chain hash of a line: the hex SHA-256 of its bytes without the newline.

@@ -426,6 +426,9 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 		}
 		if ev.usage != nil {
 			s.addTokens(a, ev.usage)
+			if a.tap != nil {
+				a.tap.sawUsage(ev.usage)
+			}
 		}
 		if a.call.dropEvent(&ev) {
 			continue // the usage the proxy asked for on the client's behalf

@@ -195,7 +195,15 @@ func TestMessagesEndpoint(t *testing.T) {
 		t.Errorf("upstream body: %s", r.A.LastBody())
 	}
 
+	before := r.metrics()
 	rep = r.post("/v1/messages", strings.Replace(body, `"max_tokens"`, `"stream":true,"max_tokens"`, 1))
+	for _, typ := range []string{"prompt", "completion"} {
+		// A streamed answer counts its tokens as a whole one does (message_start's input, the final
+		// message_delta's output): they are what client token limits and the audit log count.
+		if after := r.metrics(); modelTokens(t, after, "claude-a", "claude-sonnet", typ) <= modelTokens(t, before, "claude-a", "claude-sonnet", typ) {
+			t.Errorf("stream: switchyard_tokens_total{type=%q} did not grow:\n%s", typ, grepLines(after, "tokens_total"))
+		}
+	}
 	if rep.status != 200 || !strings.Contains(rep.body, "event: message_start") || !strings.HasSuffix(rep.body, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n") || strings.Contains(rep.body, "[DONE]") {
 		t.Errorf("stream: %d\n%s", rep.status, rep.body)
 	}

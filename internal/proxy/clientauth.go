@@ -247,6 +247,7 @@ type clientCall struct {
 	attempts  []audit.Attempt
 	prompt    int64
 	complete  int64
+	estimated bool // some of the tokens are estimates (priorTokens)
 	residency string
 	pii       map[string]int
 	// stripUsage: the client did not ask for the usage of its stream; the proxy did, to count
@@ -436,13 +437,22 @@ func (cc *clientCall) attempt(a *attempt, r *result) {
 
 // tokens records the provider's usage figures for the request (addTokens).
 func (cc *clientCall) tokens(u *usage) {
+	cc.add(int64(u.PromptTokens+u.InputTokens), int64(u.CompletionTokens+u.OutputTokens), false)
+}
+
+// priorTokens records the parts of a recovered stream that broke before the part that finished
+// it (partusage.go): the tokens the client's usage was told, estimated where a part reported
+// none. They count against the client's token limits, as the provider bills them.
+func (cc *clientCall) priorTokens(p, c int64, estimated bool) { cc.add(p, c, estimated) }
+
+func (cc *clientCall) add(p, c int64, estimated bool) {
 	if cc == nil {
 		return
 	}
-	p, c := int64(u.PromptTokens+u.InputTokens), int64(u.CompletionTokens+u.OutputTokens)
 	cc.mu.Lock()
 	cc.prompt += p
 	cc.complete += c
+	cc.estimated = cc.estimated || estimated
 	cc.mu.Unlock()
 	if e := cc.entry; e != nil {
 		e.limiter.addTokens(cc.s.clock.Now(), p+c)
@@ -487,7 +497,7 @@ func (cc *clientCall) finish(requestID string) {
 	}
 	cc.mu.Lock()
 	line := &audit.Line{TS: cc.start.UTC(), RequestID: requestID, Client: client, KeyID: cc.keyID, Model: cc.model, Policy: cc.policy,
-		Attempts: cc.attempts, Status: status, Reason: cc.reason, Tokens: audit.Tokens{Prompt: cc.prompt, Completion: cc.complete},
+		Attempts: cc.attempts, Status: status, Reason: cc.reason, Tokens: audit.Tokens{Prompt: cc.prompt, Completion: cc.complete, Estimated: cc.estimated},
 		Residency: cc.residency, PII: cc.pii}
 	if line.Attempts == nil {
 		line.Attempts = []audit.Attempt{}

@@ -300,7 +300,16 @@ func TestCloudMessages(t *testing.T) {
 		if rep.status != 200 || m["type"] != "message" || m["stop_reason"] != "end_turn" || rep.header.Get("X-Switchyard-Channel") != tc.channel {
 			t.Errorf("%s: %d %s", tc.channel, rep.status, rep.body)
 		}
+		before := c.metrics()
 		rep = c.post("/v1/messages", fmt.Sprintf(body, tc.model, true), "X-Api-Key", "client-key", "Anthropic-Beta", "tools-2024, context-1m")
+		// A streamed answer counts its tokens as a whole one does: the input from message_start,
+		// the output from the final message_delta.
+		after := c.metrics()
+		for _, typ := range []string{"prompt", "completion"} {
+			if modelTokens(t, after, tc.channel, tc.model, typ) <= modelTokens(t, before, tc.channel, tc.model, typ) {
+				t.Errorf("%s stream: switchyard_tokens_total{type=%q} did not grow:\n%s", tc.channel, typ, grepLines(after, "tokens_total"))
+			}
+		}
 		if rep.status != 200 || !strings.HasPrefix(rep.body, "event: message_start\n") || !strings.Contains(rep.body, `"text":"Hello"`) ||
 			!strings.HasSuffix(rep.body, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n") || strings.Contains(rep.body, "invocationMetrics") ||
 			!strings.HasPrefix(rep.header.Get("Content-Type"), "text/event-stream") {

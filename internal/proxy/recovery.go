@@ -57,6 +57,37 @@ type streamTap struct {
 	block   int
 	open    bool
 	started bool
+	// parts are the parts of the answer that broke, cur the one streaming now: what a finishing
+	// part's usage must be summed with (partusage.go).
+	parts []streamPart
+	cur   streamPart
+}
+
+// sawUsage records a usage figure the current part's upstream reported.
+func (t *streamTap) sawUsage(u *usage) { t.cur.reported(u) }
+
+// endPart closes the current part when it broke; it is a part of the answer if it added text.
+func (t *streamTap) endPart() {
+	if t.cur.text = len(t.text) - t.cur.start; t.cur.text > 0 {
+		t.parts = append(t.parts, t.cur)
+	}
+	t.cur = streamPart{start: len(t.text)}
+}
+
+// beginPart starts a continuation's part, which carries prefill bytes of the text sent as its
+// final assistant turn (0 for a regeneration).
+func (t *streamTap) beginPart(prefill int) { t.cur = streamPart{start: len(t.text), prefill: prefill} }
+
+// messageStartPrompt records the input tokens a message_start announces for its part.
+func (t *streamTap) messageStartPrompt(e *messagesEventView) {
+	if e.Message != nil && e.Message.Usage.InputTokens > 0 && !t.cur.promptKnown {
+		t.cur.prompt, t.cur.promptKnown = e.Message.Usage.InputTokens, true
+	}
+}
+
+// priorUsage is what the parts that broke add to the finishing part's usage.
+func (t *streamTap) priorUsage() (prompt, completion int, estimated bool) {
+	return priorUsage(t.parts, t.cur.prompt, t.cur.promptKnown, t.cur.prefill)
 }
 
 // observe reads one write to the client (one or more events).
@@ -192,6 +223,12 @@ type messagesEventView struct {
 		Type string          `json:"type"`
 		Text json.RawMessage `json:"text"`
 	} `json:"delta"`
+	Message *struct {
+		Usage struct {
+			InputTokens int `json:"input_tokens"`
+		} `json:"usage"`
+	} `json:"message"`
+	Usage json.RawMessage `json:"usage"`
 }
 
 func (t *streamTap) observeMessages(data []byte) {
@@ -200,6 +237,8 @@ func (t *streamTap) observeMessages(data []byte) {
 		return
 	}
 	switch e.Type {
+	case "message_start":
+		t.messageStartPrompt(&e)
 	case "content_block_start":
 		t.block, t.started = e.Index, true
 		t.open = e.ContentBlock != nil && e.ContentBlock.Type == "text"
@@ -303,6 +342,10 @@ func (c *contRelay) chatChunk(data []byte) []byte {
 	if !keep {
 		return nil
 	}
+	if isJSONValue(m["usage"]) {
+		p, n, _ := c.tap.priorUsage()
+		m["usage"] = addToUsage(m["usage"], false, p, n, c.tap.cur.prompt, c.tap.cur.promptKnown)
+	}
 	m["choices"], _ = json.Marshal(choices)
 	m["id"], _ = json.Marshal(c.tap.id)
 	m["model"], _ = json.Marshal(c.tap.model)
@@ -324,8 +367,11 @@ func (c *contRelay) messagesEvent(typ string, data []byte) []byte {
 	var m map[string]json.RawMessage
 	_ = json.Unmarshal(data, &m)
 	switch e.Type {
-	case "message_start", "ping":
-		return nil // the client's stream has begun already
+	case "message_start":
+		c.tap.messageStartPrompt(&e) // the continuation's prompt, for the sum at its message_delta
+		return nil                   // the client's stream has begun already
+	case "ping":
+		return nil
 	case "content_block_start":
 		if !c.mapped {
 			c.mapped = true
@@ -372,6 +418,10 @@ func (c *contRelay) messagesEvent(typ string, data []byte) []byte {
 		if rest, ok := c.seam.end(); !ok || len(rest) > 0 {
 			c.failed = true // the answer ends inside bytes the client has, or text came outside a block
 			return nil
+		}
+		if isJSONValue(e.Usage) {
+			p, n, _ := c.tap.priorUsage()
+			m["usage"] = addToUsage(e.Usage, true, p, n, c.tap.cur.prompt, c.tap.cur.promptKnown)
 		}
 	}
 	b, _ := json.Marshal(m)
@@ -487,10 +537,18 @@ func (rt *routeState) recoverStream(ctx context.Context, broken *attempt, mr *fa
 	deadline := time.Now().Add(broken.channel.Timeouts.FallbackRequest)
 	last, lastRes := broken.channel, res
 	noPrefill := map[string]bool{}
+	tap.endPart()
 	for i := 1; why == "" && i <= limit; i++ {
 		remaining := time.Until(deadline)
 		if remaining <= 0 {
 			why = "no continuation within the request's deadline"
+			break
+		}
+		// A continuation is one more request to a provider, as a retry is: in an outage that
+		// breaks every stream it must not double the load on the channels left.
+		if !mr.Budget.AllowRetry(s.clock.Now(), mr.Policy.Retry.BudgetPercent) {
+			s.metrics.BudgetExhausted.WithLabelValues(mr.Policy.Namespace, mr.Name).Inc()
+			why = fmt.Sprintf("the retry budget of policy %s is spent (retry.budgetPercent %d)", mr.Policy.Name, mr.Policy.Retry.BudgetPercent)
 			break
 		}
 		ch, splice := rt.continuationTarget(mr, last, lastRes.outcome == health.OutcomeTimeout, noPrefill, len(tap.text) == 0 || traits.deterministic())
@@ -515,6 +573,9 @@ func (rt *routeState) recoverStream(ctx context.Context, broken *attempt, mr *fa
 				result = recoverySpliced
 			}
 			s.metrics.Recoveries.WithLabelValues(broken.channel.Namespace, broken.channel.Name, mr.Name, result).Inc()
+			if p, c, est := tap.priorUsage(); p+c > 0 {
+				rt.call.priorTokens(int64(p), int64(c), est)
+			}
 			r.committed = true
 			return r
 		case !splice && prefillRejected(&r):
@@ -525,6 +586,7 @@ func (rt *routeState) recoverStream(ctx context.Context, broken *attempt, mr *fa
 		case a.cont.failed && splice:
 			why = "the regenerated answer does not begin with the text already sent"
 		}
+		tap.endPart() // a part of the answer if it added text before it broke
 	}
 	if why == "" {
 		why = fmt.Sprintf("%d continuation(s) failed, the last: %s", limit, lastRes.shown())
@@ -586,8 +648,8 @@ func (rt *routeState) continuationAttempt(broken *attempt, ch *routing.Channel, 
 		redact: rt.c.redact, piiMasked: rt.piiMasked, call: rt.call, caps: m.Capabilities,
 		tap: broken.tap, deferError: true, continuation: n}
 	seam := spliceSeam(broken.tap.text)
+	var prefill []byte
 	if !splice && len(broken.tap.text) > 0 {
-		var prefill []byte
 		prefill, seam = prefillFor(broken.tap.text, speaksMessages(ch.Provider))
 		if body, err = continuationBody(body, prefill); err != nil {
 			return nil, err
@@ -595,6 +657,7 @@ func (rt *routeState) continuationAttempt(broken *attempt, ch *routing.Channel, 
 	}
 	a.body = body
 	a.cont = &contRelay{tap: broken.tap, seam: seam}
+	broken.tap.beginPart(len(prefill))
 	if !splice && len(broken.tap.text) > 0 && !speaksMessages(ch.Provider) {
 		t, err := translate(a, a.caps)
 		if err != nil {

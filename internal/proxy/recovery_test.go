@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchyard-io/switchyard/internal/failover"
 	"github.com/switchyard-io/switchyard/internal/mockprovider"
 	"github.com/switchyard-io/switchyard/internal/testutil"
 )
@@ -31,6 +32,12 @@ type recoveryRig struct {
 }
 
 func newRecoveryRig(t testing.TB, policyExtra string, chans ...recoveryChannel) *recoveryRig {
+	t.Helper()
+	return newRecoveryRigOpts(t, nil, policyExtra, chans...)
+}
+
+// newRecoveryRigOpts is newRecoveryRig with the proxy's options amended by opts.
+func newRecoveryRigOpts(t testing.TB, opts func(*Options), policyExtra string, chans ...recoveryChannel) *recoveryRig {
 	t.Helper()
 	tt, _ := t.(*testing.T) // a benchmark's rig has none: it posts by itself
 	r := &rig{t: tt, clock: &fakeClock{t: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}, logs: &testutil.SyncBuffer{}, accessLog: &testutil.SyncBuffer{}}
@@ -65,7 +72,11 @@ spec:
   detection: {consecutiveFailures: 1000, minRequests: 1000}
 %s
 `, strings.TrimSuffix(refs.String(), ","), indent(policyExtra))
-	r.srv = New(Options{Clock: r.clock, Logger: slog.New(slog.NewJSONHandler(r.logs, nil)), AccessLog: r.accessLog, Replica: "test"})
+	o := Options{Clock: r.clock, Logger: slog.New(slog.NewJSONHandler(r.logs, nil)), AccessLog: r.accessLog, Replica: "test"}
+	if opts != nil {
+		opts(&o)
+	}
+	r.srv = New(o)
 	r.api = httptest.NewServer(r.srv.Handler())
 	r.admin = httptest.NewServer(r.srv.AdminHandler())
 	r.dir = t.TempDir()
@@ -398,5 +409,31 @@ func TestRecoveryToolCall(t *testing.T) {
 	mt.observe([]byte("event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"get\",\"input\":{}}}\n\n"))
 	if why := unrecoverable(recoveryTraits{}, mt); why == "" {
 		t.Fatal("a Messages tool_use block in progress must not be continued")
+	}
+}
+
+// TestRecoveryUsesTheRetryBudget: a continuation is one more request to a provider, as a retry
+// is, and draws on the policy's retry budget: once it is spent (here its floor, the clock
+// standing still), a broken stream ends with the in-band error that says so.
+func TestRecoveryUsesTheRetryBudget(t *testing.T) {
+	const full = "Hello world"
+	rr := newRecoveryRig(t, "", recoveryChannel{"openai", true}, recoveryChannel{"openai", true})
+	rr.behave("cut;after=1;splits=6;text="+full, "continue;text="+full)
+	floor := failover.BudgetFloorPerSecond * failover.BudgetBuckets
+	for i := range floor {
+		if got := readStream(t, rr.post("/v1/chat/completions", chatStreamBody), false); got.text != full || !got.complete {
+			t.Fatalf("request %d of the budget's %d: got %q (complete %v)", i+1, floor, got.text, got.complete)
+		}
+	}
+	rep := rr.post("/v1/chat/completions", chatStreamBody)
+	readStream(t, rep, false).mustFailInBand(t)
+	if !strings.Contains(rep.body, "retry budget") {
+		t.Fatalf("the in-band error does not name the retry budget:\n%s", rep.body)
+	}
+	if n := rr.mocks[1].Total(); n != floor {
+		t.Fatalf("%d continuation requests, want the budget's %d", n, floor)
+	}
+	if m := rr.metrics(); !strings.Contains(m, `switchyard_retry_budget_exhausted_total{model="m",namespace=""} 1`) {
+		t.Fatalf("metrics lack the exhausted budget:\n%s", grepLines(m, "budget"))
 	}
 }

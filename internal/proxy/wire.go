@@ -72,6 +72,9 @@ type messagesPassthrough struct {
 	held    []byte
 	started bool // a delta went out
 	stopped bool // message_stop went out
+	// usage reads the answer's token counts: the events go out unchanged, but message_start
+	// holds the input tokens, nested where the proxy's event decoder does not look.
+	usage anthropic.PassthroughUsage
 }
 
 func (m *messagesPassthrough) Event(data []byte) (anthropic.StreamOut, error) {
@@ -80,6 +83,9 @@ func (m *messagesPassthrough) Event(data []byte) (anthropic.StreamOut, error) {
 		return anthropic.StreamOut{}, err
 	}
 	raw := append(append([]byte("event: "+typ+"\ndata: "), data...), '\n', '\n')
+	if typ == "message_start" {
+		m.usage.Event(typ, data) // the input tokens; reported with the output at the end
+	}
 	switch typ {
 	case "message_start", "content_block_start", "ping":
 		if !m.started {
@@ -90,6 +96,9 @@ func (m *messagesPassthrough) Event(data []byte) (anthropic.StreamOut, error) {
 		m.stopped = true
 	}
 	out := anthropic.StreamOut{Data: raw, Finished: typ == "message_stop" || (typ == "message_delta" && bytes.Contains(data, []byte(`"stop_reason"`)) && !bytes.Contains(data, []byte(`"stop_reason":null`)))}
+	if typ == "message_delta" {
+		out.Usage = m.usage.Event(typ, data)
+	}
 	if !m.started {
 		m.started = true
 		out.Data = append(m.held, raw...)
