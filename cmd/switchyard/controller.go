@@ -56,6 +56,8 @@ func runController(ctx context.Context, args []string, _, stderr io.Writer) erro
 	fs.StringVar(&opts.AdminPortName, "proxy-admin-port-name", controller.DefaultAdminPortName, "name of the admin API port of --proxy-service")
 	fs.Var(&adminURLs, "proxy-admin-url", "admin API root of a proxy replica outside the cluster, e.g. http://10.0.0.5:9090 (repeatable)")
 	fs.DurationVar(&opts.PollInterval, "poll-interval", controller.DefaultPollInterval, "how often to poll the proxies' admin API")
+	fs.DurationVar(&opts.CompileDelay, "compile-delay", controller.DefaultCompileDelay,
+		"how long the first change of a burst (a kubectl apply of many objects) waits for the rest before the table is compiled and published once")
 	fs.BoolVar(&leaderElect, "leader-elect", false, "elect a leader so that only one controller replica is active")
 	fs.StringVar(&leaderElectionID, "leader-election-id", "switchyard-controller.switchyard.io", "name of the leader election Lease")
 	fs.StringVar(&leaderElectionNS, "leader-election-namespace", "", "namespace of the leader election Lease (default the proxy namespace)")
