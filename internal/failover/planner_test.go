@@ -347,21 +347,26 @@ func TestContinuationOrder(t *testing.T) {
 	all := func(string) bool { return true }
 	noB := func(id string) bool { return id != "llm/b" }
 	onlyA := func(id string) bool { return id == "llm/a" }
+	// failures: channel → timed out
+	on := func(failures map[string]bool) func(string) (bool, bool) {
+		return func(id string) (bool, bool) { t, ok := failures[id]; return ok, t }
+	}
 	for _, c := range []struct {
-		name     string
-		broken   string
-		timedOut bool
-		usable   func(string) bool
-		want     []string
+		name   string
+		failed map[string]bool
+		usable func(string) bool
+		want   []string
 	}{
-		{"others first, the broken one last", "llm/a", false, all, []string{"llm/b", "llm/c", "llm/a"}},
-		{"a stall never returns to the channel that stalled", "llm/a", true, all, []string{"llm/b", "llm/c"}},
-		{"unusable channels are left out", "llm/c", false, noB, []string{"llm/a", "llm/c"}},
-		{"the only usable one is the broken one: same channel after a cut", "llm/a", false, onlyA, []string{"llm/a"}},
-		{"the only usable one is the broken one: nothing after a stall", "llm/a", true, onlyA, nil},
+		{"others first, the broken one last", map[string]bool{"llm/a": false}, all, []string{"llm/b", "llm/c", "llm/a"}},
+		{"a stall never returns to the channel that stalled", map[string]bool{"llm/a": true}, all, []string{"llm/b", "llm/c"}},
+		{"unusable channels are left out", map[string]bool{"llm/c": false}, noB, []string{"llm/a", "llm/c"}},
+		{"the only usable one is the broken one: same channel after a cut", map[string]bool{"llm/a": false}, onlyA, []string{"llm/a"}},
+		{"the only usable one is the broken one: nothing after a stall", map[string]bool{"llm/a": true}, onlyA, nil},
+		{"a channel that failed before the stream began goes after those that did not", map[string]bool{"llm/a": false, "llm/b": false}, all, []string{"llm/c", "llm/a", "llm/b"}},
+		{"one that timed out before the stream is left out", map[string]bool{"llm/a": true, "llm/b": false}, all, []string{"llm/c", "llm/b"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got := Continuation(routes, c.broken, c.timedOut, c.usable)
+			got := Continuation(routes, on(c.failed), c.usable)
 			if !slices.Equal(got, c.want) {
 				t.Fatalf("Continuation = %v, want %v", got, c.want)
 			}

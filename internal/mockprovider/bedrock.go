@@ -140,6 +140,10 @@ func (m *Bedrock) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		x.block()
 		x.abort(false)
 	default:
+		if msg := x.prefillRefusal(); msg != "" {
+			bedrockError(w, http.StatusBadRequest, "ValidationException", msg)
+			return
+		}
 		x.headers = http.Header{}
 		if stream {
 			x.headers.Set("X-Amzn-Bedrock-Content-Type", "application/json")

@@ -263,14 +263,33 @@ func (x *claudeExchange) useTool() bool {
 	return len(x.req.Tools) > 0 && !res
 }
 
+// prefill is the request's final assistant message, when it has one.
+func (x *claudeExchange) prefill() (string, bool) { return prefillText(x.req.Messages) }
+
+// prefillRefusal is the 400 message of a ModeContinue (or Prefill) model that will not continue
+// the request's prefill ("" when it does): the clouds serve Anthropic's models, which refuse a
+// prefill ending in whitespace.
+func (x *claudeExchange) prefillRefusal() string {
+	if x.b.Mode != ModeContinue && !x.b.Prefill {
+		return ""
+	}
+	p, ok := x.prefill()
+	return prefillRefusal(p, ok, x.b.NoPrefill, true)
+}
+
 func (x *claudeExchange) pieces() []string {
 	text := ""
-	if x.b.Mode == ModeEcho {
-		text, _ = x.lastUser()
-	}
 	if x.b.customPieces() {
-		if x.b.Mode != ModeEcho {
-			text = "Hello from " + x.name
+		text = "Hello from " + x.name
+		if x.b.Text != "" {
+			text = x.b.Text
+		}
+		switch {
+		case x.b.Mode == ModeEcho:
+			text, _ = x.lastUser()
+		case x.b.Mode == ModeContinue || x.b.Prefill:
+			p, ok := x.prefill()
+			text = continueText(text, p, ok, x.b.ReemitSpace)
 		}
 		splits, _ := x.b.splitOffsets()
 		return cut(text, x.b.ChunkBytes, splits)

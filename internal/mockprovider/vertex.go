@@ -141,6 +141,10 @@ func (m *Vertex) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		x.block()
 		x.abort(false)
 	default:
+		if msg := x.prefillRefusal(); msg != "" {
+			anthropicError(w, http.StatusBadRequest, "invalid_request_error", msg)
+			return
+		}
 		x.play(stream)
 	}
 }

@@ -545,3 +545,50 @@ func TestCloudProbes(t *testing.T) {
 		t.Errorf("after new credentials: %d, %d tokens issued (want a new one)", rep.status, c.vertex.TokensIssued())
 	}
 }
+
+// TestCloudStreamRecovery: a stream that breaks on one cloud after text reached the client is
+// finished on the other with the text sent as the assistant prefill (trimmed of trailing
+// whitespace, which Anthropic's models refuse on every cloud): the client reads the whole answer
+// once, on both APIs, for a cut and for a Bedrock exception mid-stream.
+func TestCloudStreamRecovery(t *testing.T) {
+	const full = "Hello from the clouds, twice."
+	cut := mockprovider.Behavior{Mode: mockprovider.ModeCut, After: 2, Splits: "6,11", Text: full}
+	cont := mockprovider.Behavior{Mode: mockprovider.ModeContinue, Text: full}
+	for _, messages := range []bool{false, true} {
+		path, body := "/v1/chat/completions", `{"model":"%s","stream":true,"max_tokens":50,"messages":[{"role":"user","content":"hello"}]}`
+		if messages {
+			path = "/v1/messages"
+		}
+		t.Run(fmt.Sprintf("vertex cut, bedrock continues, messages client %v", messages), func(t *testing.T) {
+			c := newCloudRig(t)
+			c.vertex.SetBehavior("", mockprovider.CloudBehavior{Behavior: cut})
+			c.bedrock.SetBehavior("", mockprovider.CloudBehavior{Behavior: cont})
+			rep := c.post(path, fmt.Sprintf(body, "claude-v"))
+			readStream(t, rep, messages).mustBe(t, full)
+			if p := prefillOf(t, c.bedrock.LastBody()); p != "Hello from" {
+				t.Fatalf("bedrock's prefill %q, want the text sent without its trailing space", p)
+			}
+			noCloudSecrets(t, rep)
+		})
+		t.Run(fmt.Sprintf("bedrock exception mid-stream, vertex continues, messages client %v", messages), func(t *testing.T) {
+			c := newCloudRig(t)
+			c.anth.SetDefault(mockprovider.Behavior{Mode: mockprovider.ModeStatus, Status: 529})
+			c.bedrock.SetBehavior("", mockprovider.CloudBehavior{Behavior: mockprovider.Behavior{After: 1, Splits: "6", Text: full, Message: "leaky internal detail"},
+				StreamError: "modelStreamErrorException"})
+			c.vertex.SetBehavior("", mockprovider.CloudBehavior{Behavior: cont})
+			rep := c.post(path, fmt.Sprintf(body, "claude-sonnet"))
+			readStream(t, rep, messages).mustBe(t, full)
+			if p := prefillOf(t, c.vertex.LastBody()); p != "Hello" {
+				t.Fatalf("vertex's prefill %q, want the text sent without its trailing space", p)
+			}
+			var outcomes []string
+			for _, l := range accessLines(t, c.accessLog.String()) {
+				outcomes = append(outcomes, fmt.Sprintf("%v:%v:%v", l["channel"], l["outcome"], l["continuation"]))
+			}
+			if got := strings.Join(outcomes, " "); got != "claude-anthropic:server_error:<nil> claude-bedrock:stream_cut:<nil> claude-vertex:success:1" {
+				t.Fatalf("access log: %s", got)
+			}
+			noCloudSecrets(t, rep)
+		})
+	}
+}

@@ -225,6 +225,24 @@ type routeState struct {
 	// need and translations are capability routing's (messages.go).
 	need         need
 	translations map[translationKey]translationResult
+	// failedOn are the channels that failed this request, and whether a failure there was a
+	// timeout: a stream recovery tries them last, or not at all (recovery.go). nil until one does.
+	failedOn map[string]bool
+}
+
+// failed records an attempt that did not answer.
+func (rt *routeState) failed(ch *routing.Channel, o health.Outcome) {
+	if rt.failedOn == nil {
+		rt.failedOn = make(map[string]bool, 2)
+	}
+	id := ch.ID()
+	rt.failedOn[id] = rt.failedOn[id] || o == health.OutcomeTimeout
+}
+
+// failedHere reports whether a channel failed this request, and whether it timed out there.
+func (rt *routeState) failedHere(id string) (failed, timedOut bool) {
+	timedOut, failed = rt.failedOn[id]
+	return failed, timedOut
 }
 
 // run routes the request as the planner says (see failover.Plan for the order of resort: the
@@ -293,6 +311,9 @@ func (rt *routeState) try(ctx context.Context, st failover.Step) (res result, do
 		a.tap, a.deferError = &streamTap{messages: isMessagesPath(rt.path)}, true
 	}
 	res = s.do(ctx, rt.w, a)
+	if !res.canceled && res.outcome != health.OutcomeSuccess {
+		rt.failed(ch, res.outcome)
+	}
 	if a.tap != nil && res.committed && !res.canceled && res.outcome != health.OutcomeSuccess {
 		res = rt.recoverStream(ctx, a, mr, res)
 	}

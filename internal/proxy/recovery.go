@@ -535,8 +535,8 @@ func (rt *routeState) recoverStream(ctx context.Context, broken *attempt, mr *fa
 	// The continuations of one break share the fallback deadline of the channel that broke: the
 	// client waits at most that long for the stream to go on.
 	deadline := time.Now().Add(broken.channel.Timeouts.FallbackRequest)
-	last, lastRes := broken.channel, res
-	noPrefill := map[string]bool{}
+	lastRes := res
+	passOver := map[string]bool{} // channels refusing the prefill, or writing another answer
 	tap.endPart()
 	for i := 1; why == "" && i <= limit; i++ {
 		remaining := time.Until(deadline)
@@ -551,7 +551,7 @@ func (rt *routeState) recoverStream(ctx context.Context, broken *attempt, mr *fa
 			why = fmt.Sprintf("the retry budget of policy %s is spent (retry.budgetPercent %d)", mr.Policy.Name, mr.Policy.Retry.BudgetPercent)
 			break
 		}
-		ch, splice := rt.continuationTarget(mr, last, lastRes.outcome == health.OutcomeTimeout, noPrefill, len(tap.text) == 0 || traits.deterministic())
+		ch, splice := rt.continuationTarget(mr, passOver, len(tap.text) == 0 || traits.deterministic())
 		if ch == nil {
 			why = "no channel can continue the answer (none with capabilities.prefill, and the request is not deterministic)"
 			break
@@ -562,7 +562,10 @@ func (rt *routeState) recoverStream(ctx context.Context, broken *attempt, mr *fa
 			break
 		}
 		r := s.do(ctx, rt.w, a)
-		last, lastRes = ch, r
+		lastRes = r
+		if !r.canceled && r.outcome != health.OutcomeSuccess && !prefillRejected(&r) && !a.cont.failed {
+			rt.failed(ch, r.outcome) // a refusal of the prefill, or another answer, says nothing against the channel
+		}
 		switch {
 		case r.canceled:
 			r.committed = true
@@ -581,10 +584,12 @@ func (rt *routeState) recoverStream(ctx context.Context, broken *attempt, mr *fa
 		case !splice && prefillRejected(&r):
 			// A refused prefill is a failed continuation, not one of maxContinuations' tries:
 			// the channel is passed over, which bounds these retries by the candidates.
-			noPrefill[ch.ID()] = true
+			passOver[ch.ID()] = true
 			i--
 		case a.cont.failed && splice:
 			why = "the regenerated answer does not begin with the text already sent"
+		case a.cont.failed:
+			passOver[ch.ID()] = true // it wrote another answer: not again for this one
 		}
 		tap.endPart() // a part of the answer if it added text before it broke
 	}
@@ -600,8 +605,9 @@ func (rt *routeState) recoverStream(ctx context.Context, broken *attempt, mr *fa
 }
 
 // continuationTarget picks the channel that goes on: a routable one whose model has prefill (in
-// failover.Continuation's order), else, when splice is allowed, any routable one that fits.
-func (rt *routeState) continuationTarget(mr *failover.Model, last *routing.Channel, timedOut bool, noPrefill map[string]bool, spliceOK bool) (*routing.Channel, bool) {
+// failover.Continuation's order: those that did not fail this request first), else, when splice
+// is allowed, any routable one that fits.
+func (rt *routeState) continuationTarget(mr *failover.Model, passOver map[string]bool, spliceOK bool) (*routing.Channel, bool) {
 	s := rt.s
 	var rnd failover.Rand = failover.GlobalRand{}
 	if s.rand != nil {
@@ -617,9 +623,9 @@ func (rt *routeState) continuationTarget(mr *failover.Model, last *routing.Chann
 		m, ok := ch.Model(mr.Name)
 		return ch, m, ok
 	}
-	order := failover.Continuation(routes, last.ID(), timedOut, func(id string) bool {
+	order := failover.Continuation(routes, rt.failedHere, func(id string) bool {
 		_, m, ok := fits(id)
-		return ok && m.Capabilities.Prefill && !noPrefill[id]
+		return ok && m.Capabilities.Prefill && !passOver[id]
 	})
 	if len(order) > 0 {
 		return rt.c.channels[order[0]], false
@@ -627,7 +633,7 @@ func (rt *routeState) continuationTarget(mr *failover.Model, last *routing.Chann
 	if !spliceOK {
 		return nil, false
 	}
-	order = failover.Continuation(routes, last.ID(), timedOut, func(id string) bool { _, _, ok := fits(id); return ok })
+	order = failover.Continuation(routes, rt.failedHere, func(id string) bool { _, _, ok := fits(id); return ok })
 	if len(order) > 0 {
 		return rt.c.channels[order[0]], true
 	}
