@@ -258,7 +258,7 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (err error) {
 		return err
 	}
 
-	m := &monitor{o: o, st: st, hc: hc, admin: adminBase, out: stdout, live: live, failing: failing, proxy: px,
+	m := &monitor{o: o, st: st, hc: hc, admin: adminBase, api: apiBase, out: stdout, live: live, failing: failing, proxy: px,
 		mk: marks{Channel: failing, FailMode: map[string]string{}, FailAt: map[string]time.Time{}, RecoverAt: map[string]time.Time{}}}
 	for _, model := range st.Models {
 		if ch := st.channel(failing); ch != nil {
@@ -337,6 +337,7 @@ type monitor struct {
 	st      *setup
 	hc      *http.Client
 	admin   string
+	api     string // the proxy's client API
 	out     io.Writer
 	live    bool
 	failing string
@@ -467,6 +468,19 @@ loop:
 	}
 	s := summarize(m.events, m.mk, m.metrics, m.gen.snapshot(), m.st.Table, m.channels.Channels, m.attempts)
 	s.render(m.out)
+	if !m.mk.Interrupted {
+		// After the summary, whose figures it leaves alone: one stream cut halfway.
+		bs, err := m.brokenStream(ctx, m.api)
+		switch {
+		case err != nil:
+			s.Problems = append(s.Problems, "the broken-stream scene: "+err.Error())
+		default:
+			bs.render(m.out)
+			if !bs.OK() {
+				s.Problems = append(s.Problems, "the stream cut halfway was not finished as the unbroken answer")
+			}
+		}
+	}
 	if len(s.Problems) > 0 {
 		return fmt.Errorf("the story did not happen: %s", strings.Join(s.Problems, "; "))
 	}

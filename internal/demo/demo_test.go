@@ -132,6 +132,11 @@ func TestDemoCompressed(t *testing.T) {
 		"recovery → full traffic",
 		"Result: the story happened",
 		"agrees)",
+		// The broken-stream scene: OpenAI-format channels have no prefill, so the deterministic
+		// request is regenerated and spliced.
+		"answer, cut on provider-a after 48 of its 108 bytes",
+		"finished on provider-b: regenerated and spliced",
+		"byte for byte the unbroken answer",
 	} {
 		if !strings.Contains(got, w) {
 			t.Errorf("output lacks %q", w)
@@ -218,6 +223,9 @@ func TestDemoClaude(t *testing.T) {
 		"▶ demo: claude-anthropic starts failing: claude-sonnet-4-5 answers HTTP 503; claude-haiku-4-5 hangs (no answer)",
 		"claude-bedrock",
 		"Result: the story happened",
+		"answer, cut on claude-anthropic after 48 of its 108 bytes",
+		"finished on claude-bedrock: continued with the text sent as the assistant prefill",
+		"byte for byte the unbroken answer",
 	} {
 		if !strings.Contains(got, w) {
 			t.Errorf("output lacks %q", w)
