@@ -40,6 +40,9 @@ func TestParseBehavior(t *testing.T) {
 		{in: "content_policy_violation;message=nope", want: Behavior{Mode: ModeContentPolicy, Message: "nope"}},
 		{in: "delay=50ms;latency=1s", want: Behavior{Delay: 50 * time.Millisecond, Latency: time.Second}},
 		{in: "ok;", want: Behavior{Mode: ModeOK}},
+		{in: "cut;prefill;break_first=1;raw_bytes;tool_call=lookup", want: Behavior{Mode: ModeCut, Prefill: true, BreakFirst: 1, RawBytes: true, ToolCall: "lookup"}},
+		{in: "ok;tool_call", err: true},
+		{in: "cut;break_first=x", err: true},
 		{in: "", err: true},
 		{in: "   ", err: true},
 		{in: "explode", err: true},
@@ -103,6 +106,14 @@ func TestBehaviorJSON(t *testing.T) {
 		t.Errorf("marshal: %s\nwant      %s", data, want)
 	}
 	var back Behavior
+	if err := json.Unmarshal(data, &back); err != nil || back != b {
+		t.Errorf("round trip: %+v, %v", back, err)
+	}
+	b = Behavior{Mode: ModeCut, BreakFirst: 2, RawBytes: true, ToolCall: "lookup", Prefill: true}
+	data, _ = json.Marshal(b)
+	if want := `{"mode":"cut","prefill":true,"break_first":2,"raw_bytes":true,"tool_call":"lookup"}`; string(data) != want {
+		t.Errorf("marshal: %s\nwant      %s", data, want)
+	}
 	if err := json.Unmarshal(data, &back); err != nil || back != b {
 		t.Errorf("round trip: %+v, %v", back, err)
 	}
