@@ -76,6 +76,24 @@ var knownModes = map[Mode]bool{
 	ModeErrorEvent: true, ModeContinue: true,
 }
 
+// behaviorExamples are BehaviorHelp's examples (each one parses: TestBehaviorHelp).
+var behaviorExamples = []string{
+	"503", "fail_once", "slow_first_token;first_token_delay=2s", "cut;after=2", "stall;after=1",
+	"error_event;after=1", "cut;prefill;break_first=1;splits=5;text=Hello world",
+	"continue;text=Hello world", "ok;raw_bytes;chunk_bytes=1;text=中文", "cut;tool_call=lookup;after=2",
+}
+
+// BehaviorHelp lists the modes and params of a behaviour, for `switchyard mock-provider --help`.
+func BehaviorHelp() string {
+	return `Behaviours: the X-Mock-Behavior header, <mode>[;param=value...]; the same names in the JSON of /_mock/behavior.
+  modes:  ok, fail_once, status, rate_limit, reset, hang, slow_first_token, cut, stall, garbage, no_done,
+          context_length_exceeded, content_policy_violation, echo, error_event, continue, or a bare HTTP status
+  params: status, retry_after, fail_first, break_first, delay, latency, first_token_delay, chunk_delay,
+          headers_first, chunks, after, separate_usage, message, chunk_bytes, splits, text,
+          reemit_space, no_prefill, prefill, raw_bytes, tool_call
+  e.g.    ` + strings.Join(behaviorExamples, "\n          ") + "\n"
+}
+
 // Behavior says how the mock answers. The zero value answers normally at once.
 //
 // Timing, in order: Delay (before anything, whatever the mode), then the FailFirst

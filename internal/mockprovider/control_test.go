@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -385,5 +386,38 @@ func TestListenAndServe(t *testing.T) {
 	}
 	if err := ListenAndServe(context.Background(), "127.0.0.1:-1", New(Options{})); err == nil {
 		t.Error("bad address accepted")
+	}
+}
+
+// TestBehaviorHelp: the --help list names every mode and every field of a Behavior, and its
+// examples parse.
+func TestBehaviorHelp(t *testing.T) {
+	help := BehaviorHelp()
+	for m := range knownModes {
+		if !strings.Contains(help, string(m)) {
+			t.Errorf("the help lacks mode %q", m)
+		}
+	}
+	_, params, _ := strings.Cut(help, "params:")
+	params, _, _ = strings.Cut(params, "e.g.")
+	listed := map[string]bool{}
+	for _, p := range strings.FieldsFunc(params, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' }) {
+		listed[p] = true
+	}
+	ty := reflect.TypeOf(behaviorJSON{})
+	for i := 0; i < ty.NumField(); i++ {
+		name, _, _ := strings.Cut(ty.Field(i).Tag.Get("json"), ",")
+		if name != "mode" && !listed[name] {
+			t.Errorf("the help lacks param %q", name)
+		}
+		delete(listed, name)
+	}
+	for p := range listed {
+		t.Errorf("the help lists %q, which is no field of a Behavior", p)
+	}
+	for _, ex := range behaviorExamples {
+		if _, err := ParseBehavior(ex); err != nil {
+			t.Errorf("example %q: %v", ex, err)
+		}
 	}
 }
