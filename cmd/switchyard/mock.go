@@ -40,6 +40,7 @@ func runMock(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintln(stderr, "\nSteer it at run time: POST /_mock/behavior {\"model\":\"gpt-4o\",\"behavior\":{\"mode\":\"status\",\"status\":503}},")
 		fmt.Fprintln(stderr, "GET /_mock/stats, POST /_mock/reset (openai); or per request with the header X-Mock-Behavior: 503.")
 		fmt.Fprintln(stderr, "Bedrock and Vertex take {\"stream_error\":\"modelStreamErrorException\"} beside behavior too.")
+		fmt.Fprint(stderr, "\n"+mockprovider.BehaviorHelp())
 		fmt.Fprintln(stderr, "\nFlags:")
 		fs.PrintDefaults()
 	}

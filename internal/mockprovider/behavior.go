@@ -76,6 +76,24 @@ var knownModes = map[Mode]bool{
 	ModeErrorEvent: true, ModeContinue: true,
 }
 
+// behaviorExamples are BehaviorHelp's examples (each one parses: TestBehaviorHelp).
+var behaviorExamples = []string{
+	"503", "fail_once", "slow_first_token;first_token_delay=2s", "cut;after=2", "stall;after=1",
+	"error_event;after=1", "cut;prefill;break_first=1;splits=5;text=Hello world",
+	"continue;text=Hello world", "ok;raw_bytes;chunk_bytes=1;text=中文", "cut;tool_call=lookup;after=2",
+}
+
+// BehaviorHelp lists the modes and params of a behaviour, for `switchyard mock-provider --help`.
+func BehaviorHelp() string {
+	return `Behaviours: the X-Mock-Behavior header, <mode>[;param=value...]; the same names in the JSON of /_mock/behavior.
+  modes:  ok, fail_once, status, rate_limit, reset, hang, slow_first_token, cut, stall, garbage, no_done,
+          context_length_exceeded, content_policy_violation, echo, error_event, continue, or a bare HTTP status
+  params: status, retry_after, fail_first, break_first, delay, latency, first_token_delay, chunk_delay,
+          headers_first, chunks, after, separate_usage, message, chunk_bytes, splits, text,
+          reemit_space, no_prefill, prefill, raw_bytes, tool_call
+  e.g.    ` + strings.Join(behaviorExamples, "\n          ") + "\n"
+}
+
 // Behavior says how the mock answers. The zero value answers normally at once.
 //
 // Timing, in order: Delay (before anything, whatever the mode), then the FailFirst
@@ -133,6 +151,23 @@ type Behavior struct {
 	// Prefill makes the other modes (cut, stall, error_event) continue a prefill as ModeContinue
 	// does: a continuation that breaks again.
 	Prefill bool `json:"prefill,omitempty"`
+	// BreakFirst, when > 0, limits the break of ModeCut, ModeStall, ModeGarbage and
+	// ModeErrorEvent to the first BreakFirst requests for a model (counted as FailFirst is, after
+	// it); later ones are answered in full (with Prefill, the rest after their prefill): a
+	// channel that breaks a stream, then continues it.
+	BreakFirst int `json:"break_first,omitempty"`
+	// RawBytes writes a stream's text pieces that are not valid UTF-8 (a character whose bytes
+	// Splits or ChunkBytes cut across two events) raw into the JSON string, escaping only what
+	// JSON requires, as servers with byte-level tokenizers (llama.cpp) do; without it the JSON
+	// encoder would turn them into U+FFFD. Chat and Messages streams.
+	RawBytes bool `json:"raw_bytes,omitempty"`
+	// ToolCall, when set, makes the answer call the tool of this name with the arguments
+	// {"query": <the last user text>} streamed in two pieces: chat tool_calls deltas (the first
+	// naming the tool) and finish_reason "tool_calls"; Messages a tool_use content block with two
+	// input_json_delta events and stop_reason "tool_use". It comes after the text when Text is
+	// set (or the mode echoes or continues), alone otherwise. After counts the call's events as
+	// content chunks (its start, then each piece), so a cut can fall inside the arguments.
+	ToolCall string `json:"tool_call,omitempty"`
 }
 
 // normalized resolves aliases and defaults: the behaviour actually played.
@@ -171,7 +206,7 @@ func (b Behavior) normalized() Behavior {
 	if b.Chunks == 0 {
 		b.Chunks = DefaultChunks
 	}
-	if b.After > b.Chunks && !b.customPieces() {
+	if b.After > b.Chunks && !b.customPieces() && b.ToolCall == "" {
 		b.After = b.Chunks
 	}
 	return b
@@ -210,8 +245,8 @@ func (b Behavior) Validate() error {
 	if n.Status < 400 || n.Status > 599 {
 		return fmt.Errorf("status %d out of range 400-599", n.Status)
 	}
-	if b.RetryAfter < 0 || b.FailFirst < 0 || b.Chunks < 0 || b.After < 0 {
-		return errors.New("retry_after, fail_first, chunks and after must not be negative")
+	if b.RetryAfter < 0 || b.FailFirst < 0 || b.BreakFirst < 0 || b.Chunks < 0 || b.After < 0 {
+		return errors.New("retry_after, fail_first, break_first, chunks and after must not be negative")
 	}
 	if b.Chunks > maxChunks {
 		return fmt.Errorf("chunks %d over %d", b.Chunks, maxChunks)
@@ -239,8 +274,9 @@ func (b Behavior) Validate() error {
 // delay). Params (names as in Behavior's JSON): status (alias code), retry_after,
 // fail_first (alias n), delay, latency, first_token_delay, chunk_delay (Go
 // durations such as "150ms", or a bare integer of milliseconds), headers_first,
-// separate_usage (booleans; a bare name means true), chunks, after, chunk_bytes, splits
-// (byte offsets separated by commas), message.
+// separate_usage, reemit_space, no_prefill, prefill, raw_bytes (booleans; a bare name means
+// true), chunks, after, chunk_bytes, break_first, splits (byte offsets separated by commas),
+// text, tool_call, message.
 // Whitespace around items is ignored. The result is validated.
 func ParseBehavior(s string) (Behavior, error) {
 	var b Behavior
@@ -306,6 +342,8 @@ func (b *Behavior) setParam(key, val string, hasVal bool) error {
 		return intVal(&b.RetryAfter)
 	case "fail_first", "n":
 		return intVal(&b.FailFirst)
+	case "break_first":
+		return intVal(&b.BreakFirst)
 	case "chunks":
 		return intVal(&b.Chunks)
 	case "after":
@@ -339,6 +377,14 @@ func (b *Behavior) setParam(key, val string, hasVal bool) error {
 		return boolVal(&b.NoPrefill)
 	case "prefill":
 		return boolVal(&b.Prefill)
+	case "raw_bytes":
+		return boolVal(&b.RawBytes)
+	case "tool_call":
+		if !hasVal {
+			return errors.New("param tool_call: want a tool name")
+		}
+		b.ToolCall = val
+		return nil
 	case "message":
 		if !hasVal {
 			return errors.New("param message: want a value")
@@ -420,6 +466,9 @@ type behaviorJSON struct {
 	ReemitSpace     bool         `json:"reemit_space,omitempty"`
 	NoPrefill       bool         `json:"no_prefill,omitempty"`
 	Prefill         bool         `json:"prefill,omitempty"`
+	BreakFirst      int          `json:"break_first,omitempty"`
+	RawBytes        bool         `json:"raw_bytes,omitempty"`
+	ToolCall        string       `json:"tool_call,omitempty"`
 }
 
 // MarshalJSON writes durations as Go duration strings ("150ms").
@@ -431,6 +480,7 @@ func (b Behavior) MarshalJSON() ([]byte, error) {
 		Chunks: b.Chunks, ChunkDelay: jsonDuration(b.ChunkDelay), After: b.After,
 		SeparateUsage: b.SeparateUsage, Message: b.Message, ChunkBytes: b.ChunkBytes, Splits: b.Splits,
 		Text: b.Text, ReemitSpace: b.ReemitSpace, NoPrefill: b.NoPrefill, Prefill: b.Prefill,
+		BreakFirst: b.BreakFirst, RawBytes: b.RawBytes, ToolCall: b.ToolCall,
 	})
 }
 
@@ -447,6 +497,7 @@ func (b *Behavior) UnmarshalJSON(data []byte) error {
 		Chunks: j.Chunks, ChunkDelay: time.Duration(j.ChunkDelay), After: j.After,
 		SeparateUsage: j.SeparateUsage, Message: j.Message, ChunkBytes: j.ChunkBytes, Splits: j.Splits,
 		Text: j.Text, ReemitSpace: j.ReemitSpace, NoPrefill: j.NoPrefill, Prefill: j.Prefill,
+		BreakFirst: j.BreakFirst, RawBytes: j.RawBytes, ToolCall: j.ToolCall,
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -40,6 +41,9 @@ func TestParseBehavior(t *testing.T) {
 		{in: "content_policy_violation;message=nope", want: Behavior{Mode: ModeContentPolicy, Message: "nope"}},
 		{in: "delay=50ms;latency=1s", want: Behavior{Delay: 50 * time.Millisecond, Latency: time.Second}},
 		{in: "ok;", want: Behavior{Mode: ModeOK}},
+		{in: "cut;prefill;break_first=1;raw_bytes;tool_call=lookup", want: Behavior{Mode: ModeCut, Prefill: true, BreakFirst: 1, RawBytes: true, ToolCall: "lookup"}},
+		{in: "ok;tool_call", err: true},
+		{in: "cut;break_first=x", err: true},
 		{in: "", err: true},
 		{in: "   ", err: true},
 		{in: "explode", err: true},
@@ -103,6 +107,14 @@ func TestBehaviorJSON(t *testing.T) {
 		t.Errorf("marshal: %s\nwant      %s", data, want)
 	}
 	var back Behavior
+	if err := json.Unmarshal(data, &back); err != nil || back != b {
+		t.Errorf("round trip: %+v, %v", back, err)
+	}
+	b = Behavior{Mode: ModeCut, BreakFirst: 2, RawBytes: true, ToolCall: "lookup", Prefill: true}
+	data, _ = json.Marshal(b)
+	if want := `{"mode":"cut","prefill":true,"break_first":2,"raw_bytes":true,"tool_call":"lookup"}`; string(data) != want {
+		t.Errorf("marshal: %s\nwant      %s", data, want)
+	}
 	if err := json.Unmarshal(data, &back); err != nil || back != b {
 		t.Errorf("round trip: %+v, %v", back, err)
 	}
@@ -374,5 +386,38 @@ func TestListenAndServe(t *testing.T) {
 	}
 	if err := ListenAndServe(context.Background(), "127.0.0.1:-1", New(Options{})); err == nil {
 		t.Error("bad address accepted")
+	}
+}
+
+// TestBehaviorHelp: the --help list names every mode and every field of a Behavior, and its
+// examples parse.
+func TestBehaviorHelp(t *testing.T) {
+	help := BehaviorHelp()
+	for m := range knownModes {
+		if !strings.Contains(help, string(m)) {
+			t.Errorf("the help lacks mode %q", m)
+		}
+	}
+	_, params, _ := strings.Cut(help, "params:")
+	params, _, _ = strings.Cut(params, "e.g.")
+	listed := map[string]bool{}
+	for _, p := range strings.FieldsFunc(params, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' }) {
+		listed[p] = true
+	}
+	ty := reflect.TypeOf(behaviorJSON{})
+	for i := 0; i < ty.NumField(); i++ {
+		name, _, _ := strings.Cut(ty.Field(i).Tag.Get("json"), ",")
+		if name != "mode" && !listed[name] {
+			t.Errorf("the help lacks param %q", name)
+		}
+		delete(listed, name)
+	}
+	for p := range listed {
+		t.Errorf("the help lists %q, which is no field of a Behavior", p)
+	}
+	for _, ex := range behaviorExamples {
+		if _, err := ParseBehavior(ex); err != nil {
+			t.Errorf("example %q: %v", ex, err)
+		}
 	}
 }

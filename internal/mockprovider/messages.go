@@ -44,9 +44,12 @@ func (x *exchange) errorEvent() string {
 	return sseData(map[string]any{"error": map[string]any{"message": x.message("The server had an error while processing your request."), "type": "server_error", "param": nil, "code": nil}})
 }
 
-// toolToCall is the tool the mock calls: the first one, unless the conversation already
-// answered a call (its last message holds a tool_result).
+// toolToCall is the tool the mock calls: ToolCall's, or else the request's first one unless the
+// conversation already answered a call (its last message holds a tool_result).
 func (x *exchange) toolToCall() (string, bool) {
+	if x.b.ToolCall != "" {
+		return x.b.ToolCall, true
+	}
 	var tools []struct {
 		Name string `json:"name"`
 	}
@@ -75,7 +78,10 @@ func (x *exchange) messagesUsage() map[string]any {
 
 // messageBody is the non-streamed Messages answer.
 func (x *exchange) messageBody() map[string]any {
-	content := []any{map[string]any{"type": "text", "text": x.text()}}
+	content := []any{}
+	if x.hasText() {
+		content = append(content, map[string]any{"type": "text", "text": x.text()})
+	}
 	stop := "end_turn"
 	if name, ok := x.toolToCall(); ok {
 		content = append(content, map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_mock%d", x.id), "name": name, "input": json.RawMessage(x.toolInput())})
@@ -87,40 +93,50 @@ func (x *exchange) messageBody() map[string]any {
 	}
 }
 
-// messagesPlan is a Messages stream: a text block of the pieces, then a tool_use block when the
-// request calls for one.
+// messagesPlan is a Messages stream: a text block of the pieces (none for a ToolCall alone), then
+// a tool_use block when the behaviour or the request calls for one. The tool's events are content
+// chunks (After counts them): the text block's end with the tool_use block's start, then each
+// input_json_delta.
 func (x *exchange) messagesPlan(pieces []string) streamPlan {
 	var p streamPlan
 	start := map[string]any{
 		"id": fmt.Sprintf("msg_mock%d", x.id), "type": "message", "role": "assistant", "model": x.req.Model, "content": []any{},
 		"stop_reason": nil, "stop_sequence": nil, "usage": map[string]any{"input_tokens": x.promptTokens(), "output_tokens": 1},
 	}
-	p.head = []string{
-		sseEvent("message_start", map[string]any{"type": "message_start", "message": start}),
-		sseEvent("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}}),
-		sseEvent("ping", map[string]any{"type": "ping"}),
+	p.head = []string{sseEvent("message_start", map[string]any{"type": "message_start", "message": start})}
+	block := -1 // the open block
+	if x.hasText() {
+		block = 0
+		p.head = append(p.head, sseEvent("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}}))
 	}
+	p.head = append(p.head, sseEvent("ping", map[string]any{"type": "ping"}))
 	for _, piece := range pieces {
 		p.content = append(p.content, sseEvent("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
-			"delta": map[string]any{"type": "text_delta", "text": piece}}))
+			"delta": map[string]any{"type": "text_delta", "text": x.streamText(piece)}}))
 	}
-	p.final = []string{sseEvent("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})}
 	stop := "end_turn"
 	if name, ok := x.toolToCall(); ok {
 		stop = "tool_use"
-		input := x.toolInput()
-		half := len(input) / 2
-		p.final = append(p.final,
-			sseEvent("content_block_start", map[string]any{"type": "content_block_start", "index": 1,
-				"content_block": map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_mock%d", x.id), "name": name, "input": map[string]any{}}}),
-			sseEvent("content_block_delta", map[string]any{"type": "content_block_delta", "index": 1, "delta": map[string]any{"type": "input_json_delta", "partial_json": input[:half]}}),
-			sseEvent("content_block_delta", map[string]any{"type": "content_block_delta", "index": 1, "delta": map[string]any{"type": "input_json_delta", "partial_json": input[half:]}}),
-			sseEvent("content_block_stop", map[string]any{"type": "content_block_stop", "index": 1}),
-		)
+		var begin string
+		if block >= 0 {
+			begin = sseEvent("content_block_stop", map[string]any{"type": "content_block_stop", "index": block})
+		}
+		block++
+		begin += sseEvent("content_block_start", map[string]any{"type": "content_block_start", "index": block,
+			"content_block": map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_mock%d", x.id), "name": name, "input": map[string]any{}}})
+		p.content = append(p.content, begin)
+		for _, args := range x.toolArgPieces() {
+			p.content = append(p.content, sseEvent("content_block_delta", map[string]any{"type": "content_block_delta", "index": block,
+				"delta": map[string]any{"type": "input_json_delta", "partial_json": args}}))
+		}
 	}
+	if block >= 0 {
+		p.final = []string{sseEvent("content_block_stop", map[string]any{"type": "content_block_stop", "index": block})}
+	}
+	// message_delta's usage is cumulative, the input included, as the API sends it now.
 	p.final = append(p.final,
 		sseEvent("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil},
-			"usage": map[string]any{"output_tokens": x.completionTokens()}}),
+			"usage": map[string]any{"input_tokens": x.promptTokens(), "output_tokens": x.completionTokens()}}),
 		sseEvent("message_stop", map[string]any{"type": "message_stop"}),
 	)
 	return p

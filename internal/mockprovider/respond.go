@@ -1,12 +1,14 @@
 package mockprovider
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // GarbageEvent is the malformed event ModeGarbage puts in a stream.
@@ -153,8 +155,11 @@ func sseEvent(typ string, v any) string {
 	return "event: " + typ + "\n" + "data: " + string(data) + "\n\n"
 }
 
-// pieces is the answer text, one piece per content chunk.
+// pieces is the answer text, one piece per content chunk (none for a tool call alone).
 func (x *exchange) pieces() []string {
+	if !x.hasText() {
+		return nil
+	}
 	if x.b.customPieces() {
 		splits, _ := x.b.splitOffsets() // validated
 		return cut(x.answerText(), x.b.ChunkBytes, splits)
@@ -268,9 +273,45 @@ func (x *exchange) echo() string {
 	return ""
 }
 
+// promptTokens counts a token per 4 bytes of the request's text (its messages' contents, a
+// final assistant prefill included, the system prompt, the prompt or the input), plus one: a
+// continuation's prompt grows by its prefill, as a provider's does.
 func (x *exchange) promptTokens() int {
-	n := len(x.req.Messages) + len(x.req.Prompt) + len(x.req.Input)
+	n := textLen(x.req.Messages) + textLen(x.req.System) + textLen(x.req.Prompt) + textLen(x.req.Input)
 	return 1 + n/4
+}
+
+// textLen is the length in bytes of the text in a request field: a string, the strings of an
+// array, and the "content" and "text" of the objects in it (messages and their parts). Token
+// arrays and other values count nothing.
+func textLen(raw json.RawMessage) int {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return 0
+	}
+	switch raw[0] {
+	case '"':
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return len(s)
+		}
+	case '[':
+		var arr []json.RawMessage
+		_ = json.Unmarshal(raw, &arr)
+		n := 0
+		for _, e := range arr {
+			n += textLen(e)
+		}
+		return n
+	case '{':
+		var obj struct {
+			Content json.RawMessage `json:"content"`
+			Text    json.RawMessage `json:"text"`
+		}
+		_ = json.Unmarshal(raw, &obj)
+		return textLen(obj.Content) + textLen(obj.Text)
+	}
+	return 0
 }
 
 func (x *exchange) usage() map[string]any {
@@ -278,12 +319,66 @@ func (x *exchange) usage() map[string]any {
 	return map[string]any{"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
 }
 
-// completionTokens counts one token per content chunk.
+// completionTokens counts one token per content chunk (a ToolCall's argument pieces included).
 func (x *exchange) completionTokens() int {
-	if x.b.customPieces() {
-		return len(x.pieces())
+	n := x.b.Chunks
+	if x.b.customPieces() || !x.hasText() {
+		n = len(x.pieces())
 	}
-	return x.b.Chunks
+	if x.b.ToolCall != "" {
+		n += len(x.toolArgPieces())
+	}
+	return n
+}
+
+// hasText reports whether the answer has text: always, except a ToolCall without Text (nor an
+// echo or continuation), which is the call alone.
+func (x *exchange) hasText() bool {
+	return x.b.ToolCall == "" || x.b.Text != "" || x.b.Mode == ModeEcho || x.b.Mode == ModeContinue || x.b.Prefill
+}
+
+// toolArgPieces is a streamed tool call's arguments in two pieces, cut at a character boundary.
+func (x *exchange) toolArgPieces() []string {
+	args := x.toolInput()
+	half := len(args) / 2
+	for half > 0 && !utf8.RuneStart(args[half]) {
+		half--
+	}
+	return []string{args[:half], args[half:]}
+}
+
+// streamText is a text piece as a stream event carries it: with RawBytes, a piece that is not
+// valid UTF-8 goes into the JSON raw (encoding/json would write U+FFFD for its bytes).
+func (x *exchange) streamText(piece string) any {
+	if x.b.RawBytes && !utf8.ValidString(piece) {
+		return json.RawMessage(rawJSONString(piece))
+	}
+	return piece
+}
+
+// rawJSONString writes s as a JSON string literal escaping only what JSON requires (the quote,
+// the backslash and control characters), bytes of invalid UTF-8 kept as they are.
+func rawJSONString(s string) []byte {
+	const hex = "0123456789abcdef"
+	out := make([]byte, 0, len(s)+2)
+	out = append(out, '"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			out = append(out, '\\', c)
+		case c == '\n':
+			out = append(out, '\\', 'n')
+		case c == '\r':
+			out = append(out, '\\', 'r')
+		case c == '\t':
+			out = append(out, '\\', 't')
+		case c < 0x20:
+			out = append(out, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+		default:
+			out = append(out, c)
+		}
+	}
+	return append(out, '"')
 }
 
 func (x *exchange) includeUsage() bool {
@@ -295,14 +390,24 @@ func (x *exchange) created() int64 { return time.Now().Unix() }
 func (x *exchange) fullBody() any {
 	switch x.ep {
 	case epChat:
+		msg := map[string]any{"role": "assistant", "content": x.text(), "refusal": nil}
+		finish := "stop"
+		if x.b.ToolCall != "" {
+			if !x.hasText() {
+				msg["content"] = nil
+			}
+			msg["tool_calls"] = []any{map[string]any{"id": fmt.Sprintf("call_mock%d", x.id), "type": "function",
+				"function": map[string]any{"name": x.b.ToolCall, "arguments": x.toolInput()}}}
+			finish = "tool_calls"
+		}
 		return map[string]any{
 			"id": fmt.Sprintf("chatcmpl-mock%d", x.id), "object": "chat.completion", "created": x.created(),
 			"model": x.req.Model, "system_fingerprint": "fp_mock",
 			"choices": []any{map[string]any{
 				"index":         0,
-				"message":       map[string]any{"role": "assistant", "content": x.text(), "refusal": nil},
+				"message":       msg,
 				"logprobs":      nil,
-				"finish_reason": "stop",
+				"finish_reason": finish,
 			}},
 			"usage": x.usage(),
 		}
@@ -404,16 +509,33 @@ func (x *exchange) plan() streamPlan {
 				"model": x.req.Model, "system_fingerprint": "fp_mock", "choices": choices,
 			}
 		}
+		deltaChunk := func(delta map[string]any) string {
+			return sseData(chunk([]any{map[string]any{"index": 0, "delta": delta, "logprobs": nil, "finish_reason": nil}}))
+		}
 		for i, piece := range pieces {
-			delta := map[string]any{"content": piece}
+			delta := map[string]any{"content": x.streamText(piece)}
 			if i == 0 {
 				delta["role"] = "assistant"
 			}
-			p.content = append(p.content, sseData(chunk([]any{map[string]any{
-				"index": 0, "delta": delta, "logprobs": nil, "finish_reason": nil,
-			}})))
+			p.content = append(p.content, deltaChunk(delta))
 		}
-		last := chunk([]any{map[string]any{"index": 0, "delta": map[string]any{}, "logprobs": nil, "finish_reason": "stop"}})
+		finish := "stop"
+		if x.b.ToolCall != "" {
+			// As OpenAI streams a call: the first delta names it (id, type, name, empty
+			// arguments), the next ones carry pieces of its arguments.
+			finish = "tool_calls"
+			delta := map[string]any{"tool_calls": []any{map[string]any{"index": 0, "id": fmt.Sprintf("call_mock%d", x.id), "type": "function",
+				"function": map[string]any{"name": x.b.ToolCall, "arguments": ""}}}}
+			if len(pieces) == 0 {
+				delta["role"], delta["content"] = "assistant", nil
+			}
+			p.content = append(p.content, deltaChunk(delta))
+			for _, args := range x.toolArgPieces() {
+				p.content = append(p.content, deltaChunk(map[string]any{"tool_calls": []any{map[string]any{"index": 0,
+					"function": map[string]any{"arguments": args}}}}))
+			}
+		}
+		last := chunk([]any{map[string]any{"index": 0, "delta": map[string]any{}, "logprobs": nil, "finish_reason": finish}})
 		p.final = x.finalChunks(last, chunk([]any{}))
 		p.done = true
 	case epCompletions:

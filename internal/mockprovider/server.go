@@ -67,7 +67,7 @@ type Server struct {
 	mu          sync.Mutex
 	def         Behavior
 	perModel    map[string]Behavior
-	failed      map[string]int // FailFirst progress, by source+model
+	progress    map[string]progress // FailFirst and BreakFirst progress, by source+model
 	counts      map[string]int
 	total       int
 	lastHeaders http.Header
@@ -83,7 +83,7 @@ func New(opts Options) *Server {
 		opts:     opts,
 		closed:   make(chan struct{}),
 		perModel: map[string]Behavior{},
-		failed:   map[string]int{},
+		progress: map[string]progress{},
 		counts:   map[string]int{},
 	}
 }
@@ -102,7 +102,7 @@ func (s *Server) SetBehavior(model string, b Behavior) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.perModel[model] = b
-	delete(s.failed, failKey("", model))
+	delete(s.progress, failKey("", model))
 }
 
 // ClearBehavior removes model's own behaviour: the default applies again.
@@ -114,7 +114,7 @@ func (s *Server) ClearBehavior(model string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.perModel, model)
-	delete(s.failed, failKey("", model))
+	delete(s.progress, failKey("", model))
 }
 
 // SetDefault sets the behaviour for models without one of their own, and
@@ -123,10 +123,10 @@ func (s *Server) SetDefault(b Behavior) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.def = b
-	for k := range s.failed {
+	for k := range s.progress {
 		src, model, _ := strings.Cut(k, "\x00")
 		if _, own := s.perModel[model]; src == "" && !own {
-			delete(s.failed, k)
+			delete(s.progress, k)
 		}
 	}
 }
@@ -137,7 +137,7 @@ func (s *Server) ClearBehaviors() {
 	defer s.mu.Unlock()
 	s.def = Behavior{}
 	s.perModel = map[string]Behavior{}
-	s.failed = map[string]int{}
+	s.progress = map[string]progress{}
 }
 
 // BehaviorFor returns the behaviour configured for model (its own, or the default).
@@ -200,7 +200,7 @@ func (s *Server) Reset() {
 	s.total = 0
 	s.lastHeaders = nil
 	s.lastBody = nil
-	s.failed = map[string]int{}
+	s.progress = map[string]progress{}
 }
 
 // Close releases every handler that hangs, stalls or waits, closing its
@@ -212,6 +212,14 @@ func (s *Server) Close() {
 }
 
 func failKey(source, model string) string { return source + "\x00" + model }
+
+// progress is how many requests of one source and model FailFirst failed and BreakFirst broke.
+type progress struct{ failed, broke int }
+
+// breaks reports whether a mode breaks a stream (what BreakFirst limits).
+func breaks(m Mode) bool {
+	return m == ModeCut || m == ModeStall || m == ModeGarbage || m == ModeErrorEvent
+}
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -232,6 +240,7 @@ type apiRequest struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
 	Messages   json.RawMessage `json:"messages"`
+	System     json.RawMessage `json:"system"` // Messages API
 	Tools      json.RawMessage `json:"tools"`
 	Prompt     json.RawMessage `json:"prompt"`
 	Input      json.RawMessage `json:"input"`
@@ -379,16 +388,29 @@ func (x *exchange) serve() {
 	if x.b.FailFirst > 0 {
 		key := failKey(source, x.req.Model)
 		s.mu.Lock()
-		n := s.failed[key]
-		fail := n < x.b.FailFirst
+		p := s.progress[key]
+		fail := p.failed < x.b.FailFirst
 		if fail {
-			s.failed[key] = n + 1
+			p.failed++
+			s.progress[key] = p
 		}
 		s.mu.Unlock()
 		if fail {
 			x.statusError(x.b.Status)
 			return
 		}
+	}
+	if x.b.BreakFirst > 0 && breaks(x.b.Mode) {
+		key := failKey(source, x.req.Model)
+		s.mu.Lock()
+		p := s.progress[key]
+		if p.broke < x.b.BreakFirst {
+			p.broke++
+			s.progress[key] = p
+		} else {
+			x.b.Mode = ModeOK // broken enough: answer in full
+		}
+		s.mu.Unlock()
 	}
 
 	switch x.b.Mode {
