@@ -483,16 +483,20 @@ func (r *replayer) process(e *entry) {
 	st, _ := r.eng.StatusOf(tm(t), ks.key)
 	r.drain(t)
 	phase := st.Phase
-	fed, probe := false, false
+	// Whether the line answers a pending probe and whether it is traffic the replayed policy
+	// sent are two questions: a channel in Probing that panic routing (or the listed cohort)
+	// sends requests to gets those requests and its probes, as in the proxy. A line that is both
+	// is the evidence of what the probe got, and is fed twice: as the request, then as the probe.
+	probe := phase == health.PhaseProbing && ks.probePending && t <= ks.probeAt+int64(m.Settings.ProbeMaxLatency) &&
+		e.outcome != health.OutcomeClientError
+	fed := false
 	switch {
 	case followed && phase != health.PhaseRampingUp:
 		// The replayed plan sent this very attempt (panic routing's pick included). A ramp's
 		// share is the accumulator's below for every line alike: feeding the lines the plan
 		// picked on top of it would count the share twice.
 		fed = true
-	case phase == health.PhaseProbing && ks.probePending && t <= ks.probeAt+int64(m.Settings.ProbeMaxLatency) &&
-		e.outcome != health.OutcomeClientError:
-		probe = true
+	case probe:
 	case e.probe: // answers a replayed probe or nothing: the replayed policy sent no such attempt
 	case st.TrafficPercent > 0 && phase != health.PhaseRampingUp: // Healthy, Degraded, RateLimited
 		fed = true
@@ -517,11 +521,16 @@ func (r *replayer) process(e *entry) {
 	}
 	if fed || probe {
 		ks.carried[phase]++
-		if probe {
-			ks.probePending = false
-			ks.probes.Answered++
-		}
-		r.eng.Observe(ks.key, health.Observation{At: tm(t), Outcome: e.outcome, Latency: e.latency, RetryAfter: e.retryAfter, Probe: probe})
+	}
+	if fed {
+		// In Probing this only fills the window: the engine takes probe verdicts from probes.
+		r.eng.Observe(ks.key, health.Observation{At: tm(t), Outcome: e.outcome, Latency: e.latency, RetryAfter: e.retryAfter})
+		r.drain(t)
+	}
+	if probe {
+		ks.probePending = false
+		ks.probes.Answered++
+		r.eng.Observe(ks.key, health.Observation{At: tm(t), Outcome: e.outcome, Latency: e.latency, RetryAfter: e.retryAfter, Probe: true})
 		r.drain(t)
 	}
 	r.addEvidence(ks, evidence{ts: t, line: e.line, outcome: e.outcome})
