@@ -375,3 +375,130 @@ func TestPanicRoutedChannelRecoversAsInTheProxy(t *testing.T) {
 		}
 	}
 }
+
+const halfPolicy = `apiVersion: switchyard.io/v1alpha1
+kind: RoutingPolicy
+metadata: {name: chat}
+spec:
+  models: [gpt-4o]
+  channels: [{name: a}, {name: b}]
+  strategy: Priority
+  scenario: chat
+  rollout: {mode: Enforce, percent: 50}
+`
+
+// proxyAttempts lists the client attempts of an access log as "request #n channel", in log
+// order (the order the proxy made them: one request at a time).
+func proxyAttempts(lines []logLine) []string {
+	var out []string
+	for _, l := range lines {
+		if !l.Probe {
+			out = append(out, fmt.Sprintf("%s #%d %s", l.RequestID, l.Attempt, l.Channel))
+		}
+	}
+	return out
+}
+
+// TestReplaySplitsCohortsAsTheProxy: a policy rolled out to 50% of the requests. a fails from
+// 10:01 to 10:04 and is ejected; from then on the policy's cohort goes straight to b while the
+// listed cohort still tries a first and fails over to b; a recovers, is probed and ramps, and
+// the listed cohort keeps sending it everything during the ramp, so that when a fails again for
+// three seconds at 10:06:40 the listed requests' failures are a rise during the ramp (the
+// policy's cohort sends a only its 5% share). Every third request carries an
+// X-Switchyard-Cohort header, one session per ten seconds, which decides its cohort instead of
+// its id. Replay of the proxy's log must make the same attempts for every request and journal
+// the same transitions.
+func TestReplaySplitsCohortsAsTheProxy(t *testing.T) {
+	w := newWorld(t, halfPolicy)
+	const seconds = 12 * 60
+	for s := range seconds {
+		switch s {
+		case 60:
+			w.a.SetDefault(mockprovider.Behavior{Mode: mockprovider.ModeStatus, Status: 503})
+		case 240, 403:
+			w.a.SetDefault(mockprovider.Behavior{})
+		case 400:
+			w.a.SetDefault(mockprovider.Behavior{Mode: mockprovider.ModeStatus, Status: 503})
+		}
+		w.at(proxyT0.Add(time.Duration(s) * time.Second))
+		cohort := ""
+		if s%3 == 0 {
+			cohort = fmt.Sprintf("session-%d", s/10)
+		}
+		w.request(fmt.Sprintf("r-%d", s), cohort)
+	}
+	end := proxyT0.Add((seconds - 1) * time.Second)
+	full := w.log.Bytes()
+	lines := readLog(t, full)
+	want := proxyAttempts(lines)
+	if !bytes.Contains(full, []byte(`"cohortKey":"session-0"`)) {
+		t.Fatal("the access log does not carry the X-Switchyard-Cohort header")
+	}
+
+	// The world did what the test says: after a's ejection both cohorts are there, one request
+	// in two or so each: the listed one fails over from a, the policy's goes to b at once.
+	journal := w.journal(end)
+	var ejectedAt time.Time
+	for _, l := range only(journal, "a") {
+		if strings.HasSuffix(l, "ConsecutiveFailures") {
+			ejectedAt, _ = time.Parse(time.RFC3339Nano, l[:strings.Index(l, " ")])
+		}
+	}
+	if ejectedAt.IsZero() || !strings.Contains(strings.Join(only(journal, "a"), "\n"), "RampingUp->Ejected RampErrorRise") {
+		t.Fatalf("a was not ejected, probed back and ejected again during the ramp:\n%s", strings.Join(journal, "\n"))
+	}
+	perRequest := map[string][]string{}
+	var order []string
+	for _, l := range lines {
+		if l.Probe {
+			continue
+		}
+		if perRequest[l.RequestID] == nil {
+			order = append(order, l.RequestID)
+		}
+		perRequest[l.RequestID] = append(perRequest[l.RequestID], l.Channel)
+		if l.TS.Before(ejectedAt.Add(time.Second)) || l.TS.After(proxyT0.Add(240*time.Second)) {
+			delete(perRequest, l.RequestID) // only the outage after the ejection tells the cohorts apart
+		}
+	}
+	listed, policy := 0, 0
+	for _, id := range order {
+		switch strings.Join(perRequest[id], " ") {
+		case "a b":
+			listed++
+		case "b":
+			policy++
+		}
+	}
+	if listed < 40 || policy < 40 {
+		t.Fatalf("during the outage %d requests went a then b (listed) and %d straight to b (policy)", listed, policy)
+	}
+
+	got := replayLog(t, w.man, full, end)
+	if d := firstDifference(want, got.attempts); d != "" {
+		t.Errorf("replay's attempts differ from the proxy's: %s", d)
+	}
+	if strings.Join(got.journal, "\n") != strings.Join(journal, "\n") {
+		t.Errorf("replay journals differently:\n%s", diffLines(journal, got.journal))
+	}
+	m := got.rep.Models[0]
+	if m.Rollout != "Enforce 50%" || m.Requests.Listed < seconds*4/10 || m.Requests.Listed > seconds*6/10 || m.Requests.FailedListed != 0 {
+		t.Errorf("the report's rollout %q, requests %+v", m.Rollout, m.Requests)
+	}
+}
+
+func firstDifference(a, b []string) string {
+	for i := range max(len(a), len(b)) {
+		var x, y string
+		if i < len(a) {
+			x = a[i]
+		}
+		if i < len(b) {
+			y = b[i]
+		}
+		if x != y {
+			return fmt.Sprintf("attempt %d: proxy %q, replay %q (proxy made %d attempts, replay %d)", i+1, x, y, len(a), len(b))
+		}
+	}
+	return ""
+}
