@@ -149,6 +149,7 @@ func drawFailure(rng *rand.Rand) mockprovider.Behavior {
 type sequence struct {
 	seed     uint64
 	strategy string
+	rollout  string                             // the chat policy's spec.rollout ("" for none): the listed cohort's walk too
 	scripts  map[string][]mockprovider.Behavior // channel → behaviours, in call order
 	models   []string                           // per request
 	gaps     []time.Duration                    // before each request
@@ -157,6 +158,11 @@ type sequence struct {
 func generate(seed uint64) sequence {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	sq := sequence{seed: seed, strategy: []string{"Priority", "HealthScore", "Weighted"}[rng.IntN(3)], scripts: map[string][]mockprovider.Behavior{}}
+	// A third of the sequences roll the policy out to half of the requests: those in the
+	// listed cohort walk a, b, c in order whatever the engine says (cohort.go).
+	if rng.IntN(3) == 0 {
+		sq.rollout = "{percent: 50}"
+	}
 	for _, ch := range []string{"a", "b", "c", "d"} {
 		fail := []float64{0.05, 0.3, 0.7, 0.95}[rng.IntN(4)]
 		var script []mockprovider.Behavior
@@ -187,7 +193,7 @@ func generate(seed uint64) sequence {
 	return sq
 }
 
-func manifests(strategy string, urls map[string]string) string {
+func manifests(strategy, rollout string, urls map[string]string) string {
 	channel := func(name, region string, models string) string {
 		return fmt.Sprintf(`---
 apiVersion: switchyard.io/v1alpha1
@@ -220,7 +226,7 @@ spec:
   fallbackModels: [gpt-4o-mini]
   contextOverflowModels: [gpt-4.1]
   retry: {maxAttempts: 4, backoff: {base: 100ms, max: 150ms}}
----
+` + rolloutLine(rollout) + `---
 apiVersion: switchyard.io/v1alpha1
 kind: RoutingPolicy
 metadata: {name: mini}
@@ -236,6 +242,13 @@ spec:
   channels: [{name: a}]
   retry: {maxAttempts: 3, backoff: {base: 100ms, max: 150ms}}
 `
+}
+
+func rolloutLine(rollout string) string {
+	if rollout == "" {
+		return ""
+	}
+	return "  rollout: " + rollout + "\n"
 }
 
 // attemptLine is what both sides are compared on.
@@ -281,7 +294,7 @@ func play(t *testing.T, sq sequence) (*played, error) {
 		servers = append(servers, srv)
 		urls[ch] = srv.URL
 	}
-	man := manifests(sq.strategy, urls)
+	man := manifests(sq.strategy, sq.rollout, urls)
 	in, err := routing.ParseManifests([]routing.ManifestFile{{Path: "differential.yaml", Data: []byte(man)}})
 	if err != nil {
 		return nil, err
@@ -333,6 +346,10 @@ func play(t *testing.T, sq sequence) (*played, error) {
 	logMu.Lock()
 	p.log = slices.Clone(accessLog.Bytes())
 	logMu.Unlock()
+	var listed *routing.Policy // the rollout's cohort choice, for the coverage count
+	if sq.rollout != "" {
+		listed = &routing.Policy{Rollout: &routing.Rollout{Percent: 50}}
+	}
 	sc := bufio.NewScanner(bytes.NewReader(p.log))
 	for sc.Scan() {
 		var l struct {
@@ -363,6 +380,9 @@ func play(t *testing.T, sq sequence) (*played, error) {
 		p.outcomes["attempts on "+l.Model]++
 		if l.Attempt > 1 {
 			p.outcomes["retries"]++
+			if listed != nil && l.Model == "gpt-4o" && failover.ChooseCohort(listed, l.RequestID) == failover.CohortListed {
+				p.outcomes["retries in the listed cohort"]++
+			}
 		}
 	}
 	// The journals are compared up to the last logged attempt, where replay's view ends (a
@@ -507,7 +527,8 @@ func TestProxyAndReplayDecideAlike(t *testing.T) {
 	// test proves less than it says.
 	for _, want := range []string{"server_error", "rate_limited", "rate_limited with Retry-After", "timeout", "connection_error",
 		"stream_cut", "stream_cut after the first event", "client_error context_length_exceeded",
-		"attempts on gpt-4o-mini", "attempts on gpt-4.1", "attempts on solo", "retries", "ejections", "HTTP 429", "HTTP 503", "HTTP 200"} {
+		"attempts on gpt-4o-mini", "attempts on gpt-4.1", "attempts on solo", "retries", "retries in the listed cohort",
+		"ejections", "HTTP 429", "HTTP 503", "HTTP 200"} {
 		if coverage[want] < 5 && !(testing.Short() && want == "HTTP 429") {
 			t.Errorf("coverage: %q happened %d times over %d sequences", want, coverage[want], n)
 		}

@@ -33,6 +33,11 @@ type accessLogLine struct {
 	// Continuation numbers an attempt that continues (or regenerates) a stream that broke after
 	// text reached the client (1, 2, ...; absent on other attempts).
 	Continuation int `json:"continuation,omitempty"`
+	// CohortKey is the client's X-Switchyard-Cohort header when it sent a usable one: the rollout
+	// cohort of the request is a hash of it instead of the request id (failover.ChooseCohort), so
+	// replay needs it to put the request in the cohort the proxy did. Absent otherwise: the
+	// request id decides.
+	CohortKey string `json:"cohortKey,omitempty"`
 }
 
 // accessLog writes one JSON line per attempt with a single Write, so lines never interleave.

@@ -536,6 +536,9 @@ func (s *Server) finishAttempt(a *attempt, r *result) {
 	if !a.probe && a.requested != a.model {
 		line.RequestedModel = a.requested
 	}
+	if !a.probe {
+		line.CohortKey = cohortHeader(a.header)
+	}
 	if r.outcome != health.OutcomeSuccess {
 		line.Error = r.detail
 		line.ErrorCode = r.errCode

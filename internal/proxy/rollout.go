@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"net/http"
 	"sync/atomic"
 	"time"
 
@@ -16,10 +17,19 @@ const CohortHeader = "X-Switchyard-Cohort"
 // cohortKey is what decides the request's cohort: the client's X-Switchyard-Cohort when it is a
 // plausible id (bounded, printable), otherwise the request id.
 func (rt *routeState) cohortKey() string {
-	if v := rt.header.Get(CohortHeader); validRequestID(v) {
+	if v := cohortHeader(rt.header); v != "" {
 		return v
 	}
 	return rt.requestID
+}
+
+// cohortHeader is the client's X-Switchyard-Cohort if it may decide the cohort, else "". The
+// access log carries it (cohortKey) so that replay hashes what the proxy hashed.
+func cohortHeader(h http.Header) string {
+	if v := h.Get(CohortHeader); validRequestID(v) {
+		return v
+	}
+	return ""
 }
 
 // rolloutStats are one policy's figures per cohort since the proxy started: plain sums, so that

@@ -38,6 +38,9 @@ type rawLine struct {
 	// continuation numbers an attempt that continued a stream broken after text reached the
 	// client (the proxy's stream recovery); 0 for the others.
 	continuation int
+	// cohortKey is the client's X-Switchyard-Cohort (cohortKey), nil when the request id
+	// decided the request's rollout cohort.
+	cohortKey []byte
 }
 
 // errLine is a decoding error without allocation for the common cases.
@@ -166,6 +169,10 @@ func decodeLine(b []byte, r *rawLine) error {
 					return err
 				}
 				r.continuation = int(min(max(n, 0), math.MaxInt32))
+			case "cohortKey":
+				if r.cohortKey, err = d.strOrNull(); err != nil {
+					return err
+				}
 			case "retryAfterMs":
 				if r.retryAfter, err = d.millis(); err != nil {
 					return err

@@ -28,6 +28,9 @@ func TestDecodeLine(t *testing.T) {
 	if err := decodeLine([]byte(`{"ts":"2026-11-30T10:00:00Z","channel":"a","model":"m","status":200,"probe":true}`), &p); err != nil || !p.probe {
 		t.Errorf("probe line: %v, probe %v", err, p.probe)
 	}
+	if err := decodeLine([]byte(`{"ts":"2026-11-30T10:00:00Z","channel":"a","model":"m","status":200,"cohortKey":"user-\u003c7\u003e"}`), &p); err != nil || string(p.cohortKey) != "user-<7>" {
+		t.Errorf("cohortKey: %v, %q", err, p.cohortKey)
+	}
 	for _, g := range good {
 		var r rawLine
 		if err := decodeLine([]byte(g.line), &r); err != nil {
@@ -61,6 +64,7 @@ func TestDecodeLine(t *testing.T) {
 		`{"ts":1,"channel":"a","model":"m","status":200}`,
 		`{"ts":"2026-11-30T10:00:00Z","channel":"a","model":"m","status":01}`,
 		`{"ts":"2026-11-30T10:00:00Z","channel":"a","model":"m","status":200,"probe":"yes"}`,
+		`{"ts":"2026-11-30T10:00:00Z","channel":"a","model":"m","status":200,"cohortKey":7}`,
 	}
 	for _, b := range bad {
 		var r rawLine

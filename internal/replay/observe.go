@@ -84,4 +84,6 @@ type RequestOutcome struct {
 	PolicyChannel  string
 	Rerouted       bool
 	Assumed        bool
+	// Listed: the replayed policy's rollout put the request in the listed cohort.
+	Listed bool
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"time"
 
@@ -101,6 +102,8 @@ type entry struct {
 	committed  bool // a stream cut after its first event reached the client: no failover
 	// continuation: the attempt continued a stream the proxy recovered (its number, 0: none).
 	continuation int32
+	// cohortKey is the logged X-Switchyard-Cohort ("": the request id decides the cohort).
+	cohortKey string
 }
 
 // evidence is one logged attempt kept for the failover model.
@@ -301,7 +304,7 @@ func Run(ctx context.Context, setup *Setup, log io.Reader, opts Options) (*Repor
 		heap.push(entry{ts: raw.ts, line: n, key: k, attempt: int32(raw.attempt), outcome: raw.outcome, requested: requested,
 			latency: raw.latency, retryAfter: raw.retryAfter, reqID: string(raw.requestID), probe: raw.probe,
 			overflow: raw.overflow, committed: raw.outcome == health.OutcomeStreamCut && raw.stream && raw.ttft > 0,
-			continuation: int32(raw.continuation)})
+			continuation: int32(raw.continuation), cohortKey: string(raw.cohortKey)})
 		for len(heap) > 0 && heap[0].ts <= maxTS-int64(opts.ReorderTolerance) {
 			e := heap.pop()
 			r.process(&e)
@@ -459,6 +462,10 @@ func (r *replayer) process(e *entry) {
 			rnd = r.opts.Rand(e.reqID)
 		}
 		req.plan.Start(r, r.eng, rnd, tm(t), r.setup.Models[req.model].Model)
+		if pol := req.plan.First().Policy; pol.Rollout != nil {
+			// The cohort the proxy would put the request in under the replayed rollout.
+			req.plan.SetCohort(failover.ChooseCohort(pol, cohortKey(e)))
+		}
 		r.setStep(req, req.plan.Next(tm(t)), t)
 		if req.step.Action == failover.ActionTry {
 			req.firstKey = r.keyOfStep(&req.step)
@@ -483,16 +490,22 @@ func (r *replayer) process(e *entry) {
 	st, _ := r.eng.StatusOf(tm(t), ks.key)
 	r.drain(t)
 	phase := st.Phase
-	fed, probe := false, false
+	// Whether the line answers a pending probe and whether it is traffic the replayed policy
+	// sent are two questions: a channel in Probing that panic routing (or the listed cohort)
+	// sends requests to gets those requests and its probes, as in the proxy. A line that is both
+	// is the evidence of what the probe got, and is fed twice: as the request, then as the probe.
+	probe := phase == health.PhaseProbing && ks.probePending && t <= ks.probeAt+int64(m.Settings.ProbeMaxLatency) &&
+		e.outcome != health.OutcomeClientError
+	fed := false
 	switch {
-	case followed && phase != health.PhaseRampingUp:
-		// The replayed plan sent this very attempt (panic routing's pick included). A ramp's
-		// share is the accumulator's below for every line alike: feeding the lines the plan
-		// picked on top of it would count the share twice.
+	case followed && (phase != health.PhaseRampingUp || req.plan.Cohort() == failover.CohortListed):
+		// The replayed plan sent this very attempt (panic routing's pick and the listed
+		// cohort's, whatever the phase, included). A ramp's share is the accumulator's below
+		// for every line of the policy's cohort alike: feeding the lines the plan picked on top
+		// of it would count the share twice. The listed cohort takes no share: all of its
+		// attempts reach the channel, as in the proxy.
 		fed = true
-	case phase == health.PhaseProbing && ks.probePending && t <= ks.probeAt+int64(m.Settings.ProbeMaxLatency) &&
-		e.outcome != health.OutcomeClientError:
-		probe = true
+	case probe:
 	case e.probe: // answers a replayed probe or nothing: the replayed policy sent no such attempt
 	case st.TrafficPercent > 0 && phase != health.PhaseRampingUp: // Healthy, Degraded, RateLimited
 		fed = true
@@ -517,11 +530,16 @@ func (r *replayer) process(e *entry) {
 	}
 	if fed || probe {
 		ks.carried[phase]++
-		if probe {
-			ks.probePending = false
-			ks.probes.Answered++
-		}
-		r.eng.Observe(ks.key, health.Observation{At: tm(t), Outcome: e.outcome, Latency: e.latency, RetryAfter: e.retryAfter, Probe: probe})
+	}
+	if fed {
+		// In Probing this only fills the window: the engine takes probe verdicts from probes.
+		r.eng.Observe(ks.key, health.Observation{At: tm(t), Outcome: e.outcome, Latency: e.latency, RetryAfter: e.retryAfter})
+		r.drain(t)
+	}
+	if probe {
+		ks.probePending = false
+		ks.probes.Answered++
+		r.eng.Observe(ks.key, health.Observation{At: tm(t), Outcome: e.outcome, Latency: e.latency, RetryAfter: e.retryAfter, Probe: true})
 		r.drain(t)
 	}
 	r.addEvidence(ks, evidence{ts: t, line: e.line, outcome: e.outcome})
@@ -529,6 +547,19 @@ func (r *replayer) process(e *entry) {
 		r.advance(req, e, t)
 	}
 	r.resolveUpTo(t)
+}
+
+// cohortKey is what decides a replayed request's rollout cohort, as in the proxy: the logged
+// X-Switchyard-Cohort, else the request id. A line without either (not the proxy's: it always
+// logs a request id) is a request of its own, keyed by its line number.
+func cohortKey(e *entry) string {
+	switch {
+	case e.cohortKey != "":
+		return e.cohortKey
+	case e.reqID != "":
+		return e.reqID
+	}
+	return "line-" + strconv.FormatInt(e.line, 10)
 }
 
 // continued takes a logged continuation of a request whose stream was cut after text reached
@@ -869,9 +900,10 @@ func (r *replayer) resolve(req *request) {
 	}
 	ok, tries, assumed := r.withPolicy(req)
 	rerouted := req.firstKey != first.key
+	listed := req.plan.Cohort() == failover.CohortListed
 	if out != nil {
 		out.FailedWithoutFailover, out.FailedAsLogged, out.FailedWithPolicy = failNone, failLogged, !ok
-		out.PolicyAttempts, out.Rerouted, out.Assumed = tries, rerouted, assumed
+		out.PolicyAttempts, out.Rerouted, out.Assumed, out.Listed = tries, rerouted, assumed, listed
 		if req.lastKey >= 0 {
 			out.PolicyChannel = r.keys[req.lastKey].key.Channel
 		}
@@ -884,6 +916,8 @@ func (r *replayer) resolve(req *request) {
 		rep.Rerouted += b2i(rerouted)
 		rep.FailedOver += b2i(ok && tries > 1)
 		rep.Assumed += b2i(assumed)
+		rep.Listed += b2i(listed)
+		rep.FailedListed += b2i(listed && !ok)
 	}
 }
 

@@ -25,13 +25,16 @@ type Report struct {
 
 // ModelReport is one replayed model with the policy settings that mattered and its requests.
 type ModelReport struct {
-	Model      string        `json:"model"`
-	Policy     string        `json:"policy"`
-	Scenario   string        `json:"scenario"`
-	Strategy   string        `json:"strategy"`
-	Candidates []string      `json:"candidates"`
-	Settings   SettingsBrief `json:"settings"`
-	Requests   RequestReport `json:"requests"`
+	Model      string   `json:"model"`
+	Policy     string   `json:"policy"`
+	Scenario   string   `json:"scenario"`
+	Strategy   string   `json:"strategy"`
+	Candidates []string `json:"candidates"`
+	// Rollout is the policy's spec.rollout ("Enforce 50%", "DryRun"); absent when the policy
+	// steers every request.
+	Rollout  string        `json:"rollout,omitempty"`
+	Settings SettingsBrief `json:"settings"`
+	Requests RequestReport `json:"requests"`
 }
 
 // SettingsBrief are the resolved numbers a reader needs to read the events.
@@ -143,6 +146,12 @@ type RequestReport struct {
 	// Assumed: the verdict rests on at least one attempt without logged evidence (assumed to
 	// succeed on a normally routed channel, to fail on a panic route).
 	Assumed int64 `json:"assumed"`
+	// Listed: the requests the replayed policy's spec.rollout put in the listed cohort (the
+	// listed channels in order, ejections ignored; every request of a DryRun), as the proxy
+	// would (failover.ChooseCohort); FailedListed: those of them that failed with the policy.
+	// The other requests are the policy's cohort. Absent without a rollout.
+	Listed       int64 `json:"listed,omitempty"`
+	FailedListed int64 `json:"failedListed,omitempty"`
 }
 
 func (q *RequestReport) percents() {
@@ -207,6 +216,12 @@ func (r *replayer) finish() *Report {
 			Requests: r.models[mi]}
 		for _, c := range m.Candidates {
 			mr.Candidates = append(mr.Candidates, c.Channel)
+		}
+		if ro := m.policy.Rollout; ro != nil {
+			mr.Rollout = fmt.Sprintf("Enforce %d%%", ro.Percent)
+			if ro.DryRun {
+				mr.Rollout = "DryRun"
+			}
 		}
 		mr.Requests.percents()
 		rep.Models = append(rep.Models, mr)
@@ -279,7 +294,11 @@ func (rep *Report) WriteTable(w io.Writer) error {
 	p := bw.printf
 	for _, m := range rep.Models {
 		s := m.Settings
-		p("Model %s: policy %s (scenario %s, strategy %s), candidates %s\n", m.Model, m.Policy, m.Scenario, m.Strategy, strings.Join(m.Candidates, ", "))
+		rollout := ""
+		if m.Rollout != "" {
+			rollout = ", rollout " + m.Rollout
+		}
+		p("Model %s: policy %s (scenario %s, strategy %s%s), candidates %s\n", m.Model, m.Policy, m.Scenario, m.Strategy, rollout, strings.Join(m.Candidates, ", "))
 		p("  window %s, minRequests %d, errorRate %s, consecutive %s, timeoutRate %s, p95 limit %s, cooldown %s, ramp %v x %s, maxAttempts %d\n",
 			s.Window, s.MinRequests, offOr(s.ErrorRatePercent, "%"), offOr(s.ConsecutiveFailures, ""), offOr(s.TimeoutRatePercent, "%"),
 			s.LatencyP95, s.Cooldown, s.RampSteps, s.RampHold, s.MaxAttempts)
@@ -358,7 +377,11 @@ func writeRequests(p func(string, ...any), title string, q RequestReport) {
 	p("%s: %d requests (%d client errors left out); failed without failover %d (%.3f%%), as logged %d (%.3f%%), with this policy %d (%.3f%%)",
 		title, q.Requests, q.ClientErrors, q.FailedWithoutFailover, q.FailedWithoutFailoverPercent,
 		q.FailedAsLogged, q.FailedAsLoggedPercent, q.FailedWithPolicy, q.FailedWithPolicyPercent)
-	p("; %d rerouted, %d failed over, %d rest on an assumed attempt\n", q.Rerouted, q.FailedOver, q.Assumed)
+	p("; %d rerouted, %d failed over, %d rest on an assumed attempt", q.Rerouted, q.FailedOver, q.Assumed)
+	if q.Listed > 0 {
+		p("; %d in the listed cohort (%d of them failed), %d in the policy's", q.Listed, q.FailedListed, q.Requests-q.Listed)
+	}
+	p("\n")
 }
 
 type errWriter struct {

@@ -50,6 +50,9 @@ func (l *logBuilder) request(ts time.Time, model, first, outcome, fallback, fall
 
 func (l *logBuilder) raw(s string) { l.buf.WriteString(s + "\n") }
 
+// lines is the number of lines written so far.
+func (l *logBuilder) lines() int { return bytes.Count(l.buf.Bytes(), []byte("\n")) }
+
 // steady logs one request every `every` from `from` (inclusive) to `to` (exclusive) on first,
 // with outcome chosen per index by fail (nil: all succeed).
 func (l *logBuilder) steady(from, to time.Time, every time.Duration, model, first, fallback string, fail func(i int) string) {

@@ -155,14 +155,18 @@ func TestReviewFigures(t *testing.T) {
 	if ej[0].FirstGood != "2026-11-30T10:10:00Z" || ej[0].HealthyAt != "2026-11-30T10:22:24Z" || ej[0].LagSeconds != 744 || ej[0].RecoverSeconds != 1040 {
 		t.Errorf("outage recovery: %+v", ej[0])
 	}
-	// The false ejections: the last failure at 10:31:58, first good answer 10:31:59.
-	// The engine had them Healthy at 10:53:09 and 10:52:49 (openai-direct's second ejection
-	// cools down 10 min): lags of 21m10s and 20m50s.
+	// The false ejections: the last failure at 10:31:58, first good answer 10:31:59. Both
+	// channels are out from 10:30:29 and panic routing sends the model's traffic to the
+	// least-bad one. azure-eastus cools down 5 min: Probing at 10:35:29, when panic routing
+	// moves to it (Probing is less bad than Ejected); its probes are answered by those very
+	// requests (10:35:29, :39, :49 pass), then the ramp: Healthy at 10:47:49. openai-direct's
+	// second ejection cools down 10 min: probes from 10:40:29 pass at 10:40:49, Healthy at
+	// 10:52:49. Lags of 20m50s and 15m50s: what the proxy, whose probes answer, would do.
 	if ej[1].FirstGood != "2026-11-30T10:31:59Z" || ej[2].FirstGood != "2026-11-30T10:31:59Z" ||
-		ej[1].HealthyAt != "2026-11-30T10:53:09Z" || ej[1].LagSeconds != 1270 || ej[2].HealthyAt != "2026-11-30T10:52:49Z" || ej[2].LagSeconds != 1250 {
+		ej[1].HealthyAt != "2026-11-30T10:52:49Z" || ej[1].LagSeconds != 1250 || ej[2].HealthyAt != "2026-11-30T10:47:49Z" || ej[2].LagSeconds != 950 {
 		t.Errorf("the false ejections' recovery: %+v / %+v", ej[1], ej[2])
 	}
-	if r := q.Recovery; r.LagP50 != 1250 || r.LagMax != 1270 || r.TimeToRecoverP50 != 1340 || r.TimeToRecoverMax != 1360 {
+	if r := q.Recovery; r.LagP50 != 950 || r.LagMax != 1250 || r.TimeToRecoverP50 != 1040 || r.TimeToRecoverMax != 1340 {
 		t.Errorf("recovery: %+v", r)
 	}
 	if q.Recovery.Ejections != 3 || q.Recovery.Recovered != 3 {

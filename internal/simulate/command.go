@@ -33,6 +33,7 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	scenario := fs.String("scenario", def.Scenario, "RoutingPolicy scenario whose settings the engine runs: chat or batch")
 	attempts := fs.Int("max-attempts", def.MaxAttempts, "attempts per client request")
 	seed := fs.Uint64("seed", def.Seed, "random seed: the same seed gives the same numbers")
+	rollout := fs.Int("rollout-percent", 100, "spec.rollout.percent: the share of requests (by request-id hash) that get the policy's failover and ejection; the rest walk the channels in order")
 	format := fs.String("format", "table", "output format: table or json")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: switchyard simulate [flags]")
@@ -51,7 +52,7 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	cfg := Config{Duration: time.Duration(*days * 24 * float64(time.Hour)), Rate: *rate, UpMean: *upMean,
 		OutageMean: *outageMean, OutageSigma: *sigma, HangShare: *hang, Noise: *noise, Timeout: *timeout,
-		Scenario: *scenario, MaxAttempts: *attempts, Seed: *seed}
+		Scenario: *scenario, MaxAttempts: *attempts, Seed: *seed, RolloutPercent: *rollout}
 	if *days <= 0 {
 		return errors.New("--days must be positive")
 	}
@@ -64,6 +65,9 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if cfg.Rate <= 0 || cfg.UpMean <= 0 || cfg.OutageMean <= 0 || cfg.Timeout <= 0 || cfg.MaxAttempts <= 0 {
 		return errors.New("--rate, --up-mean, --outage-mean, --timeout and --max-attempts must be positive")
+	}
+	if *rollout < 1 || *rollout > 100 {
+		return fmt.Errorf("--rollout-percent must be 1-100, got %d", *rollout)
 	}
 	results, err := Run(ctx, cfg)
 	if err != nil {
@@ -90,7 +94,11 @@ func WriteTable(w io.Writer, cfg Config, results []Result) error {
 		days(cfg.Duration), cfg.Rate, cfg.Seed, cfg.Scenario, cfg.MaxAttempts)
 	fmt.Fprintf(&b, "Each channel: up ~ Exp(mean %s), outage ~ LogNormal(mean %s, sigma %g); %.0f%% of outages hang (%s timeouts), the rest answer 503; noise %g%%.\n",
 		cfg.UpMean, cfg.OutageMean, cfg.OutageSigma, cfg.HangShare*100, cfg.Timeout, cfg.Noise*100)
-	fmt.Fprintf(&b, "Long-run availability of one channel under this process: %.2f%%.\n\n", ExpectedSingle(cfg))
+	fmt.Fprintf(&b, "Long-run availability of one channel under this process: %.2f%%.\n", ExpectedSingle(cfg))
+	if p := cfg.RolloutPercent; p > 0 && p < 100 {
+		fmt.Fprintf(&b, "Rollout: %d%% of the requests (by request-id hash) get the policy's failover and ejection; the rest walk the channels in order.\n", p)
+	}
+	b.WriteString("\n")
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "channels\tavailability\tdowntime/month\trequests\tfailed\toutages\tejections\tfailed over\tfailover p50\tp95\ttraffic moved p50\tp95\t")
 	for _, r := range results {
@@ -105,6 +113,18 @@ func WriteTable(w io.Writer, cfg Config, results []Result) error {
 			r.DowntimePerMonth, r.Requests, r.Failed, r.Outages, r.Ejections, r.FailedOver, fo50, fo95, mv50, mv95)
 	}
 	tw.Flush()
+	if len(results) > 0 && results[0].Cohorts != nil {
+		b.WriteString("\n")
+		tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "channels\tpolicy cohort\tavailability\tfailed\tlisted cohort\tavailability\tfailed\t")
+		for _, r := range results {
+			if c := r.Cohorts; c != nil {
+				fmt.Fprintf(tw, "%d\t%d\t%.4f%%\t%d\t%d\t%.4f%%\t%d\t\n", r.Channels, c.Policy.Requests, c.Policy.AvailabilityPercent,
+					c.Policy.Failed, c.Listed.Requests, c.Listed.AvailabilityPercent, c.Listed.Failed)
+			}
+		}
+		tw.Flush()
+	}
 	b.WriteString("\navailability: share of client requests answered; downtime/month: (1 - availability) x 30 days.\n")
 	b.WriteString("failover: arrival to answer of the requests answered by another channel after a failed attempt.\n")
 	b.WriteString("traffic moved: start of an outage of the first-choice channel to the first request routed elsewhere first.\n")

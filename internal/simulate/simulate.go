@@ -15,6 +15,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -55,6 +56,10 @@ type Config struct {
 	MaxAttempts int
 	// Seed of every random draw (DefaultConfig: 1).
 	Seed uint64
+	// RolloutPercent is the simulated policy's spec.rollout.percent (default 100): that share of
+	// the requests, chosen as the proxy chooses (failover.ChooseCohort of the request id), get
+	// the policy's failover and ejection; the rest walk the channels in order, ejections ignored.
+	RolloutPercent int
 }
 
 // Defaults of Config.
@@ -104,6 +109,9 @@ func (c *Config) defaults() error {
 	if c.MaxAttempts == 0 {
 		c.MaxAttempts = d.MaxAttempts
 	}
+	if c.RolloutPercent == 0 {
+		c.RolloutPercent = 100
+	}
 	switch {
 	case c.Duration < time.Minute || c.Duration > 366*24*time.Hour:
 		return errors.New("duration must be between 1m and 366 days")
@@ -121,6 +129,8 @@ func (c *Config) defaults() error {
 		return errors.New("timeout must be positive and max attempts 1-10")
 	case c.Scenario != "chat" && c.Scenario != "batch":
 		return fmt.Errorf("scenario must be chat or batch, got %q", c.Scenario)
+	case c.RolloutPercent < 1 || c.RolloutPercent > 100:
+		return fmt.Errorf("rollout percent must be 1-100, got %d", c.RolloutPercent)
 	}
 	return nil
 }
@@ -143,11 +153,29 @@ type Result struct {
 	FailoverP50 time.Duration `json:"failoverP50Ns"`
 	FailoverP95 time.Duration `json:"failoverP95Ns"`
 	// MoveP50/P95: from the start of an outage of the channel taking the first attempts until
-	// the first request that Select sends elsewhere first. Outages that ended before that (too
-	// short to notice) are counted in EndedBeforeMove. Not measured with one channel.
+	// the first request that Select sends elsewhere first (requests of the policy's cohort: the
+	// listed cohort never moves). Outages that ended before that (too short to notice) are
+	// counted in EndedBeforeMove. Not measured with one channel.
 	MoveP50         time.Duration `json:"moveP50Ns"`
 	MoveP95         time.Duration `json:"moveP95Ns"`
 	EndedBeforeMove int           `json:"endedBeforeMove"`
+	// Cohorts splits Requests and Failed by rollout cohort when RolloutPercent < 100; nil
+	// otherwise (every request is the policy's).
+	Cohorts *Cohorts `json:"cohorts,omitempty"`
+}
+
+// Cohorts are the figures of each rollout cohort (spec.rollout.percent): Policy, the requests
+// that get the policy's failover and ejection; Listed, those that walk the channels in order.
+type Cohorts struct {
+	Policy CohortFigures `json:"policy"`
+	Listed CohortFigures `json:"listed"`
+}
+
+// CohortFigures are one cohort's requests, how many failed, and the share answered.
+type CohortFigures struct {
+	Requests            int     `json:"requests"`
+	Failed              int     `json:"failed"`
+	AvailabilityPercent float64 `json:"availabilityPercent"`
 }
 
 // Run simulates every channel count of cfg (in parallel, each on its own engine) and returns
@@ -278,6 +306,7 @@ type sim struct {
 	waiting    []int // per channel: outage index awaiting its ejection, -1 none
 	lastOutage []int // per channel: the latest outage noticed, -1 none
 	first      int   // the first choice of the latest request
+	idBuf      []byte
 }
 
 func runOne(ctx context.Context, cfg *Config, outages [][]outage) (Result, error) {
@@ -290,6 +319,10 @@ func runOne(ctx context.Context, cfg *Config, outages [][]outage) (Result, error
 		Scenario: cfg.Scenario, Settings: set, PanicRouting: true,
 		Retry: routing.Retry{MaxAttempts: cfg.MaxAttempts, BudgetPercent: routing.DefaultBudgetPercent,
 			BackoffBase: routing.DefaultBackoffBase, BackoffMax: routing.DefaultBackoffMax}}
+	if cfg.RolloutPercent < 100 {
+		policy.Rollout = &routing.Rollout{Percent: cfg.RolloutPercent}
+		s.res.Cohorts = &Cohorts{}
+	}
 	s.routes = &routes{model: failover.Model{Name: "gpt-4o", Policy: policy, Strategy: health.StrategyHealthScore, Budget: failover.NewBudget()},
 		channels: map[string]*routing.Channel{}}
 	var targets []health.Target
@@ -387,6 +420,11 @@ func (s *sim) arrive(t int64) {
 	r := s.reqs[id]
 	r.arrival, r.first = t, -1
 	r.plan.Start(s.routes, s.eng, s.rng, at(t), "gpt-4o")
+	if pol := s.routes.model.Policy; pol.Rollout != nil {
+		// The proxy hashes the request id: the simulated requests' ids are their numbers.
+		s.idBuf = strconv.AppendInt(append(s.idBuf[:0], "sim-"...), int64(s.res.Requests), 10)
+		r.plan.SetCohort(failover.ChooseCohort(pol, string(s.idBuf)))
+	}
 	s.step(id, t)
 }
 
@@ -410,7 +448,9 @@ func (s *sim) step(id int32, t int64) {
 		c := s.index(st.Channel.ID())
 		if r.first < 0 {
 			r.first = int8(c)
-			s.firstChoice(c, t)
+			if r.plan.Cohort() == failover.CohortPolicy { // the listed cohort never moves off a channel
+				s.firstChoice(c, t)
+			}
 		}
 		o, lat := s.outcome(c, t)
 		s.push(event{t: t + int64(lat), kind: evAttemptEnd, ch: int8(c), req: id, o: o, lat: lat})
@@ -424,6 +464,16 @@ func (s *sim) step(id int32, t int64) {
 			}
 		} else {
 			s.res.Failed++
+		}
+		if co := s.res.Cohorts; co != nil {
+			f := &co.Policy
+			if r.plan.Cohort() == failover.CohortListed {
+				f = &co.Listed
+			}
+			f.Requests++
+			if st.Stop != failover.StopAnswered {
+				f.Failed++
+			}
 		}
 		s.free = append(s.free, id)
 	}
@@ -495,6 +545,11 @@ func (s *sim) finish() {
 	s.res.DowntimePerMonth = time.Duration(float64(s.res.Failed) / float64(max(1, s.res.Requests)) * float64(30*24*time.Hour)).Round(time.Second)
 	s.res.FailoverP50, s.res.FailoverP95 = quantile(s.failover, 50), quantile(s.failover, 95)
 	s.res.MoveP50, s.res.MoveP95 = quantile(s.moved, 50), quantile(s.moved, 95)
+	if co := s.res.Cohorts; co != nil {
+		for _, f := range []*CohortFigures{&co.Policy, &co.Listed} {
+			f.AvailabilityPercent = 100 * (1 - float64(f.Failed)/float64(max(1, f.Requests)))
+		}
+	}
 }
 
 func quantile(v []time.Duration, p int) time.Duration {

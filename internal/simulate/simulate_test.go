@@ -135,10 +135,67 @@ func TestCommand(t *testing.T) {
 	if !strings.Contains(js.String(), `"availabilityPercent"`) {
 		t.Errorf("json output:\n%s", js.String())
 	}
+	var half bytes.Buffer
+	if err := Command(context.Background(), append(args, "--rollout-percent", "50"), &half, &errb); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Rollout: 50% of the requests", "policy cohort", "listed cohort"} {
+		if !strings.Contains(half.String(), want) {
+			t.Errorf("--rollout-percent 50 output lacks %q:\n%s", want, half.String())
+		}
+	}
+	if strings.Contains(out1.String(), "cohort") {
+		t.Errorf("without a rollout the output mentions cohorts:\n%s", out1.String())
+	}
+	if err := Command(context.Background(), []string{"--rollout-percent", "0"}, &js, &errb); err == nil {
+		t.Error("--rollout-percent 0 accepted")
+	}
 	if err := Command(context.Background(), []string{"--channels", "0"}, &js, &errb); err == nil {
 		t.Error("--channels 0 accepted")
 	}
 	if err := Command(context.Background(), []string{"--format", "xml"}, &js, &errb); err == nil {
 		t.Error("--format xml accepted")
+	}
+}
+
+// TestRolloutSplitsCohorts: with spec.rollout.percent 30 the proxy's cohort choice (a hash of
+// the request id) puts 30% of the requests in the policy's cohort, and the rest walk the
+// channels in order: during channel 1's outages those keep trying it first and fail over, so
+// many more requests are failed over than when the policy steers them all.
+func TestRolloutSplitsCohorts(t *testing.T) {
+	all := short()
+	all.Channels = []int{2}
+	split := all
+	split.RolloutPercent = 30
+	res, err := Run(context.Background(), split)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := Run(context.Background(), all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, b := res[0], base[0]
+	c := r.Cohorts
+	if c == nil || b.Cohorts != nil {
+		t.Fatalf("cohorts: %+v at 30%%, %+v at 100%%", c, b.Cohorts)
+	}
+	if c.Policy.Requests+c.Listed.Requests != r.Requests || c.Policy.Failed+c.Listed.Failed != r.Failed {
+		t.Fatalf("the cohorts do not add up: %+v, %+v", c, r)
+	}
+	// About 260,000 requests: one percentage point is more than ten standard deviations.
+	if share := float64(c.Policy.Requests) * 100 / float64(r.Requests); share < 29 || share > 31 {
+		t.Errorf("policy cohort: %d of %d requests (%.2f%%), want 30%% ± 1", c.Policy.Requests, r.Requests, share)
+	}
+	t.Logf("30%%: %+v; failed over %d; at 100%%: failed over %d", *c, r.FailedOver, b.FailedOver)
+	if r.FailedOver < 3*b.FailedOver {
+		t.Errorf("failed over: %d at 30%%, %d at 100%%: the listed cohort does not walk the channels in order", r.FailedOver, b.FailedOver)
+	}
+	for _, bad := range []int{-1, 101} {
+		cfg := short()
+		cfg.RolloutPercent = bad
+		if _, err := Run(context.Background(), cfg); err == nil {
+			t.Errorf("rollout percent %d accepted", bad)
+		}
 	}
 }
