@@ -148,10 +148,10 @@ type streamEvent struct {
 	Message      *message      `json:"message"`
 	ContentBlock *contentBlock `json:"content_block"`
 	Delta        *struct {
-		Type        string `json:"type"`
-		Text        string `json:"text"`
-		PartialJSON string `json:"partial_json"`
-		StopReason  string `json:"stop_reason"`
+		Type        string          `json:"type"`
+		Text        json.RawMessage `json:"text"`
+		PartialJSON string          `json:"partial_json"`
+		StopReason  string          `json:"stop_reason"`
 	} `json:"delta"`
 	Usage *messageUsage `json:"usage"`
 }
@@ -189,7 +189,13 @@ func (s *ChatStream) Event(data []byte) (StreamOut, error) {
 		if d := ev.Delta; d != nil {
 			switch d.Type {
 			case "text_delta":
-				return StreamOut{Data: s.content(s.chunk(map[string]any{"content": d.Text}, nil))}, nil
+				// The text as it came (raw): a character split across events keeps its bytes
+				// rather than become U+FFFD, so the client (and stream recovery) sees them.
+				text := d.Text
+				if len(text) == 0 || text[0] != '"' {
+					text = json.RawMessage(`""`)
+				}
+				return StreamOut{Data: s.content(s.chunk(map[string]any{"content": text}, nil))}, nil
 			case "input_json_delta":
 				n, ok := s.tools[ev.Index]
 				if ok && d.PartialJSON != "" {

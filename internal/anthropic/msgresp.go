@@ -99,8 +99,8 @@ type chatChunk struct {
 	Model   string `json:"model"`
 	Choices []struct {
 		Delta struct {
-			Content   *string        `json:"content"`
-			ToolCalls []chatToolCall `json:"tool_calls"`
+			Content   json.RawMessage `json:"content"`
+			ToolCalls []chatToolCall  `json:"tool_calls"`
 		} `json:"delta"`
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
@@ -140,12 +140,12 @@ func (s *MessageStream) Event(data []byte) (StreamOut, error) {
 		}})
 	}
 	for _, ch := range c.Choices {
-		if t := ch.Delta.Content; t != nil && *t != "" {
+		if t := ch.Delta.Content; len(t) > 2 && t[0] == '"' {
 			if s.block < 0 || s.blockType != "text" {
 				out = s.open(out, "text", block{"type": "text", "text": ""})
 			}
 			out = append(out, event("content_block_delta", map[string]any{"type": "content_block_delta", "index": s.block,
-				"delta": map[string]any{"type": "text_delta", "text": *t}})...)
+				"delta": map[string]any{"type": "text_delta", "text": t}})...)
 		}
 		for _, tc := range ch.Delta.ToolCalls {
 			idx, known := s.tools[tc.Index]

@@ -81,7 +81,13 @@ type result struct {
 	clientDetail string
 	// outputTokens is a non-streamed answer's completion tokens, from its usage (0 if none).
 	outputTokens int
+	// timedOut: the attempt ended on a timeout (firstByte, the request's, a stall past
+	// streamIdle), also when its outcome is stream_cut because bytes had reached the client.
+	timedOut bool
 }
+
+// endedOnTimeout reports whether the attempt timed out, whatever its outcome class.
+func (r *result) endedOnTimeout() bool { return r.timedOut || r.outcome == health.OutcomeTimeout }
 
 // shown is the failure's text for a client: clientDetail, else detail.
 func (r *result) shown() string {
@@ -370,6 +376,7 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 			}
 			if res.committed {
 				// Bytes already went to the client: a cut, stall or broken stream counts as stream_cut.
+				r.timedOut = r.outcome == health.OutcomeTimeout
 				r.outcome = health.OutcomeStreamCut
 			}
 			if res.committed && !a.deferError {

@@ -231,12 +231,12 @@ type routeState struct {
 }
 
 // failed records an attempt that did not answer.
-func (rt *routeState) failed(ch *routing.Channel, o health.Outcome) {
+func (rt *routeState) failed(ch *routing.Channel, r *result) {
 	if rt.failedOn == nil {
 		rt.failedOn = make(map[string]bool, 2)
 	}
 	id := ch.ID()
-	rt.failedOn[id] = rt.failedOn[id] || o == health.OutcomeTimeout
+	rt.failedOn[id] = rt.failedOn[id] || r.endedOnTimeout()
 }
 
 // failedHere reports whether a channel failed this request, and whether it timed out there.
@@ -312,7 +312,7 @@ func (rt *routeState) try(ctx context.Context, st failover.Step) (res result, do
 	}
 	res = s.do(ctx, rt.w, a)
 	if !res.canceled && res.outcome != health.OutcomeSuccess {
-		rt.failed(ch, res.outcome)
+		rt.failed(ch, &res)
 	}
 	if a.tap != nil && res.committed && !res.canceled && res.outcome != health.OutcomeSuccess {
 		res = rt.recoverStream(ctx, a, mr, res)
