@@ -21,7 +21,7 @@ var proxyReplicas = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 // SwitchyardObjectNotServed fires when it stays above 0.
 var objectsNotServed = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 	Name: "switchyard_controller_objects_not_served",
-	Help: "ProviderChannels and RoutingPolicies whose current spec is not in the published config, by kind and state (last_good: the last good form serves; left_out: not served at all).",
+	Help: "ProviderChannels, RoutingPolicies and GatewayClients whose current spec is not in the published config, by kind and state (last_good: the last good form serves; left_out: not served at all — a GatewayClient's callers then get 401).",
 }, []string{"kind", "state"})
 
 func init() { ctrlmetrics.Registry.MustRegister(Collectors()...) }
@@ -31,8 +31,10 @@ func Collectors() []prometheus.Collector {
 	return []prometheus.Collector{proxyReplicas, objectsNotServed}
 }
 
-// recordNotServed sets objectsNotServed from one sync.
-func recordNotServed(held []routing.Held) {
+// recordNotServed sets objectsNotServed from one sync: the channels and policies held back, and
+// the GatewayClients left out for a problem (a client is never served in a last good form: its
+// callers get 401, failing closed, so it counts as left_out).
+func recordNotServed(held []routing.Held, clientProblems []routing.Problem) {
 	counts := map[[2]string]int{}
 	for _, k := range inputKinds {
 		counts[[2]string{k.Kind, "last_good"}], counts[[2]string{k.Kind, "left_out"}] = 0, 0
@@ -43,6 +45,13 @@ func recordNotServed(held []routing.Held) {
 			state = "last_good"
 		}
 		counts[[2]string{h.Kind, state}]++
+	}
+	left := map[string]bool{} // a client with two problems is one client
+	for _, p := range clientProblems {
+		if id := p.Namespace + "/" + p.Name; !left[id] {
+			left[id] = true
+			counts[[2]string{p.Kind, "left_out"}]++
+		}
 	}
 	for k, n := range counts {
 		objectsNotServed.WithLabelValues(k[0], k[1]).Set(float64(n))

@@ -267,7 +267,7 @@ func (p *Publisher) Sync(ctx context.Context) (*SyncResult, error) {
 			p.memo.rendered = want
 		}
 	}
-	recordNotServed(res.Held)
+	recordNotServed(res.Held, res.ClientProblems)
 	// The Secret goes first, so a proxy that reloads on the ConfigMap finds the keys of new channels.
 	if !want.secretIntact(sec) {
 		if err := p.applySecret(ctx, want); err != nil {
