@@ -128,29 +128,57 @@ func Endpoint(region, baseURL string) (*url.URL, error) {
 	return provider.ParseBaseURL(raw)
 }
 
-var (
-	defaultOnce   sync.Once
-	defaultSource oauth2.TokenSource
-)
+// defaults is the process's one Application Default Credentials source, shared by every channel
+// without a Secret: they all are the pod's identity.
+var defaults = &adcSource{find: findDefaults, now: time.Now}
 
-// defaultTokens is the process's one Application Default Credentials source, shared by every
-// channel without a Secret: they all are the pod's identity.
-func defaultTokens() oauth2.TokenSource {
-	defaultOnce.Do(func() {
-		ctx := context.WithValue(context.Background(), oauth2.HTTPClient, &http.Client{Timeout: tokenTimeout})
-		creds, err := google.FindDefaultCredentials(ctx, Scope)
-		if err != nil {
-			defaultSource = failingSource{fmt.Errorf("no Google Application Default Credentials: %w", err)}
-			return
-		}
-		defaultSource = oauth2.ReuseTokenSource(nil, creds.TokenSource)
-	})
-	return defaultSource
+func defaultTokens() oauth2.TokenSource { return defaults }
+
+func findDefaults() (oauth2.TokenSource, error) {
+	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, &http.Client{Timeout: tokenTimeout})
+	creds, err := google.FindDefaultCredentials(ctx, Scope)
+	if err != nil {
+		return nil, err
+	}
+	return oauth2.ReuseTokenSource(nil, creds.TokenSource), nil
 }
 
-type failingSource struct{ err error }
+// adcRetry is how long a failure to find the default credentials stands before they are looked
+// for again.
+const adcRetry = 30 * time.Second
 
-func (f failingSource) Token() (*oauth2.Token, error) { return nil, f.err }
+// adcSource finds the Application Default Credentials on first use, not when a config loads:
+// finding them may probe the GCE metadata server, which takes seconds off a machine that has
+// none, and must not hold up a reload. A failure is looked into again after adcRetry, so a
+// metadata server that was away when the proxy started does not disable the channels until a
+// restart.
+type adcSource struct {
+	find func() (oauth2.TokenSource, error)
+	now  func() time.Time
+
+	mu     sync.Mutex
+	src    oauth2.TokenSource
+	err    error
+	failed time.Time
+}
+
+func (a *adcSource) Token() (*oauth2.Token, error) {
+	a.mu.Lock()
+	if a.src == nil && (a.err == nil || a.now().Sub(a.failed) >= adcRetry) {
+		src, err := a.find()
+		if err != nil {
+			a.err, a.failed = fmt.Errorf("no Google Application Default Credentials: %w", err), a.now()
+		} else {
+			a.src, a.err = src, nil
+		}
+	}
+	src, err := a.src, a.err
+	a.mu.Unlock()
+	if src == nil {
+		return nil, err
+	}
+	return src.Token()
+}
 
 // token waits for the cached or refreshed token, never past ctx: the source's own fetch goes on
 // (bounded by its client's timeout) and serves the next request.
