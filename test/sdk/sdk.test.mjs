@@ -166,3 +166,42 @@ for (const [model, who, whoStreamed] of [
     assert.equal(after.stop_reason, 'end_turn');
   });
 }
+
+// Stream recovery: claude-broken's stream is cut after its first text on claude-a and continued on
+// claude-b; claude-cloud-broken's ends with a Bedrock exception after its first text and goes on
+// on Vertex. The SDKs read one stream: the whole answer once, one id, one text block, its usage.
+const recovered = process.env.RECOVERED_TEXT;
+for (const model of ['claude-broken', 'claude-cloud-broken']) {
+  test(`recovery (${model}): a stream broken after its first text reaches the SDKs whole`, async () => {
+    assert.ok(recovered, 'RECOVERED_TEXT is not set');
+    const stream = await openai.chat.completions.create({ model, stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'hello' }] });
+    let text = '', finish = null, usage = null;
+    const ids = new Set();
+    for await (const c of stream) {
+      ids.add(c.id);
+      if (c.usage) usage = c.usage;
+      for (const ch of c.choices) {
+        text += ch.delta?.content ?? '';
+        finish = ch.finish_reason ?? finish;
+      }
+    }
+    assert.equal(text, recovered);
+    assert.equal(finish, 'stop');
+    assert.equal(ids.size, 1);
+    assert.ok(usage && usage.prompt_tokens > 0 && usage.completion_tokens > 0 && usage.total_tokens === usage.prompt_tokens + usage.completion_tokens);
+
+    const runner = openai.chat.completions.stream({ model, messages: [{ role: 'user', content: 'hello' }] });
+    const final = await runner.finalChatCompletion();
+    assert.equal(final.choices[0].message.content, recovered);
+
+    const s = anthropic.messages.stream({ model, max_tokens: 100, messages: [{ role: 'user', content: 'hello' }] });
+    let st = '';
+    s.on('text', (t) => { st += t; });
+    const m = await s.finalMessage();
+    assert.equal(st, recovered);
+    assert.equal(m.content.length, 1);
+    assert.equal(m.content[0].text, recovered);
+    assert.equal(m.stop_reason, 'end_turn');
+    assert.ok(m.usage.input_tokens > 0 && m.usage.output_tokens > 0);
+  });
+}

@@ -1,6 +1,7 @@
 // Package sdk runs the OpenAI and Anthropic Node SDKs, unchanged and at the versions pinned in
 // package-lock.json, against the gateway in front of mock Anthropic, Bedrock and Vertex channels
-// (and one mock OpenAI channel), over loopback.
+// (and one mock OpenAI channel), over loopback: answers, streams, tools, failover, and streams
+// broken after their first text and recovered by the gateway.
 //
 // The SDKs are installed with `npm ci` on first use into ~/.cache/switchyard/npm/<hash of the
 // lock> (about 6 s cold), outside the repository, so that a changed lock gets a fresh install and
@@ -33,6 +34,10 @@ import (
 	"github.com/switchyard-io/switchyard/internal/proxy"
 )
 
+// recoveredText is the answer of the streams cut after their first text (claude-broken,
+// claude-cloud-broken): the SDKs must read it whole, once.
+const recoveredText = "A broken stream, finished: every byte once — and in order."
+
 func TestNodeSDKs(t *testing.T) {
 	node, errNode := exec.LookPath("node")
 	npm, errNpm := exec.LookPath("npm")
@@ -50,6 +55,11 @@ func TestNodeSDKs(t *testing.T) {
 	a.SetBehavior("claude-flaky-up", mockprovider.Behavior{Mode: mockprovider.ModeStatus, Status: 529})
 	a.SetBehavior("claude-cut-up", mockprovider.Behavior{Mode: mockprovider.ModeErrorEvent, After: 0})
 	a.SetBehavior("chain-up", mockprovider.Behavior{Mode: mockprovider.ModeStatus, Status: 529})
+	// Stream recovery: claude-broken's stream on claude-a is cut after its first text and
+	// continued on claude-b (the text sent as the assistant prefill); claude-cloud-broken's on
+	// Bedrock ends with a modelStreamErrorException after its first text and goes on on Vertex.
+	a.SetBehavior("broken-up", mockprovider.Behavior{Mode: mockprovider.ModeCut, After: 2, Splits: "6,12", Text: recoveredText})
+	b.SetBehavior("broken-up", mockprovider.Behavior{Mode: mockprovider.ModeContinue, Text: recoveredText})
 	as, bs, cs := httptest.NewServer(a), httptest.NewServer(b), httptest.NewServer(c)
 	defer as.Close()
 	defer bs.Close()
@@ -64,6 +74,8 @@ func TestNodeSDKs(t *testing.T) {
 		Credentials: []aws.Credentials{{AccessKeyID: "AKIDSDKTEST", SecretAccessKey: "sdk-test-secret"}}})
 	bedrock.SetBehavior("chain-up", mockprovider.CloudBehavior{Behavior: mockprovider.Behavior{Mode: mockprovider.ModeStatus, Status: 503}})
 	bedrock.SetBehavior("bcut-up", mockprovider.CloudBehavior{StreamError: "modelStreamErrorException"})
+	bedrock.SetBehavior("bbroken-up", mockprovider.CloudBehavior{Behavior: mockprovider.Behavior{After: 2, Splits: "6,12", Text: recoveredText},
+		StreamError: "modelStreamErrorException"})
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)
@@ -71,6 +83,7 @@ func TestNodeSDKs(t *testing.T) {
 	const email = "switchyard@sdk-project.iam.gserviceaccount.com"
 	vertex := mockprovider.NewVertex(mockprovider.VertexOptions{Name: "vertex", Project: "sdk-project", Location: "us-east5",
 		ServiceAccounts: map[string]*rsa.PublicKey{email: &key.PublicKey}})
+	vertex.SetBehavior("vbroken-up", mockprovider.CloudBehavior{Behavior: mockprovider.Behavior{Mode: mockprovider.ModeContinue, Text: recoveredText}})
 	brs, vrs := httptest.NewServer(bedrock), httptest.NewServer(vertex)
 	defer brs.Close()
 	defer vrs.Close()
@@ -93,7 +106,7 @@ spec:
   provider: anthropic
   baseURL: %[1]s/v1
   credentialsRef: {name: keys, key: a}
-  models: [{name: claude-sonnet}, {name: claude-flaky, upstreamModel: claude-flaky-up}, {name: claude-cut, upstreamModel: claude-cut-up}, {name: claude-chain, upstreamModel: chain-up}]
+  models: [{name: claude-sonnet}, {name: claude-flaky, upstreamModel: claude-flaky-up}, {name: claude-cut, upstreamModel: claude-cut-up}, {name: claude-chain, upstreamModel: chain-up}, {name: claude-broken, upstreamModel: broken-up}]
   failureDomain: {region: a}
 ---
 apiVersion: switchyard.io/v1alpha1
@@ -103,7 +116,7 @@ spec:
   provider: anthropic
   baseURL: %[2]s/v1
   credentialsRef: {name: keys, key: b}
-  models: [{name: claude-sonnet}, {name: claude-flaky, upstreamModel: claude-flaky-up}, {name: claude-cut, upstreamModel: claude-cut-up}]
+  models: [{name: claude-sonnet}, {name: claude-flaky, upstreamModel: claude-flaky-up}, {name: claude-cut, upstreamModel: claude-cut-up}, {name: claude-broken, upstreamModel: broken-up}]
   failureDomain: {region: b}
 ---
 apiVersion: switchyard.io/v1alpha1
@@ -119,7 +132,7 @@ apiVersion: switchyard.io/v1alpha1
 kind: RoutingPolicy
 metadata: {name: claude}
 spec:
-  models: [claude-sonnet, claude-flaky, claude-cut]
+  models: [claude-sonnet, claude-flaky, claude-cut, claude-broken]
   channels: [{name: claude-a}, {name: claude-b}]
   strategy: Priority
 ---
@@ -153,6 +166,7 @@ spec:
     - {name: claude-on-bedrock, upstreamModel: "us.anthropic.claude-sonnet-4-5-20250929-v1:0"}
     - {name: claude-chain, upstreamModel: chain-up}
     - {name: claude-bedrock-cut, upstreamModel: bcut-up}
+    - {name: claude-cloud-broken, upstreamModel: bbroken-up}
   failureDomain: {region: aws}
 ---
 apiVersion: switchyard.io/v1alpha1
@@ -168,6 +182,7 @@ spec:
     - {name: claude-on-vertex, upstreamModel: "claude-sonnet-4-5@20250929"}
     - {name: claude-chain, upstreamModel: "claude-sonnet-4-5@20250929"}
     - {name: claude-bedrock-cut, upstreamModel: "claude-sonnet-4-5@20250929"}
+    - {name: claude-cloud-broken, upstreamModel: vbroken-up}
   failureDomain: {region: gcp}
 ---
 apiVersion: switchyard.io/v1alpha1
@@ -191,6 +206,14 @@ kind: RoutingPolicy
 metadata: {name: claude-bedrock-cut}
 spec:
   models: [claude-bedrock-cut]
+  channels: [{name: claude-bedrock}, {name: claude-vertex}]
+  strategy: Priority
+---
+apiVersion: switchyard.io/v1alpha1
+kind: RoutingPolicy
+metadata: {name: claude-cloud-broken}
+spec:
+  models: [claude-cloud-broken]
   channels: [{name: claude-bedrock}, {name: claude-vertex}]
   strategy: Priority
 `, as.URL, bs.URL, cs.URL, brs.URL, sa, vrs.URL)
@@ -225,7 +248,7 @@ spec:
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "--test", "--test-reporter=spec", "sdk.test.mjs")
 	cmd.Dir = run
-	cmd.Env = append(os.Environ(), "SWITCHYARD_URL="+gw.URL, "NO_COLOR=1")
+	cmd.Env = append(os.Environ(), "SWITCHYARD_URL="+gw.URL, "NO_COLOR=1", "RECOVERED_TEXT="+recoveredText)
 	out, err := cmd.CombinedOutput()
 	t.Logf("node --test:\n%s", out)
 	if err != nil {
@@ -234,6 +257,9 @@ spec:
 	if a.Requests("claude-flaky-up") == 0 || a.Requests("claude-cut-up") == 0 || a.Requests("chain-up") == 0 ||
 		bedrock.Requests("chain-up") == 0 || bedrock.Requests("bcut-up") == 0 {
 		t.Error("the failover models never reached their failing channel")
+	}
+	if b.Requests("broken-up") == 0 || vertex.Requests("vbroken-up") == 0 {
+		t.Error("no continuation reached the channels that finish the broken streams")
 	}
 	if bedrock.Requests("us.anthropic.claude-sonnet-4-5-20250929-v1:0") == 0 || vertex.TokensIssued() == 0 || bedrock.Refused() != 0 {
 		t.Errorf("the clouds: bedrock answered %d, refused %d signatures; vertex issued %d tokens",
