@@ -25,6 +25,7 @@ import (
 	"github.com/switchyard-io/switchyard/internal/proxy"
 	"github.com/switchyard-io/switchyard/internal/replay"
 	"github.com/switchyard-io/switchyard/internal/routing"
+	"github.com/switchyard-io/switchyard/internal/testutil"
 )
 
 // The differential test: the proxy (over real HTTP, against mock providers scripted attempt by
@@ -50,30 +51,6 @@ const (
 )
 
 var diffT0 = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
-
-// testClock is the proxy's clock: it moves when the test moves it and when the proxy waits (a
-// Sleeper), never by itself, so the access log's times are the plan's times.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
-func (c *testClock) Sleep(ctx context.Context, d time.Duration) bool {
-	c.Advance(d)
-	return ctx.Err() == nil
-}
 
 // perRequest gives each request its own seeded stream, from the sequence's seed and the request
 // id: a request that made no attempt (everything rate limited) is not in the log, and must not
@@ -303,7 +280,7 @@ func play(t *testing.T, sq sequence) (*played, error) {
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("manifests: %v", problems)
 	}
-	clock := &testClock{t: diffT0}
+	clock := testutil.NewClock(diffT0)
 	var accessLog bytes.Buffer
 	var logMu sync.Mutex
 	srv := proxy.New(proxy.Options{Clock: clock, Rand: perRequest(sq.seed), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),

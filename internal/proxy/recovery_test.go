@@ -231,19 +231,7 @@ const recoveryAnswer = "Hello wörld, 中文 ok.\nBye 😀!"
 func TestRecoveryCutEverywhere(t *testing.T) {
 	splits := runeSplits(recoveryAnswer)
 	n := strings.Count(splits, ",") + 1 // pieces - 1
-	for _, c := range []struct {
-		name     string
-		messages bool
-		chans    []recoveryChannel
-	}{
-		{"chat client, openai channels with prefill", false, []recoveryChannel{{"openai", true}, {"openai", true}}},
-		{"chat client, anthropic channels", false, []recoveryChannel{{"anthropic", true}, {"anthropic", true}}},
-		{"messages client, anthropic channels", true, []recoveryChannel{{"anthropic", true}, {"anthropic", true}}},
-		{"messages client, anthropic then openai with prefill", true, []recoveryChannel{{"anthropic", true}, {"openai", true}}},
-		{"messages client, openai channels with prefill", true, []recoveryChannel{{"openai", true}, {"openai", true}}},
-		{"messages client, openai then anthropic", true, []recoveryChannel{{"openai", false}, {"anthropic", true}}},
-		{"chat client, openai then anthropic", false, []recoveryChannel{{"openai", false}, {"anthropic", true}}},
-	} {
+	for _, c := range recoveryPairings {
 		t.Run(c.name, func(t *testing.T) {
 			rr := newRecoveryRig(t, "", c.chans...)
 			path, body := "/v1/chat/completions", chatStreamBody

@@ -14,7 +14,6 @@ import (
 	"net/http/httptest"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +22,7 @@ import (
 	"github.com/switchyard-io/switchyard/internal/proxy"
 	"github.com/switchyard-io/switchyard/internal/replay"
 	"github.com/switchyard-io/switchyard/internal/routing"
+	"github.com/switchyard-io/switchyard/internal/testutil"
 )
 
 // These tests run the proxy over real HTTP against mock providers on a test clock, then replay
@@ -32,32 +32,6 @@ import (
 
 var proxyT0 = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 
-// stepClock is the proxy's clock: it moves only when the test moves it, or when the proxy waits
-// out a back-off (a Sleeper), so the access log's times are the plan's.
-type stepClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *stepClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *stepClock) Set(t time.Time) {
-	c.mu.Lock()
-	c.t = t
-	c.mu.Unlock()
-}
-
-func (c *stepClock) Sleep(ctx context.Context, d time.Duration) bool {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-	return ctx.Err() == nil
-}
-
 // drawsByID gives each request its own seeded stream, by request id, in the proxy and in replay.
 func drawsByID(id string) failover.Rand {
 	h := fnv.New64a()
@@ -65,32 +39,15 @@ func drawsByID(id string) failover.Rand {
 	return rand.New(rand.NewPCG(7, h.Sum64()))
 }
 
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) Bytes() []byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return bytes.Clone(s.b.Bytes())
-}
-
 // world is two mock providers, a and b, serving gpt-4o; the policy comes from the test.
 type world struct {
 	t       *testing.T
 	a, b    *mockprovider.Server
 	man     string
-	clock   *stepClock
+	clock   *testutil.Clock
 	srv     *proxy.Server
 	api     *httptest.Server
-	log     syncBuf
+	log     testutil.SyncBuffer
 	done    chan struct{}
 	servers []*httptest.Server
 }
@@ -117,7 +74,7 @@ spec:
 
 func newWorld(t *testing.T, policy string) *world {
 	t.Helper()
-	w := &world{t: t, clock: &stepClock{t: proxyT0}, done: make(chan struct{}, 1)}
+	w := &world{t: t, clock: testutil.NewClock(proxyT0), done: make(chan struct{}, 1)}
 	urls := map[string]string{}
 	for _, name := range []string{"a", "b"} {
 		m := mockprovider.New(mockprovider.Options{Name: name, APIKey: "sk-replay-proxy"})
