@@ -57,7 +57,7 @@ func runController(ctx context.Context, args []string, _, stderr io.Writer) erro
 	fs.Var(&adminURLs, "proxy-admin-url", "admin API root of a proxy replica outside the cluster, e.g. http://10.0.0.5:9090 (repeatable)")
 	fs.DurationVar(&opts.PollInterval, "poll-interval", controller.DefaultPollInterval, "how often to poll the proxies' admin API")
 	fs.DurationVar(&opts.CompileDelay, "compile-delay", controller.DefaultCompileDelay,
-		"how long the first change of a burst (a kubectl apply of many objects) waits for the rest before the table is compiled and published once")
+		"how long the first change of a burst (a kubectl apply of many objects) waits for the rest before the table is compiled and published once (0 or less: the default)")
 	fs.BoolVar(&leaderElect, "leader-elect", false, "elect a leader so that only one controller replica is active")
 	fs.StringVar(&leaderElectionID, "leader-election-id", "switchyard-controller.switchyard.io", "name of the leader election Lease")
 	fs.StringVar(&leaderElectionNS, "leader-election-namespace", "", "namespace of the leader election Lease (default the proxy namespace)")

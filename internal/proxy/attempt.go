@@ -61,6 +61,10 @@ type attempt struct {
 	deferError   bool
 	cont         *contRelay
 	continuation int
+	// counted are the prompt and completion tokens addTokens has counted for this attempt: a
+	// stream's usage figures are cumulative (vLLM's continuous usage stats repeat them on every
+	// chunk, growing), so each event counts only what it adds.
+	counted struct{ prompt, completion int }
 }
 
 // result is what happened. When committed, bytes went to the client and nothing more may be sent.
@@ -834,12 +838,21 @@ func (s *sseReader) next() (sseEvent, error) {
 	return ev, nil
 }
 
+// addTokens counts an answer's usage figures: what they add to the attempt's figures so far (a
+// stream's are cumulative; a non-streamed answer has one).
 func (s *Server) addTokens(a *attempt, u *usage) {
-	a.call.tokens(u)
-	if p := u.PromptTokens + u.InputTokens; p > 0 {
+	p := max(0, u.PromptTokens+u.InputTokens-a.counted.prompt)
+	c := max(0, u.CompletionTokens+u.OutputTokens-a.counted.completion)
+	a.counted.prompt += p
+	a.counted.completion += c
+	if p == 0 && c == 0 {
+		return
+	}
+	a.call.add(int64(p), int64(c), false)
+	if p > 0 {
 		s.metrics.Tokens.WithLabelValues(a.channel.Namespace, a.channel.Name, a.model, "prompt").Add(float64(p))
 	}
-	if c := u.CompletionTokens + u.OutputTokens; c > 0 {
+	if c > 0 {
 		s.metrics.Tokens.WithLabelValues(a.channel.Namespace, a.channel.Name, a.model, "completion").Add(float64(c))
 	}
 }

@@ -435,16 +435,13 @@ func (cc *clientCall) attempt(a *attempt, r *result) {
 	cc.mu.Unlock()
 }
 
-// tokens records the provider's usage figures for the request (addTokens).
-func (cc *clientCall) tokens(u *usage) {
-	cc.add(int64(u.PromptTokens+u.InputTokens), int64(u.CompletionTokens+u.OutputTokens), false)
-}
-
 // priorTokens records the parts of a recovered stream that broke before the part that finished
 // it (partusage.go): the tokens the client's usage was told, estimated where a part reported
 // none. They count against the client's token limits, as the provider bills them.
 func (cc *clientCall) priorTokens(p, c int64, estimated bool) { cc.add(p, c, estimated) }
 
+// add records tokens of the request: the provider's figures (addTokens), or a recovered stream's
+// earlier parts (priorTokens).
 func (cc *clientCall) add(p, c int64, estimated bool) {
 	if cc == nil {
 		return

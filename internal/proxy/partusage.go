@@ -32,69 +32,140 @@ type streamPart struct {
 	prefill int // bytes of the assistant prefill the part continued (0: the first part, a splice)
 	text    int // bytes of text it added to the client's stream (set when the part ends)
 	// prompt and completion are the figures the part reported (cumulative: the last one counts);
-	// known tells whether it reported each.
+	// known tells whether it reported each. prompt counts every input token, cached or not, as
+	// OpenAI's prompt_tokens does; cacheRead and cacheCreate are the Messages API's cached shares
+	// of it, from message_start.
 	prompt, completion           int
 	promptKnown, completionKnown bool
+	cacheRead, cacheCreate       int
+	// counted is what of prompt and completion went through addTokens (a usage event of the
+	// part's stream) and so reached the client's counts already; message_start's figures do not.
+	counted struct{ prompt, completion int }
 }
 
-// reported records a usage figure the part's stream carried.
+// reported records a usage figure the part's stream carried (and addTokens counted).
 func (p *streamPart) reported(u *usage) {
 	if n := u.PromptTokens + u.InputTokens; n > 0 {
 		p.prompt, p.promptKnown = n, true
+		p.counted.prompt = max(p.counted.prompt, n)
 	}
 	if n := u.CompletionTokens + u.OutputTokens; n > 0 {
 		p.completion, p.completionKnown = n, true
+		p.counted.completion = max(p.counted.completion, n)
 	}
 }
 
-// tokens are an earlier part's figures, reported or estimated; finalPrompt is the finishing
-// part's reported prompt (ok false: it reported none, and an unreported prompt counts 0) and
-// finalPrefill the bytes of its prefill.
-func (p streamPart) tokens(finalPrompt int, finalKnown bool, finalPrefill int) (prompt, completion int, estimated bool) {
-	prompt, completion = p.prompt, p.completion
+// messageUsage is a Messages API usage object's input figures.
+type messageUsage struct {
+	InputTokens              int `json:"input_tokens"`
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
+}
+
+// started records the input a message_start announces for the part, when it reported none yet.
+func (p *streamPart) started(u messageUsage) {
+	n := u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
+	if n > 0 && !p.promptKnown {
+		p.prompt, p.promptKnown = n, true
+		p.cacheRead, p.cacheCreate = u.CacheReadInputTokens, u.CacheCreationInputTokens
+	}
+}
+
+// usageSum is what earlier parts add to the finishing part's usage.
+type usageSum struct {
+	prompt, completion     int // prompt: every input token, cached or not
+	cacheRead, cacheCreate int // the Messages API's cached shares of prompt
+	// uncounted are the shares of prompt and completion no usage event counted: estimates, and
+	// message_start's input (priorTokens adds them to the client's counts).
+	uncounted struct{ prompt, completion int }
+	estimated bool
+}
+
+// add adds an earlier part's figures, reported or estimated; final is the finishing part (its
+// reported prompt and its prefill).
+func (s *usageSum) add(p streamPart, final *streamPart) {
+	prompt, completion := p.prompt, p.completion
 	if !p.completionKnown {
-		completion, estimated = estTokens(p.text), true
+		completion, s.estimated = estTokens(p.text), true
 	}
-	if !p.promptKnown && finalKnown {
-		prompt, estimated = max(0, finalPrompt-estTokens(finalPrefill)+estTokens(p.prefill)), true
+	if !p.promptKnown && final.promptKnown {
+		prompt, s.estimated = max(0, final.prompt-estTokens(final.prefill)+estTokens(p.prefill)), true
 	}
-	return prompt, completion, estimated
+	s.prompt += prompt
+	s.completion += completion
+	s.cacheRead += p.cacheRead
+	s.cacheCreate += p.cacheCreate
+	s.uncounted.prompt += max(0, prompt-p.counted.prompt)
+	s.uncounted.completion += max(0, completion-p.counted.completion)
 }
 
 // priorUsage sums the parts before the finishing one.
-func priorUsage(parts []streamPart, finalPrompt int, finalKnown bool, finalPrefill int) (prompt, completion int, estimated bool) {
+func priorUsage(parts []streamPart, final *streamPart) usageSum {
+	var s usageSum
 	for _, p := range parts {
-		pp, pc, est := p.tokens(finalPrompt, finalKnown, finalPrefill)
-		prompt, completion, estimated = prompt+pp, completion+pc, estimated || est
+		s.add(p, final)
 	}
-	return prompt, completion, estimated
+	return s
 }
 
-// addToUsage adds the earlier parts' figures to a usage object in the client's API: OpenAI's
-// prompt_tokens, completion_tokens and total_tokens, or the Messages API's input_tokens and
-// output_tokens (input_tokens is set when the final part's prompt is known, also where the
-// event had none: message_start told the client the first part's). Other members are kept.
-func addToUsage(raw json.RawMessage, messages bool, prompt, completion int, finalPrompt int, finalKnown bool) json.RawMessage {
+// addToUsage adds the earlier parts' figures to a usage object in the client's API, keeping its
+// other members:
+//
+//   - OpenAI's prompt_tokens and completion_tokens, and total_tokens (when there is one) their sum;
+//   - the Messages API's output_tokens; input_tokens (uncached input) becomes the finishing
+//     part's own — the event's, else its message_start's — plus the earlier parts' uncached
+//     input, and the cache counts their sums likewise. With the finishing part's input unknown,
+//     input_tokens is left as it is: message_start told the client the first part's.
+func addToUsage(raw json.RawMessage, messages bool, sum usageSum, final *streamPart) json.RawMessage {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(raw, &m) != nil || m == nil {
 		return raw
 	}
-	add := func(key string, n int) {
+	num := func(key string) (int, bool) {
 		var v int
-		if r, ok := m[key]; ok && json.Unmarshal(r, &v) != nil {
+		r, ok := m[key]
+		return v, ok && json.Unmarshal(r, &v) == nil
+	}
+	set := func(key string, n int) { m[key] = json.RawMessage(strconv.Itoa(n)) }
+	add := func(key string, n int) {
+		if _, ok := m[key]; ok {
+			if v, isNum := num(key); isNum {
+				set(key, v+n)
+			}
 			return // not a number: leave it alone
 		}
-		m[key] = json.RawMessage(strconv.Itoa(v + n))
+		set(key, n)
 	}
 	if messages {
-		add("output_tokens", completion)
-		if finalKnown {
-			m["input_tokens"] = json.RawMessage(strconv.Itoa(finalPrompt + prompt))
+		add("output_tokens", sum.completion)
+		uncached := sum.prompt - sum.cacheRead - sum.cacheCreate
+		base, ok := num("input_tokens")
+		if !ok && final.promptKnown {
+			base, ok = final.prompt-final.cacheRead-final.cacheCreate, true
+		}
+		if ok {
+			set("input_tokens", base+uncached)
+		}
+		for _, c := range []struct {
+			key        string
+			prior, own int
+		}{{"cache_read_input_tokens", sum.cacheRead, final.cacheRead}, {"cache_creation_input_tokens", sum.cacheCreate, final.cacheCreate}} {
+			if c.prior == 0 {
+				continue
+			}
+			if v, isNum := num(c.key); isNum {
+				c.own = v
+			}
+			set(c.key, c.own+c.prior)
 		}
 	} else {
-		add("prompt_tokens", prompt)
-		add("completion_tokens", completion)
-		add("total_tokens", prompt+completion)
+		add("prompt_tokens", sum.prompt)
+		add("completion_tokens", sum.completion)
+		p, okP := num("prompt_tokens")
+		c, okC := num("completion_tokens")
+		if _, has := m["total_tokens"]; has && okP && okC {
+			set("total_tokens", p+c)
+		}
 	}
 	b, err := json.Marshal(m)
 	if err != nil {

@@ -2,6 +2,9 @@ package proxy
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,60 +15,70 @@ import (
 	"github.com/switchyard-io/switchyard/internal/audit"
 )
 
-func TestPartTokens(t *testing.T) {
+func TestPriorUsage(t *testing.T) {
+	known := func(p streamPart) streamPart {
+		p.promptKnown, p.completionKnown = true, true
+		p.counted.prompt, p.counted.completion = p.prompt, p.completion
+		return p
+	}
+	final := streamPart{prefill: 41, prompt: 30, promptKnown: true}
 	for _, c := range []struct {
-		name                  string
-		part                  streamPart
-		finalPrompt           int
-		finalKnown            bool
-		finalPrefill          int
-		wantPrompt, wantCompl int
-		wantEstimated         bool
+		name                   string
+		parts                  []streamPart
+		final                  streamPart
+		prompt, completion     int
+		uncountedP, uncountedC int
+		estimated              bool
 	}{
-		{"reported figures count as they are", streamPart{text: 40, prompt: 12, completion: 9, promptKnown: true, completionKnown: true}, 30, true, 40, 12, 9, false},
-		{"the first part: the final prompt less the final prefill", streamPart{text: 41}, 30, true, 41, 30 - 11, 11, true},
-		{"a continuation's part keeps its own prefill", streamPart{prefill: 8, text: 8}, 30, true, 16, 30 - 4 + 2, 2, true},
-		{"a splice finishes with the original prompt", streamPart{text: 10}, 25, true, 0, 25, 3, true},
-		{"no final prompt: an unreported prompt counts nothing", streamPart{text: 4}, 0, false, 4, 0, 1, true},
-		{"never below zero", streamPart{text: 400}, 3, true, 400, 0, 100, true},
-		{"a prompt from message_start, the completion estimated", streamPart{text: 8, prompt: 7, promptKnown: true}, 30, true, 8, 7, 2, true},
+		{"reported figures count as they are, and were counted", []streamPart{known(streamPart{text: 40, prompt: 12, completion: 9})}, final, 12, 9, 0, 0, false},
+		{"the first part: the final prompt less the final prefill", []streamPart{{text: 41}}, final, 30 - 11, 11, 30 - 11, 11, true},
+		{"a continuation's part keeps its own prefill", []streamPart{{prefill: 8, text: 8}}, streamPart{prefill: 16, prompt: 30, promptKnown: true}, 30 - 4 + 2, 2, 30 - 4 + 2, 2, true},
+		{"a splice finishes with the original prompt", []streamPart{{text: 10}}, streamPart{prompt: 25, promptKnown: true}, 25, 3, 25, 3, true},
+		{"no final prompt: an unreported prompt counts nothing", []streamPart{{text: 4}}, streamPart{prefill: 4}, 0, 1, 0, 1, true},
+		{"never below zero", []streamPart{{text: 400}}, streamPart{prefill: 400, prompt: 3, promptKnown: true}, 0, 100, 0, 100, true},
+		{"message_start's prompt is known but no usage event counted it", []streamPart{{text: 8, prompt: 7, promptKnown: true}}, final, 7, 2, 7, 2, true},
+		{"per-chunk usage (vLLM): counted as it came", []streamPart{{text: 6, prompt: 10, completion: 2, promptKnown: true, completionKnown: true, counted: struct{ prompt, completion int }{10, 2}}}, final, 10, 2, 0, 0, false},
+		{"two parts", []streamPart{{text: 4}, {prefill: 4, text: 4}}, streamPart{prefill: 8, prompt: 20, promptKnown: true}, (20 - 2) + (20 - 2 + 1), 2, (20 - 2) + (20 - 2 + 1), 2, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			p, n, est := c.part.tokens(c.finalPrompt, c.finalKnown, c.finalPrefill)
-			if p != c.wantPrompt || n != c.wantCompl || est != c.wantEstimated {
-				t.Fatalf("tokens = %d, %d, estimated %v; want %d, %d, %v", p, n, est, c.wantPrompt, c.wantCompl, c.wantEstimated)
+			s := priorUsage(c.parts, &c.final)
+			if s.prompt != c.prompt || s.completion != c.completion || s.uncounted.prompt != c.uncountedP || s.uncounted.completion != c.uncountedC || s.estimated != c.estimated {
+				t.Fatalf("priorUsage = %+v; want prompt %d, completion %d, uncounted %d/%d, estimated %v", s, c.prompt, c.completion, c.uncountedP, c.uncountedC, c.estimated)
 			}
 		})
 	}
-	p, n, est := priorUsage([]streamPart{{text: 4}, {prefill: 4, text: 4}}, 20, true, 8)
-	if p != (20-2+0)+(20-2+1) || n != 2 || !est {
-		t.Fatalf("priorUsage = %d, %d, %v", p, n, est)
+	cached := priorUsage([]streamPart{{text: 4, prompt: 110, promptKnown: true, cacheRead: 100}}, &final)
+	if cached.prompt != 110 || cached.cacheRead != 100 {
+		t.Fatalf("the cached share travels with the part: %+v", cached)
 	}
 }
 
 func TestAddToUsage(t *testing.T) {
+	sum := usageSum{prompt: 7, completion: 3}
+	final := &streamPart{prompt: 20, promptKnown: true}
 	for _, c := range []struct {
 		name, in string
 		messages bool
+		sum      usageSum
+		final    *streamPart
 		want     string
 	}{
-		{"chat", `{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15,"prompt_tokens_details":{"cached_tokens":0}}`, false,
+		{"chat", `{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15,"prompt_tokens_details":{"cached_tokens":0}}`, false, sum, final,
 			`{"completion_tokens":8,"prompt_tokens":17,"prompt_tokens_details":{"cached_tokens":0},"total_tokens":25}`},
-		{"chat without a total", `{"prompt_tokens":10,"completion_tokens":5}`, false, `{"completion_tokens":8,"prompt_tokens":17,"total_tokens":10}`},
-		{"a figure that is no number is left alone", `{"prompt_tokens":"x","completion_tokens":5,"total_tokens":15}`, false,
-			`{"completion_tokens":8,"prompt_tokens":"x","total_tokens":25}`},
-		{"messages: input_tokens set from the final prompt", `{"output_tokens":5}`, true, `{"input_tokens":27,"output_tokens":8}`},
-		{"messages: a cumulative input_tokens replaced by the sum", `{"input_tokens":20,"output_tokens":5,"cache_read_input_tokens":3}`, true,
-			`{"cache_read_input_tokens":3,"input_tokens":27,"output_tokens":8}`},
+		{"chat without a total gets none", `{"prompt_tokens":10,"completion_tokens":5}`, false, sum, final, `{"completion_tokens":8,"prompt_tokens":17}`},
+		{"a figure that is no number is left alone", `{"prompt_tokens":"x","completion_tokens":5,"total_tokens":15}`, false, sum, final,
+			`{"completion_tokens":8,"prompt_tokens":"x","total_tokens":15}`},
+		{"messages: input_tokens from the final part's message_start", `{"output_tokens":5}`, true, sum, final, `{"input_tokens":27,"output_tokens":8}`},
+		{"messages: the event's own input_tokens", `{"input_tokens":20,"output_tokens":5}`, true, sum, &streamPart{}, `{"input_tokens":27,"output_tokens":8}`},
+		{"messages: an unknown final input leaves input_tokens out", `{"output_tokens":5}`, true, sum, &streamPart{}, `{"output_tokens":8}`},
+		{"messages: uncached input and cache reads summed apart", `{"output_tokens":3}`, true, usageSum{prompt: 110, completion: 2, cacheRead: 100},
+			&streamPart{prompt: 110, promptKnown: true, cacheRead: 100}, `{"cache_read_input_tokens":200,"input_tokens":20,"output_tokens":5}`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if got := string(addToUsage(json.RawMessage(c.in), c.messages, 7, 3, 20, true)); got != c.want {
+			if got := string(addToUsage(json.RawMessage(c.in), c.messages, c.sum, c.final)); got != c.want {
 				t.Fatalf("got %s, want %s", got, c.want)
 			}
 		})
-	}
-	if got := string(addToUsage(json.RawMessage(`{"output_tokens":5}`), true, 7, 3, 0, false)); got != `{"output_tokens":8}` {
-		t.Fatalf("an unknown final prompt must leave input_tokens out: %s", got)
 	}
 }
 
@@ -192,20 +205,188 @@ func TestRecoveryUsageIsTheSumOfItsParts(t *testing.T) {
 		}
 	})
 	t.Run("messages client, anthropic channels", func(t *testing.T) {
-		rr := newRecoveryRig(t, "", recoveryChannel{"anthropic", true}, recoveryChannel{"anthropic", true})
+		path := filepath.Join(t.TempDir(), "audit.log")
+		log, err := audit.Open(audit.Options{Path: path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rr := newRecoveryRigOpts(t, func(o *Options) { o.Audit = log }, "", recoveryChannel{"anthropic", true}, recoveryChannel{"anthropic", true})
 		rr.behave("cut;after=1;splits=6,12;text="+full, "continue;text="+full)
 		rep := rr.post("/v1/messages", messagesStreamBody)
 		readStream(t, rep, true).mustBe(t, full)
 		got := lastUsage(t, rep.body)
 		first := messageStartInput(rep.body)
-		cf := channelTokens(t, rr.metrics(), "c1", "completion")
-		if first <= 0 || cf == 0 {
-			t.Fatalf("message_start input_tokens %d, continuation's output %d: want both reported", first, cf)
+		m := rr.metrics()
+		pf, cf := channelTokens(t, m, "c1", "prompt"), channelTokens(t, m, "c1", "completion")
+		if first <= 0 || pf == 0 || cf == 0 || channelTokens(t, m, "c0", "prompt") != 0 {
+			t.Fatalf("message_start input_tokens %d, continuation's %d/%d, c0's %d: want the first three reported, nothing counted for the cut c0",
+				first, pf, cf, channelTokens(t, m, "c0", "prompt"))
 		}
 		// The first part's prompt is known from its message_start; its output is estimated from
-		// "Hello" (the prefill Anthropic gets has the trailing space trimmed, but the client got it).
-		if got["output_tokens"] != cf+estTokens(len("Hello ")) || got["input_tokens"] <= first {
-			t.Fatalf("client's usage %v: want output_tokens %d and input_tokens over the first part's %d", got, cf+estTokens(6), first)
+		// "Hello " (the prefill Anthropic gets has the trailing space trimmed, but the client got it).
+		wantIn, wantOut := first+pf, cf+estTokens(len("Hello "))
+		if got["output_tokens"] != wantOut || got["input_tokens"] != wantIn {
+			t.Fatalf("client's usage %v: want input_tokens %d (%d + %d), output_tokens %d", got, wantIn, first, pf, wantOut)
+		}
+		if err := log.Close(); err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := os.ReadFile(path)
+		var line audit.Line
+		if err := json.Unmarshal([]byte(strings.TrimSpace(string(raw))), &line); err != nil {
+			t.Fatalf("audit line %q: %v", raw, err)
+		}
+		if line.Tokens.Prompt != int64(wantIn) || line.Tokens.Completion != int64(wantOut) || !line.Tokens.Estimated {
+			t.Fatalf("audit line %s: want the client's usage (%d/%d), estimated", raw, wantIn, wantOut)
 		}
 	})
+}
+
+// pointAt serves channel i from url instead of its mock (a hand-written upstream).
+func (rr *recoveryRig) pointAt(t *testing.T, i int, url string) {
+	t.Helper()
+	file := filepath.Join(rr.dir, "gateway.yaml")
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := -1
+	out := regexp.MustCompile(`baseURL: \S+`).ReplaceAllStringFunc(string(b), func(s string) string {
+		if n++; n == i {
+			return "baseURL: " + url + "/v1"
+		}
+		return s
+	})
+	if err := os.WriteFile(file, []byte(out), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := rr.src.Load(rr.srv); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// handWritten serves a hand-written SSE stream: events, then a cut (the connection closed) or a
+// clean end.
+func handWritten(t *testing.T, cut bool, events ...string) string {
+	t.Helper()
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		for _, ev := range events {
+			_, _ = io.WriteString(w, ev+"\n\n")
+		}
+		w.(http.Flusher).Flush()
+		if cut {
+			if c, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				_ = c.Close()
+			}
+		}
+	}))
+	t.Cleanup(s.Close)
+	return s.URL
+}
+
+func auditLine(t *testing.T, path string) audit.Line {
+	t.Helper()
+	raw, _ := os.ReadFile(path)
+	var line audit.Line
+	if err := json.Unmarshal([]byte(strings.TrimSpace(string(raw))), &line); err != nil {
+		t.Fatalf("audit line %q: %v", raw, err)
+	}
+	return line
+}
+
+// A part that reported its usage on every chunk (vLLM's continuous usage stats), cumulative, and
+// then broke: counted once, as its last figure, in the channel's metric and in the audit line,
+// which says what the client's usage says.
+func TestRecoveryUsageReportedPerChunk(t *testing.T) {
+	const full = "Hello world, and more"
+	path := filepath.Join(t.TempDir(), "audit.log")
+	log, err := audit.Open(audit.Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rr := newRecoveryRigOpts(t, func(o *Options) { o.Audit = log }, "", recoveryChannel{"openai", true}, recoveryChannel{"openai", true})
+	rr.pointAt(t, 0, handWritten(t, true,
+		`data: {"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}],"usage":{"prompt_tokens":10,"completion_tokens":0,"total_tokens":10}}`,
+		`data: {"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"Hello "},"finish_reason":null}],"usage":{"prompt_tokens":10,"completion_tokens":2,"total_tokens":12}}`))
+	rr.behave("ok", "continue;separate_usage;text="+full)
+	rep := rr.post("/v1/chat/completions", `{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`)
+	readStream(t, rep, false).mustBe(t, full)
+	got := lastUsage(t, rep.body)
+	m := rr.metrics()
+	if p, c := channelTokens(t, m, "c0", "prompt"), channelTokens(t, m, "c0", "completion"); p != 10 || c != 2 {
+		t.Fatalf("c0's tokens %d/%d, want its last cumulative figures 10/2", p, c)
+	}
+	pf, cf := channelTokens(t, m, "c1", "prompt"), channelTokens(t, m, "c1", "completion")
+	if got["prompt_tokens"] != 10+pf || got["completion_tokens"] != 2+cf {
+		t.Fatalf("client's usage %v, want %d/%d (the broken part's reported 10/2 plus the continuation's)", got, 10+pf, 2+cf)
+	}
+	if err := log.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if line := auditLine(t, path); line.Tokens.Prompt != int64(got["prompt_tokens"]) || line.Tokens.Completion != int64(got["completion_tokens"]) || line.Tokens.Estimated {
+		t.Fatalf("audit tokens %+v, want the client's usage %v, not estimated", line.Tokens, got)
+	}
+}
+
+// A /v1/messages stream with cached input: each part's uncached input and cache reads are summed
+// apart for the client (input_tokens is uncached input in the Messages API); the audit line
+// counts all input, as it does for an answer that never broke.
+func TestRecoveryMessagesUsageWithCachedInput(t *testing.T) {
+	part := func(text string, cut bool) string {
+		evs := []string{
+			"event: message_start\ndata: " + `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,"usage":{"input_tokens":10,"cache_read_input_tokens":100,"output_tokens":1}}}`,
+			"event: content_block_start\ndata: " + `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
+			"event: content_block_delta\ndata: " + `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"` + text + `"}}`,
+		}
+		if !cut {
+			evs = append(evs, "event: content_block_stop\ndata: "+`{"type":"content_block_stop","index":0}`,
+				"event: message_delta\ndata: "+`{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":3}}`,
+				"event: message_stop\ndata: "+`{"type":"message_stop"}`)
+		}
+		return handWritten(t, cut, evs...)
+	}
+	path := filepath.Join(t.TempDir(), "audit.log")
+	log, err := audit.Open(audit.Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rr := newRecoveryRigOpts(t, func(o *Options) { o.Audit = log }, "", recoveryChannel{"anthropic", true}, recoveryChannel{"anthropic", true})
+	rr.pointAt(t, 0, part("Hello ", true))
+	rr.pointAt(t, 1, part("world", false))
+	rep := rr.post("/v1/messages", messagesStreamBody)
+	readStream(t, rep, true).mustBe(t, "Hello world")
+	got := lastUsage(t, rep.body)
+	wantOut := 3 + estTokens(len("Hello "))
+	if got["input_tokens"] != 20 || got["cache_read_input_tokens"] != 200 || got["output_tokens"] != wantOut {
+		t.Fatalf("client's usage %v, want input_tokens 20, cache_read_input_tokens 200, output_tokens %d", got, wantOut)
+	}
+	if err := log.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if line := auditLine(t, path); line.Tokens.Prompt != 220 || line.Tokens.Completion != int64(wantOut) || !line.Tokens.Estimated {
+		t.Fatalf("audit tokens %+v, want 220 prompt (all input of both parts), %d completion, estimated", line.Tokens, wantOut)
+	}
+}
+
+// A continuation's finishing chunk without a delta (or with a null one, or a null choice) while
+// the seam holds text it took for a possible restart: the held text goes out, nothing panics.
+func TestRecoveryFinishChunkWithoutDelta(t *testing.T) {
+	const full = "Hello world, Hello"
+	for _, finish := range []string{
+		`{"index":0,"finish_reason":"stop"}`,
+		`{"index":0,"delta":null,"finish_reason":"stop"}`,
+	} {
+		rr := newRecoveryRig(t, "", recoveryChannel{"openai", true}, recoveryChannel{"openai", true})
+		rr.pointAt(t, 1, handWritten(t, false,
+			`data: {"id":"y","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"Hello"},"finish_reason":null}]}`,
+			`data: {"id":"y","object":"chat.completion.chunk","created":1,"model":"m","choices":[null,`+finish+`]}`,
+			`data: [DONE]`))
+		rr.behave("cut;after=1;splits=13;text=" + full)
+		rep := rr.post("/v1/chat/completions", chatStreamBody)
+		if got := readStream(t, rep, false); !got.errored && !(got.complete && got.text == full) {
+			t.Fatalf("finish %s: neither the whole answer nor an in-band error: %+v", finish, got)
+		}
+	}
 }

@@ -80,15 +80,13 @@ func (t *streamTap) beginPart(prefill int) { t.cur = streamPart{start: len(t.tex
 
 // messageStartPrompt records the input tokens a message_start announces for its part.
 func (t *streamTap) messageStartPrompt(e *messagesEventView) {
-	if e.Message != nil && e.Message.Usage.InputTokens > 0 && !t.cur.promptKnown {
-		t.cur.prompt, t.cur.promptKnown = e.Message.Usage.InputTokens, true
+	if e.Message != nil {
+		t.cur.started(e.Message.Usage)
 	}
 }
 
 // priorUsage is what the parts that broke add to the finishing part's usage.
-func (t *streamTap) priorUsage() (prompt, completion int, estimated bool) {
-	return priorUsage(t.parts, t.cur.prompt, t.cur.promptKnown, t.cur.prefill)
-}
+func (t *streamTap) priorUsage() usageSum { return priorUsage(t.parts, &t.cur) }
 
 // observe reads one write to the client (one or more events).
 func (t *streamTap) observe(out []byte) {
@@ -224,9 +222,7 @@ type messagesEventView struct {
 		Text json.RawMessage `json:"text"`
 	} `json:"delta"`
 	Message *struct {
-		Usage struct {
-			InputTokens int `json:"input_tokens"`
-		} `json:"usage"`
+		Usage messageUsage `json:"usage"`
 	} `json:"message"`
 	Usage json.RawMessage `json:"usage"`
 }
@@ -306,8 +302,14 @@ func (c *contRelay) chatChunk(data []byte) []byte {
 	_ = json.Unmarshal(m["choices"], &choices)
 	keep := len(choices) == 0 && isJSONValue(m["usage"]) // a usage-only chunk
 	for _, ch := range choices {
+		if ch == nil {
+			continue // a null choice: nothing to relay in it
+		}
 		var delta map[string]json.RawMessage
 		_ = json.Unmarshal(ch["delta"], &delta)
+		if delta == nil {
+			delta = map[string]json.RawMessage{} // none, or null: held text may still go into it
+		}
 		delete(delta, "role") // the client has it
 		if raw, ok := delta["content"]; ok {
 			text, _ := rawJSONString(raw)
@@ -343,8 +345,7 @@ func (c *contRelay) chatChunk(data []byte) []byte {
 		return nil
 	}
 	if isJSONValue(m["usage"]) {
-		p, n, _ := c.tap.priorUsage()
-		m["usage"] = addToUsage(m["usage"], false, p, n, c.tap.cur.prompt, c.tap.cur.promptKnown)
+		m["usage"] = addToUsage(m["usage"], false, c.tap.priorUsage(), &c.tap.cur)
 	}
 	m["choices"], _ = json.Marshal(choices)
 	m["id"], _ = json.Marshal(c.tap.id)
@@ -420,8 +421,7 @@ func (c *contRelay) messagesEvent(typ string, data []byte) []byte {
 			return nil
 		}
 		if isJSONValue(e.Usage) {
-			p, n, _ := c.tap.priorUsage()
-			m["usage"] = addToUsage(e.Usage, true, p, n, c.tap.cur.prompt, c.tap.cur.promptKnown)
+			m["usage"] = addToUsage(e.Usage, true, c.tap.priorUsage(), &c.tap.cur)
 		}
 	}
 	b, _ := json.Marshal(m)
@@ -495,6 +495,14 @@ func continuationBody(body, prefill []byte) ([]byte, error) {
 	if m["messages"], err = json.Marshal(msgs); err != nil {
 		return nil, err
 	}
+	// The client's output limit is for the whole answer: the continuation may write what is
+	// left of it (estimated from the text sent; at least one token).
+	for _, k := range []string{"max_tokens", "max_completion_tokens"} {
+		var n int
+		if raw, ok := m[k]; ok && json.Unmarshal(raw, &n) == nil && n > 0 {
+			m[k] = json.RawMessage(strconv.Itoa(max(1, n-estTokens(len(prefill)))))
+		}
+	}
 	return json.Marshal(m)
 }
 
@@ -544,16 +552,17 @@ func (rt *routeState) recoverStream(ctx context.Context, broken *attempt, mr *fa
 			why = "no continuation within the request's deadline"
 			break
 		}
-		// A continuation is one more request to a provider, as a retry is: in an outage that
-		// breaks every stream it must not double the load on the channels left.
-		if !mr.Budget.AllowRetry(s.clock.Now(), mr.Policy.Retry.BudgetPercent) {
-			s.metrics.BudgetExhausted.WithLabelValues(mr.Policy.Namespace, mr.Name).Inc()
-			why = fmt.Sprintf("the retry budget of policy %s is spent (retry.budgetPercent %d)", mr.Policy.Name, mr.Policy.Retry.BudgetPercent)
-			break
-		}
 		ch, splice := rt.continuationTarget(mr, passOver, len(tap.text) == 0 || traits.deterministic())
 		if ch == nil {
 			why = "no channel can continue the answer (none with capabilities.prefill, and the request is not deterministic)"
+			break
+		}
+		// A continuation is one more request to a provider, as a retry is: in an outage that
+		// breaks every stream it must not double the load on the channels left. (Counted only
+		// when one is sent: AllowRetry counts the retry it allows.)
+		if !mr.Budget.AllowRetry(s.clock.Now(), mr.Policy.Retry.BudgetPercent) {
+			s.metrics.BudgetExhausted.WithLabelValues(mr.Policy.Namespace, mr.Name).Inc()
+			why = fmt.Sprintf("the retry budget of policy %s is spent (retry.budgetPercent %d)", mr.Policy.Name, mr.Policy.Retry.BudgetPercent)
 			break
 		}
 		a, err := rt.continuationAttempt(broken, ch, mr, splice, i, min(ch.Timeouts.FallbackRequest, remaining))
@@ -576,8 +585,9 @@ func (rt *routeState) recoverStream(ctx context.Context, broken *attempt, mr *fa
 				result = recoverySpliced
 			}
 			s.metrics.Recoveries.WithLabelValues(broken.channel.Namespace, broken.channel.Name, mr.Name, result).Inc()
-			if p, c, est := tap.priorUsage(); p+c > 0 {
-				rt.call.priorTokens(int64(p), int64(c), est)
+			// The parts before count what no usage event of theirs counted already.
+			if u := tap.priorUsage(); u.uncounted.prompt+u.uncounted.completion > 0 || u.estimated {
+				rt.call.priorTokens(int64(u.uncounted.prompt), int64(u.uncounted.completion), u.estimated)
 			}
 			r.committed = true
 			return r

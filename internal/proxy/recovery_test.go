@@ -425,3 +425,44 @@ func TestRecoveryUsesTheRetryBudget(t *testing.T) {
 		t.Fatalf("metrics lack the exhausted budget:\n%s", grepLines(m, "budget"))
 	}
 }
+
+// A break nothing can continue sends no request and so spends no retry: after more such breaks
+// than the budget's floor, an ordinary failover still goes through.
+func TestRecoveryBudgetOnlyForContinuationsSent(t *testing.T) {
+	const full = "Hello world"
+	rr := newRecoveryRig(t, "", recoveryChannel{"openai", false}, recoveryChannel{"openai", false})
+	rr.behave("cut;after=1;splits=6;text="+full, "ok;text="+full)
+	for range failover.BudgetFloorPerSecond*failover.BudgetBuckets + 1 {
+		rep := rr.post("/v1/chat/completions", chatStreamBody)
+		readStream(t, rep, false).mustFailInBand(t)
+		if !strings.Contains(rep.body, "no channel can continue") {
+			t.Fatalf("the in-band error does not say why: %s", rep.body)
+		}
+	}
+	rr.behave("503", "ok;text="+full)
+	if rep := rr.post("/v1/chat/completions", chat("m", false)); rep.status != 200 {
+		t.Fatalf("a failover after breaks that sent no continuation: %d %s", rep.status, rep.body)
+	}
+}
+
+// The continuation request: the text sent as the final assistant turn (merged into the client's
+// own), and what is left of the client's output limit.
+func TestContinuationBody(t *testing.T) {
+	for _, c := range []struct{ name, body, prefill, want string }{
+		{"a new assistant turn", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, "Hello",
+			`{"messages":[{"content":"hi","role":"user"},{"content":"Hello","role":"assistant"}],"model":"m"}`},
+		{"merged into the client's own prefill", `{"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"Sure: "}]}`, "Hello",
+			`{"messages":[{"content":"hi","role":"user"},{"content":"Sure: Hello","role":"assistant"}]}`},
+		{"max_tokens less the text sent", `{"max_tokens":100,"messages":[{"role":"user","content":"hi"}]}`, "Hello world, this is",
+			`{"max_tokens":95,"messages":[{"content":"hi","role":"user"},{"content":"Hello world, this is","role":"assistant"}]}`},
+		{"max_completion_tokens too, never below one", `{"max_completion_tokens":2,"messages":[{"role":"user","content":"hi"}]}`, "Hello world, this is",
+			`{"max_completion_tokens":1,"messages":[{"content":"hi","role":"user"},{"content":"Hello world, this is","role":"assistant"}]}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := continuationBody([]byte(c.body), []byte(c.prefill))
+			if err != nil || string(got) != c.want {
+				t.Fatalf("continuationBody = %s, %v; want %s", got, err, c.want)
+			}
+		})
+	}
+}
