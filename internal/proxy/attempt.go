@@ -269,7 +269,7 @@ func (s *Server) do(ctx context.Context, w http.ResponseWriter, a *attempt) (res
 	}
 	if u, ok := answerUsage(body); ok {
 		s.addTokens(a, &u)
-		res.outputTokens = u.CompletionTokens + u.OutputTokens
+		res.outputTokens = u.completion()
 	}
 	if a.restore != nil {
 		body = restoreAll(body, a.restore)
@@ -727,7 +727,17 @@ type usage struct {
 	CompletionTokens int `json:"completion_tokens"`
 	InputTokens      int `json:"input_tokens"`
 	OutputTokens     int `json:"output_tokens"`
+	// The Messages API counts cached input apart from input_tokens; prompt counts all of it, as
+	// OpenAI's prompt_tokens does (and the translations to it).
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
 }
+
+// prompt is every input token of u, cached or not; completion every output token.
+func (u *usage) prompt() int {
+	return u.PromptTokens + u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
+}
+func (u *usage) completion() int { return u.CompletionTokens + u.OutputTokens }
 
 func newSSEReader(r io.Reader) *sseReader { return &sseReader{r: bufio.NewReaderSize(r, 16<<10)} }
 
@@ -841,8 +851,8 @@ func (s *sseReader) next() (sseEvent, error) {
 // addTokens counts an answer's usage figures: what they add to the attempt's figures so far (a
 // stream's are cumulative; a non-streamed answer has one).
 func (s *Server) addTokens(a *attempt, u *usage) {
-	p := max(0, u.PromptTokens+u.InputTokens-a.counted.prompt)
-	c := max(0, u.CompletionTokens+u.OutputTokens-a.counted.completion)
+	p := max(0, u.prompt()-a.counted.prompt)
+	c := max(0, u.completion()-a.counted.completion)
 	a.counted.prompt += p
 	a.counted.completion += c
 	if p == 0 && c == 0 {

@@ -155,6 +155,10 @@ func decodeUsage(v []byte, u **usage) bool {
 			field = &dst.InputTokens
 		case keyFolds(key, "output_tokens"):
 			field = &dst.OutputTokens
+		case keyFolds(key, "cache_creation_input_tokens"):
+			field = &dst.CacheCreationInputTokens
+		case keyFolds(key, "cache_read_input_tokens"):
+			field = &dst.CacheReadInputTokens
 		default:
 			return true
 		}

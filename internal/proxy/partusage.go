@@ -45,11 +45,11 @@ type streamPart struct {
 
 // reported records a usage figure the part's stream carried (and addTokens counted).
 func (p *streamPart) reported(u *usage) {
-	if n := u.PromptTokens + u.InputTokens; n > 0 {
+	if n := u.prompt(); n > 0 {
 		p.prompt, p.promptKnown = n, true
 		p.counted.prompt = max(p.counted.prompt, n)
 	}
-	if n := u.CompletionTokens + u.OutputTokens; n > 0 {
+	if n := u.completion(); n > 0 {
 		p.completion, p.completionKnown = n, true
 		p.counted.completion = max(p.counted.completion, n)
 	}

@@ -390,3 +390,41 @@ func TestRecoveryFinishChunkWithoutDelta(t *testing.T) {
 		}
 	}
 }
+
+// A Messages answer's input counts whole, cached or not, streamed or not (as OpenAI's
+// prompt_tokens and the translations count it).
+func TestMessagesAnswersCountCachedInput(t *testing.T) {
+	const usage = `{"input_tokens":10,"cache_read_input_tokens":100,"cache_creation_input_tokens":5,"output_tokens":3}`
+	answer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct{ Stream bool }
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		if !req.Stream {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"Hi"}],"stop_reason":"end_turn","usage":`+usage+`}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, ev := range []string{
+			`event: message_start` + "\ndata: " + `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,"usage":{"input_tokens":10,"cache_read_input_tokens":100,"cache_creation_input_tokens":5,"output_tokens":1}}}`,
+			`event: content_block_start` + "\ndata: " + `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
+			`event: content_block_delta` + "\ndata: " + `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}`,
+			`event: content_block_stop` + "\ndata: " + `{"type":"content_block_stop","index":0}`,
+			`event: message_delta` + "\ndata: " + `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":3}}`,
+			`event: message_stop` + "\ndata: " + `{"type":"message_stop"}`,
+		} {
+			_, _ = io.WriteString(w, ev+"\n\n")
+		}
+	}))
+	t.Cleanup(answer.Close)
+	rr := newRecoveryRig(t, "", recoveryChannel{"anthropic", true})
+	rr.pointAt(t, 0, answer.URL)
+	for i, body := range []string{`{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`, messagesStreamBody} {
+		if rep := rr.post("/v1/messages", body); rep.status != 200 {
+			t.Fatalf("%d %s", rep.status, rep.body)
+		}
+		m := rr.metrics()
+		if p, c := channelTokens(t, m, "c0", "prompt"), channelTokens(t, m, "c0", "completion"); p != 115*(i+1) || c != 3*(i+1) {
+			t.Fatalf("after answer %d: tokens %d/%d, want %d/%d (all input, cached or not)", i+1, p, c, 115*(i+1), 3*(i+1))
+		}
+	}
+}
