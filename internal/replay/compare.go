@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/switchyard-io/switchyard/internal/health"
+	"github.com/switchyard-io/switchyard/internal/textout"
 )
 
 // DefaultMaxExamples bounds the requests listed per side in a comparison; all are counted.
@@ -495,8 +496,8 @@ func (c *Comparison) WriteJSON(w io.Writer) error {
 
 // WriteTable writes the comparison for people.
 func (c *Comparison) WriteTable(w io.Writer) error {
-	bw := &errWriter{w: w}
-	p := bw.printf
+	bw := &textout.Writer{W: w}
+	p := bw.Printf
 	l := c.Log
 	p("OLD %s\nNEW %s\n", c.Old, c.New)
 	p("Log: %d lines, %d attempts replayed, %d requests", l.Lines, l.Attempts, l.Requests)
@@ -595,7 +596,7 @@ func (c *Comparison) WriteTable(w io.Writer) error {
 		tw.Flush()
 	}
 	p("\n%s\n", c.Verdict)
-	return bw.err
+	return bw.Err
 }
 
 func requestsOf(m ModelComparison) string {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/switchyard-io/switchyard/internal/health"
+	"github.com/switchyard-io/switchyard/internal/textout"
 )
 
 // Report is the result of a replay. Its JSON form is byte-identical for the same input and
@@ -290,8 +291,8 @@ func (rep *Report) WriteJSON(w io.Writer) error {
 
 // WriteTable writes the report for people.
 func (rep *Report) WriteTable(w io.Writer) error {
-	bw := &errWriter{w: w}
-	p := bw.printf
+	bw := &textout.Writer{W: w}
+	p := bw.Printf
 	for _, m := range rep.Models {
 		s := m.Settings
 		rollout := ""
@@ -366,7 +367,7 @@ func (rep *Report) WriteTable(w io.Writer) error {
 			p("  false ejection: %s × %s at %s: %s: %s\n", f.Channel, f.Model, f.At, f.Reason, f.Message)
 		}
 	}
-	return bw.err
+	return bw.Err
 }
 
 func secs(s float64) string {
@@ -383,19 +384,3 @@ func writeRequests(p func(string, ...any), title string, q RequestReport) {
 	}
 	p("\n")
 }
-
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) Write(b []byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
-	}
-	n, err := e.w.Write(b)
-	e.err = err
-	return n, err
-}
-
-func (e *errWriter) printf(format string, args ...any) { fmt.Fprintf(e, format, args...) }

@@ -6,6 +6,8 @@ import (
 	"io"
 	"text/tabwriter"
 	"time"
+
+	"github.com/switchyard-io/switchyard/internal/textout"
 )
 
 // WriteJSON writes the review as indented JSON.
@@ -22,23 +24,9 @@ func dur(s float64) string {
 	return time.Duration(s * float64(time.Second)).Round(time.Second).String()
 }
 
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) Write(b []byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
-	}
-	n, err := e.w.Write(b)
-	e.err = err
-	return n, err
-}
-
 // WriteTable writes the review for people.
 func (rv *Review) WriteTable(w io.Writer) error {
-	bw := &errWriter{w: w}
+	bw := &textout.Writer{W: w}
 	p := func(f string, a ...any) { fmt.Fprintf(bw, f, a...) }
 	l := rv.Log
 	p("Review of %s .. %s (%s): %d attempts, %d requests", l.From, l.To, dur(l.Seconds), l.Attempts, l.Requests)
@@ -113,7 +101,7 @@ func (rv *Review) WriteTable(w io.Writer) error {
 			p("  %s × %s  %s .. %s  %d/%d failed (%.1f%%)\n", m.Channel, m.Model, m.From, m.To, m.Failures, m.Attempts, m.ErrorRatePercent)
 		}
 	}
-	return bw.err
+	return bw.Err
 }
 
 func fmtS(s float64) string {
