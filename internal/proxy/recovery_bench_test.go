@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/switchyard-io/switchyard/internal/failover"
 )
 
 // BenchmarkStreamSeamGap measures the client-visible gap at a seam: the time from the last
@@ -60,6 +62,9 @@ func BenchmarkStreamSeamGap(b *testing.B) {
 	var seam, plain []time.Duration
 	b.ResetTimer()
 	for range b.N {
+		// Each continuation draws on the retry budget, whose floor (30 in 10 s) a benchmark of
+		// this many breaks in the test clock's one second would spend: one break per 10 s.
+		rr.clock.Advance(failover.BudgetBuckets * time.Second)
 		rr.behave("cut;after=2;splits=4,8,14;text="+full, "continue;splits=6;text="+full)
 		seam = append(seam, gap())
 		rr.behave("ok;splits=4,8,14;text="+full, "continue;text="+full)
