@@ -111,15 +111,21 @@ func forEachData(b []byte, fn func(typ string, data []byte)) {
 		}
 		var typ string
 		var data []byte
+		own := false // data is a copy (several data lines), not a slice of b
 		for line := range bytes.SplitSeq(ev, []byte("\n")) {
 			line = bytes.TrimRight(line, "\r")
 			switch {
 			case bytes.HasPrefix(line, []byte("data:")):
 				d := bytes.TrimPrefix(bytes.TrimPrefix(line, []byte("data:")), []byte(" "))
-				if data != nil {
-					data = append(data, '\n')
+				switch {
+				case data == nil && len(d) == 0: // as append would leave it: nil
+				case data == nil:
+					data = d[:len(d):len(d)] // one data line, the usual event: no copy
+				case !own:
+					data, own = append(append(append([]byte(nil), data...), '\n'), d...), true
+				default:
+					data = append(append(data, '\n'), d...)
 				}
-				data = append(data, d...)
 			case bytes.HasPrefix(line, []byte("event:")):
 				typ = string(bytes.TrimSpace(line[len("event:"):]))
 			}

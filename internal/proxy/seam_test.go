@@ -153,3 +153,20 @@ func TestRawJSONString(t *testing.T) {
 		t.Error("control characters must be escaped")
 	}
 }
+
+// forEachData reads events as the SSE format has them: data lines joined by newlines, the event
+// type, comments left out; the input is never written to (one data line is passed as a slice
+// of it).
+func TestForEachData(t *testing.T) {
+	in := "event: a\ndata: one\n\n: comment\n\ndata: x\ndata: y\n\ndata:\n\ndata: {\"k\":1}\r\n\r\n"
+	b := []byte(in)
+	var got []string
+	forEachData(b, func(typ string, data []byte) { got = append(got, typ+"|"+string(data)) })
+	want := []string{"a|one", "|x\ny", `|{"k":1}`}
+	if strings.Join(got, ";") != strings.Join(want, ";") {
+		t.Fatalf("events %q, want %q", got, want)
+	}
+	if string(b) != in {
+		t.Fatalf("the input was written to: %q", b)
+	}
+}
