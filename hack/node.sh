@@ -5,6 +5,7 @@
 # container runtime comes from Debian, and images are imported from local OCI tarballs.
 #
 # Usage: hack/node.sh build           build the missing node binaries, print their directory
+#        hack/node.sh build --check   print their directory; exit 1 when one is missing (builds nothing)
 #        hack/node.sh deps            install the missing Debian packages (says which)
 #        hack/node.sh up              deps + build, then bring the node up (idempotent: fails if one runs)
 #        hack/node.sh import TAR...   import image tarballs into the node's containerd
@@ -39,10 +40,24 @@ have_binaries() {
 
 # build: the node's Kubernetes binaries, stamped with their version (unstamped binaries report
 # v0.0.0-master, which Helm's kubeVersion checks and the kubelet/apiserver skew rules reject).
+# One build per version at a time: .ci/run starts this in the background early and
+# `make test-install` calls it again later; the second caller waits on the lock (bounded) and then
+# finds the binaries the first one moved into place.
+BUILD_WAIT="${SWITCHYARD_NODE_BUILD_WAIT:-3600}"
 build() {
   if have_binaries; then echo "${NODE_BIN}"; return 0; fi
-  log "building ${NODE_BINARIES[*]} v${K8S_VERSION} into ${NODE_BIN} (cold: 8-15 minutes)"
   mkdir -p "${CACHE_ROOT}/node"
+  local lockfd
+  exec {lockfd}>"${NODE_BIN}.lock"
+  if ! flock -n "${lockfd}"; then
+    log "another hack/node.sh build of ${NODE_BIN} runs: waiting for it (at most ${BUILD_WAIT}s)"
+    flock -w "${BUILD_WAIT}" "${lockfd}" || die "the other build of ${NODE_BIN} still holds ${NODE_BIN}.lock after ${BUILD_WAIT}s"
+    have_binaries || log "the other build left no binaries (it failed or was stopped): building them here"
+  fi
+  # Whoever held the lock may have finished between the first look and taking it.
+  if have_binaries; then exec {lockfd}>&-; echo "${NODE_BIN}"; return 0; fi
+  local t0=${SECONDS}
+  log "building ${NODE_BINARIES[*]} v${K8S_VERSION} into ${NODE_BIN} (cold: 8-15 minutes)"
   (
     work="$(mktemp -d "${CACHE_ROOT}/node/build.XXXXXX")"
     trap 'rm -rf "${work}"' EXIT
@@ -90,8 +105,9 @@ build() {
     # Move into place only when every build succeeded: an interrupted build leaves no half binary.
     for b in "${NODE_BINARIES[@]}"; do mv "${work}/out/${b}" "${NODE_BIN}/${b}"; done
   )
+  exec {lockfd}>&-
   have_binaries || die "build finished but binaries are missing in ${NODE_BIN}"
-  log "binaries ready in ${NODE_BIN}"
+  log "binaries ready in ${NODE_BIN} after $((SECONDS - t0))s"
   echo "${NODE_BIN}"
 }
 
@@ -511,7 +527,10 @@ node_exec() {
 }
 
 case "${1:-}" in
-  build) build ;;
+  build)
+    if [[ "${2:-}" == "--check" ]]; then have_binaries || exit 1; echo "${NODE_BIN}"; exit 0; fi
+    build
+    ;;
   deps) deps ;;
   up) up ;;
   import) shift; import_images "$@" ;;
