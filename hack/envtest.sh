@@ -6,7 +6,8 @@
 # Usage: hack/envtest.sh            build if missing, print the directory for KUBEBUILDER_ASSETS
 #        hack/envtest.sh --check    exit 1 when the binaries are missing (builds nothing)
 #
-# A cold build takes about 15-20 minutes on a 2-core machine; a warm one prints the path at once.
+# A cold build takes about 5-7 minutes on a shared 2-core machine (twice that when it is busy); a
+# warm one prints the path at once.
 set -euo pipefail
 
 K8S_VERSION="${K8S_VERSION:-1.37.2}"
