@@ -153,12 +153,7 @@ func messageStartInput(body string) int {
 func TestRecoveryUsageIsTheSumOfItsParts(t *testing.T) {
 	const full = "Hello world, and more"
 	t.Run("chat client, one break", func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), "audit.log")
-		log, err := audit.Open(audit.Options{Path: path})
-		if err != nil {
-			t.Fatal(err)
-		}
-		rr := newRecoveryRigOpts(t, func(o *Options) { o.Audit = log }, "", recoveryChannel{"openai", true}, recoveryChannel{"openai", true})
+		rr, audited := auditedRecoveryRig(t, recoveryChannel{"openai", true}, recoveryChannel{"openai", true})
 		rr.behave("cut;after=1;splits=6,12;text="+full, "continue;separate_usage;text="+full)
 		body := `{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`
 		rep := rr.post("/v1/chat/completions", body)
@@ -175,14 +170,7 @@ func TestRecoveryUsageIsTheSumOfItsParts(t *testing.T) {
 		if got["prompt_tokens"] != wantPrompt || got["completion_tokens"] != wantCompl || got["total_tokens"] != wantPrompt+wantCompl {
 			t.Fatalf("client's usage %v, want prompt %d, completion %d, total %d (continuation reported %d/%d)", got, wantPrompt, wantCompl, wantPrompt+wantCompl, pf, cf)
 		}
-		if err := log.Close(); err != nil {
-			t.Fatal(err)
-		}
-		raw, _ := os.ReadFile(path)
-		var line audit.Line
-		if err := json.Unmarshal([]byte(strings.TrimSpace(string(raw))), &line); err != nil {
-			t.Fatalf("audit line %q: %v", raw, err)
-		}
+		line, raw := audited()
 		if line.Tokens.Prompt != int64(wantPrompt) || line.Tokens.Completion != int64(wantCompl) || !line.Tokens.Estimated || len(line.Attempts) != 2 {
 			t.Fatalf("audit line %s: want the client's usage, estimated, and both attempts", raw)
 		}
@@ -205,12 +193,7 @@ func TestRecoveryUsageIsTheSumOfItsParts(t *testing.T) {
 		}
 	})
 	t.Run("messages client, anthropic channels", func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), "audit.log")
-		log, err := audit.Open(audit.Options{Path: path})
-		if err != nil {
-			t.Fatal(err)
-		}
-		rr := newRecoveryRigOpts(t, func(o *Options) { o.Audit = log }, "", recoveryChannel{"anthropic", true}, recoveryChannel{"anthropic", true})
+		rr, audited := auditedRecoveryRig(t, recoveryChannel{"anthropic", true}, recoveryChannel{"anthropic", true})
 		rr.behave("cut;after=1;splits=6,12;text="+full, "continue;text="+full)
 		rep := rr.post("/v1/messages", messagesStreamBody)
 		readStream(t, rep, true).mustBe(t, full)
@@ -228,14 +211,7 @@ func TestRecoveryUsageIsTheSumOfItsParts(t *testing.T) {
 		if got["output_tokens"] != wantOut || got["input_tokens"] != wantIn {
 			t.Fatalf("client's usage %v: want input_tokens %d (%d + %d), output_tokens %d", got, wantIn, first, pf, wantOut)
 		}
-		if err := log.Close(); err != nil {
-			t.Fatal(err)
-		}
-		raw, _ := os.ReadFile(path)
-		var line audit.Line
-		if err := json.Unmarshal([]byte(strings.TrimSpace(string(raw))), &line); err != nil {
-			t.Fatalf("audit line %q: %v", raw, err)
-		}
+		line, raw := audited()
 		if line.Tokens.Prompt != int64(wantIn) || line.Tokens.Completion != int64(wantOut) || !line.Tokens.Estimated {
 			t.Fatalf("audit line %s: want the client's usage (%d/%d), estimated", raw, wantIn, wantOut)
 		}
@@ -286,14 +262,28 @@ func handWritten(t *testing.T, cut bool, events ...string) string {
 	return s.URL
 }
 
-func auditLine(t *testing.T, path string) audit.Line {
+// auditedRecoveryRig is a recovery rig whose proxy writes an audit log; audited closes the log
+// and returns its one line (and its bytes, for messages).
+func auditedRecoveryRig(t *testing.T, chans ...recoveryChannel) (rr *recoveryRig, audited func() (audit.Line, string)) {
 	t.Helper()
-	raw, _ := os.ReadFile(path)
-	var line audit.Line
-	if err := json.Unmarshal([]byte(strings.TrimSpace(string(raw))), &line); err != nil {
-		t.Fatalf("audit line %q: %v", raw, err)
+	path := filepath.Join(t.TempDir(), "audit.log")
+	log, err := audit.Open(audit.Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
 	}
-	return line
+	rr = newRecoveryRigOpts(t, func(o *Options) { o.Audit = log }, "", chans...)
+	return rr, func() (audit.Line, string) {
+		t.Helper()
+		if err := log.Close(); err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := os.ReadFile(path)
+		var line audit.Line
+		if err := json.Unmarshal([]byte(strings.TrimSpace(string(raw))), &line); err != nil {
+			t.Fatalf("audit line %q: %v", raw, err)
+		}
+		return line, string(raw)
+	}
 }
 
 // A part that reported its usage on every chunk (vLLM's continuous usage stats), cumulative, and
@@ -301,12 +291,7 @@ func auditLine(t *testing.T, path string) audit.Line {
 // which says what the client's usage says.
 func TestRecoveryUsageReportedPerChunk(t *testing.T) {
 	const full = "Hello world, and more"
-	path := filepath.Join(t.TempDir(), "audit.log")
-	log, err := audit.Open(audit.Options{Path: path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rr := newRecoveryRigOpts(t, func(o *Options) { o.Audit = log }, "", recoveryChannel{"openai", true}, recoveryChannel{"openai", true})
+	rr, audited := auditedRecoveryRig(t, recoveryChannel{"openai", true}, recoveryChannel{"openai", true})
 	rr.pointAt(t, 0, handWritten(t, true,
 		`data: {"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}],"usage":{"prompt_tokens":10,"completion_tokens":0,"total_tokens":10}}`,
 		`data: {"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"Hello "},"finish_reason":null}],"usage":{"prompt_tokens":10,"completion_tokens":2,"total_tokens":12}}`))
@@ -322,10 +307,7 @@ func TestRecoveryUsageReportedPerChunk(t *testing.T) {
 	if got["prompt_tokens"] != 10+pf || got["completion_tokens"] != 2+cf {
 		t.Fatalf("client's usage %v, want %d/%d (the broken part's reported 10/2 plus the continuation's)", got, 10+pf, 2+cf)
 	}
-	if err := log.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if line := auditLine(t, path); line.Tokens.Prompt != int64(got["prompt_tokens"]) || line.Tokens.Completion != int64(got["completion_tokens"]) || line.Tokens.Estimated {
+	if line, _ := audited(); line.Tokens.Prompt != int64(got["prompt_tokens"]) || line.Tokens.Completion != int64(got["completion_tokens"]) || line.Tokens.Estimated {
 		t.Fatalf("audit tokens %+v, want the client's usage %v, not estimated", line.Tokens, got)
 	}
 }
@@ -347,12 +329,7 @@ func TestRecoveryMessagesUsageWithCachedInput(t *testing.T) {
 		}
 		return handWritten(t, cut, evs...)
 	}
-	path := filepath.Join(t.TempDir(), "audit.log")
-	log, err := audit.Open(audit.Options{Path: path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rr := newRecoveryRigOpts(t, func(o *Options) { o.Audit = log }, "", recoveryChannel{"anthropic", true}, recoveryChannel{"anthropic", true})
+	rr, audited := auditedRecoveryRig(t, recoveryChannel{"anthropic", true}, recoveryChannel{"anthropic", true})
 	rr.pointAt(t, 0, part("Hello ", true))
 	rr.pointAt(t, 1, part("world", false))
 	rep := rr.post("/v1/messages", messagesStreamBody)
@@ -362,10 +339,7 @@ func TestRecoveryMessagesUsageWithCachedInput(t *testing.T) {
 	if got["input_tokens"] != 20 || got["cache_read_input_tokens"] != 200 || got["output_tokens"] != wantOut {
 		t.Fatalf("client's usage %v, want input_tokens 20, cache_read_input_tokens 200, output_tokens %d", got, wantOut)
 	}
-	if err := log.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if line := auditLine(t, path); line.Tokens.Prompt != 220 || line.Tokens.Completion != int64(wantOut) || !line.Tokens.Estimated {
+	if line, _ := audited(); line.Tokens.Prompt != 220 || line.Tokens.Completion != int64(wantOut) || !line.Tokens.Estimated {
 		t.Fatalf("audit tokens %+v, want 220 prompt (all input of both parts), %d completion, estimated", line.Tokens, wantOut)
 	}
 }
