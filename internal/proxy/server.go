@@ -358,18 +358,21 @@ func (s *Server) apply(t *routing.Table, source string, rejected error, problems
 		loaded.Error, loaded.ErrorAt, loaded.Problems = rejected.Error(), &at, problems
 		logSource += " (last good config with the operator overrides)"
 	}
+	// The gauges first: whoever sees the new load state in the admin API finds them agreeing.
+	s.metrics.ConfigLastLoaded.Set(float64(now.Unix()))
+	if rejected != nil {
+		s.metrics.ConfigStale.Set(1)
+	} else {
+		s.metrics.ConfigStale.Set(0)
+	}
 	s.loadMu.Lock()
 	s.load = loaded
 	s.loadMu.Unlock()
 	s.metrics.ConfigLoads.WithLabelValues("success").Inc()
-	s.metrics.ConfigLastLoaded.Set(float64(now.Unix()))
 	s.log.Info("Loaded routing config", "source", logSource, "hash", t.Hash(), "channels", len(t.Channels), "policies", len(t.Policies))
 	if rejected != nil {
 		s.metrics.ConfigLoads.WithLabelValues("failure").Inc()
-		s.metrics.ConfigStale.Set(1)
 		s.log.Error("Rejected routing config; the last good config keeps serving", "source", source, "error", rejected.Error(), "problems", len(problems))
-	} else {
-		s.metrics.ConfigStale.Set(0)
 	}
 	s.publishStatus(now, true)
 }
@@ -378,16 +381,16 @@ func (s *Server) apply(t *routing.Table, source string, rejected error, problems
 func (s *Server) RejectConfig(source string, err error, problems []routing.Problem) {
 	now := s.clock.Now().UTC()
 	s.loadMu.Lock()
+	// The gauge before the error the admin API shows, so the two agree for whoever reads them.
+	if s.load.Hash != "" { // a last good config serves
+		s.metrics.ConfigStale.Set(1)
+	}
 	s.load.Source = source
 	s.load.Error = err.Error()
 	s.load.ErrorAt = &now
 	s.load.Problems = problems
-	hasGood := s.load.Hash != ""
 	s.loadMu.Unlock()
 	s.metrics.ConfigLoads.WithLabelValues("failure").Inc()
-	if hasGood {
-		s.metrics.ConfigStale.Set(1)
-	}
 	s.log.Error("Rejected routing config; the last good config keeps serving", "source", source, "error", err.Error(), "problems", len(problems))
 }
 
