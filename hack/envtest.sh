@@ -30,6 +30,8 @@ if have_all; then
 fi
 
 log() { echo "envtest: $*" >&2; }
+# shellcheck source=hack/k8smodule.sh
+source "$(dirname "$0")/k8smodule.sh"
 t0=${SECONDS}
 mkdir -p "${ASSETS}"
 # The scratch directory sits beside ASSETS (same file system), so the final mv is a rename.
@@ -38,38 +40,12 @@ trap 'rm -rf "${work}"' EXIT
 export GOFLAGS="-mod=mod" CGO_ENABLED=0 GOWORK=off
 
 # --- kube-apiserver and kubectl --------------------------------------------------------------
-# k8s.io/kubernetes points its staging modules (k8s.io/api, k8s.io/client-go, ...) at ./staging
-# with replace directives that do not apply to a dependency, so a wrapper module replaces each of
-# them with the published v0.X.Y of the same release.
+# From a wrapper module (hack/k8smodule.sh: it replaces k8s.io/kubernetes' staging modules).
 if [[ ! -x "${ASSETS}/kube-apiserver" || ! -x "${ASSETS}/kubectl" ]]; then
   log "building kube-apiserver and kubectl v${K8S_VERSION} (this takes a while on a cold cache)"
   mkdir -p "${work}/k8s"
   cd "${work}/k8s"
-  gomod="$(go mod download -json "k8s.io/kubernetes@v${K8S_VERSION}" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')"
-  staging_version="v0.${K8S_VERSION#1.}"
-  {
-    echo "module switchyard.local/envtest-k8s"
-    echo
-    echo "go $(go env GOVERSION | sed 's/^go//; s/\.[0-9]*$//')"
-    echo
-    echo "require k8s.io/kubernetes v${K8S_VERSION}"
-    echo
-    echo "replace ("
-    grep -E '^[[:space:]]*k8s\.io/[a-z0-9-]+ => \./staging/' "${gomod}" |
-      awk -v v="${staging_version}" '{print "\t" $1 " => " $1 " " v}'
-    echo ")"
-  } > go.mod
-  cat > tools.go <<'EOF'
-//go:build tools
-
-package tools
-
-import (
-	_ "k8s.io/kubernetes/cmd/kube-apiserver"
-	_ "k8s.io/kubernetes/cmd/kubectl"
-)
-EOF
-  go mod tidy >&2
+  k8s_module envtest-k8s kube-apiserver kubectl
   # One go build for both: the second link overlaps the first one's compiles.
   mkdir -p "${work}/out"
   go build -trimpath -ldflags="-s -w" -o "${work}/out/" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl >&2

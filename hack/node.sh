@@ -31,6 +31,8 @@ NODE_BIN="${CACHE_ROOT}/node/k8s-${K8S_VERSION}-$(go env GOOS)-$(go env GOARCH)"
 NODE_BINARIES=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
 CNI_BIN_DIR="${CNI_BIN_DIR:-/usr/lib/cni}"
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
+# shellcheck source=hack/k8smodule.sh
+source "${REPO}/hack/k8smodule.sh"
 
 log() { echo "node: $*" >&2; }
 die() { echo "node: $*" >&2; exit 1; }
@@ -65,33 +67,8 @@ build() {
     trap 'rm -rf "${work}"' EXIT
     export GOFLAGS="-mod=mod" CGO_ENABLED=0 GOWORK=off
     cd "${work}"
-    # The same wrapper module as hack/envtest.sh: k8s.io/kubernetes points its staging modules at
-    # ./staging, which does not apply to a dependency, so each is replaced by its published v0.X.Y.
-    local gomod staging_version
-    gomod="$(go mod download -json "k8s.io/kubernetes@v${K8S_VERSION}" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')"
-    staging_version="v0.${K8S_VERSION#1.}"
-    {
-      echo "module switchyard.local/node-k8s"
-      echo
-      echo "go $(go env GOVERSION | sed 's/^go//; s/\.[0-9]*$//')"
-      echo
-      echo "require k8s.io/kubernetes v${K8S_VERSION}"
-      echo
-      echo "replace ("
-      grep -E '^[[:space:]]*k8s\.io/[a-z0-9-]+ => \./staging/' "${gomod}" |
-        awk -v v="${staging_version}" '{print "\t" $1 " => " $1 " " v}'
-      echo ")"
-    } > go.mod
-    {
-      echo "//go:build tools"
-      echo
-      echo "package tools"
-      echo
-      echo "import ("
-      for b in "${NODE_BINARIES[@]}"; do echo "	_ \"k8s.io/kubernetes/cmd/${b}\""; done
-      echo ")"
-    } > tools.go
-    go mod tidy >&2
+    # A wrapper module (hack/k8smodule.sh: it replaces k8s.io/kubernetes' staging modules).
+    k8s_module node-k8s "${NODE_BINARIES[@]}"
     local major="${K8S_VERSION%%.*}" minor="${K8S_VERSION#*.}"
     minor="${minor%%.*}"
     local ldflags="-s -w" pkg
