@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/switchyard-io/switchyard/internal/jsonraw"
 )
 
 // GarbageEvent is the malformed event ModeGarbage puts in a stream.
@@ -351,34 +353,9 @@ func (x *exchange) toolArgPieces() []string {
 // valid UTF-8 goes into the JSON raw (encoding/json would write U+FFFD for its bytes).
 func (x *exchange) streamText(piece string) any {
 	if x.b.RawBytes && !utf8.ValidString(piece) {
-		return json.RawMessage(rawJSONString(piece))
+		return json.RawMessage(jsonraw.AppendString(nil, []byte(piece)))
 	}
 	return piece
-}
-
-// rawJSONString writes s as a JSON string literal escaping only what JSON requires (the quote,
-// the backslash and control characters), bytes of invalid UTF-8 kept as they are.
-func rawJSONString(s string) []byte {
-	const hex = "0123456789abcdef"
-	out := make([]byte, 0, len(s)+2)
-	out = append(out, '"')
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '"' || c == '\\':
-			out = append(out, '\\', c)
-		case c == '\n':
-			out = append(out, '\\', 'n')
-		case c == '\r':
-			out = append(out, '\\', 'r')
-		case c == '\t':
-			out = append(out, '\\', 't')
-		case c < 0x20:
-			out = append(out, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-		default:
-			out = append(out, c)
-		}
-	}
-	return append(out, '"')
 }
 
 func (x *exchange) includeUsage() bool {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/switchyard-io/switchyard/internal/jsonraw"
 )
 
 // The seam is where a broken stream's answer meets the text that finishes it (recovery.go). It is
@@ -219,24 +221,4 @@ func hex4(b []byte) (rune, bool) {
 
 // appendRawJSONString writes b as a JSON string literal, keeping invalid UTF-8 bytes as they are
 // (the counterpart of rawJSONString: the client gets the bytes the provider sent).
-func appendRawJSONString(dst, b []byte) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	for _, c := range b {
-		switch {
-		case c == '"' || c == '\\':
-			dst = append(dst, '\\', c)
-		case c == '\n':
-			dst = append(dst, '\\', 'n')
-		case c == '\r':
-			dst = append(dst, '\\', 'r')
-		case c == '\t':
-			dst = append(dst, '\\', 't')
-		case c < 0x20:
-			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-		default:
-			dst = append(dst, c)
-		}
-	}
-	return append(dst, '"')
-}
+func appendRawJSONString(dst, b []byte) []byte { return jsonraw.AppendString(dst, b) }
