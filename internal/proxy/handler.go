@@ -230,8 +230,12 @@ type routeState struct {
 	failedOn map[string]bool
 }
 
-// failed records an attempt that did not answer.
+// failed records an attempt's result on ch when it is a failure (not an answer, and not the
+// client going away).
 func (rt *routeState) failed(ch *routing.Channel, r *result) {
+	if r.canceled || r.outcome == health.OutcomeSuccess {
+		return
+	}
 	if rt.failedOn == nil {
 		rt.failedOn = make(map[string]bool, 2)
 	}
@@ -311,9 +315,7 @@ func (rt *routeState) try(ctx context.Context, st failover.Step) (res result, do
 		a.tap, a.deferError = &streamTap{messages: isMessagesPath(rt.path)}, true
 	}
 	res = s.do(ctx, rt.w, a)
-	if !res.canceled && res.outcome != health.OutcomeSuccess {
-		rt.failed(ch, &res)
-	}
+	rt.failed(ch, &res)
 	if a.tap != nil && res.committed && !res.canceled && res.outcome != health.OutcomeSuccess {
 		res = rt.recoverStream(ctx, a, mr, res)
 	}

@@ -578,7 +578,7 @@ func (rt *routeState) recoverStream(ctx context.Context, broken *attempt, mr *fa
 		}
 		r := s.do(ctx, rt.w, a)
 		lastRes = r
-		if !r.canceled && r.outcome != health.OutcomeSuccess && !prefillRejected(&r) && !a.cont.failed {
+		if !prefillRejected(&r) && !a.cont.failed {
 			rt.failed(ch, &r) // a refusal of the prefill, or another answer, says nothing against the channel
 		}
 		switch {
