@@ -33,6 +33,24 @@ type ChannelsResponse struct {
 	// Rollouts are the served policies with a spec.rollout and their cohorts' figures on this
 	// replica since it started.
 	Rollouts []RolloutState `json:"rollouts,omitempty"`
+	// Fleet is the replica's link to the fleet store; nil when it runs without one (no --fleet-redis).
+	Fleet *FleetLink `json:"fleet,omitempty"`
+}
+
+// FleetLink is a replica's link to the fleet store (--fleet-redis) that its replicas share
+// evidence and verdicts through.
+type FleetLink struct {
+	// Name is the fleet's key prefix (--fleet-name).
+	Name string `json:"name"`
+	// Connected is false while the replica runs on its local evidence alone (the store is slow,
+	// down or unreachable); it rejoins by itself.
+	Connected bool `json:"connected"`
+	// Since is when Connected last changed.
+	Since *time.Time `json:"since,omitempty"`
+	// Reason says why the replica is in local mode (the last store error); empty when connected.
+	Reason string `json:"reason,omitempty"`
+	// Replicas is the number of replicas seen in the store in the last sync window.
+	Replicas int `json:"replicas"`
 }
 
 // RolloutState is one policy being rolled out (spec.rollout) on one replica. Its counts start
@@ -118,6 +136,20 @@ type ChannelState struct {
 	RetryAfterUntil  *time.Time  `json:"retryAfterUntil,omitempty"`
 	Panic            bool        `json:"panic,omitempty"`
 	LastTransition   *Transition `json:"lastTransition,omitempty"`
+	// Fleet is the fleet's judgement of this channel×model when the replica shares evidence
+	// through a fleet store; nil when it judges alone.
+	Fleet *FleetKeyState `json:"fleet,omitempty"`
+}
+
+// FleetKeyState is the fleet store's view of one channel×model.
+type FleetKeyState struct {
+	// Phase is the fleet verdict every replica adopts (e.g. "Ejected"), or the phase most of the
+	// fleet's replicas report when no verdict is held.
+	Phase string `json:"phase"`
+	// VerdictBy is the replica that set the verdict held in the store; empty when none is held.
+	VerdictBy string `json:"verdictBy,omitempty"`
+	// Replicas counts the replicas reporting each phase in the last sync window.
+	Replicas map[string]int `json:"replicas,omitempty"`
 }
 
 // Transition is the last phase change of a channel×model.
