@@ -22,12 +22,22 @@ const keyClaudeC = "sk-test-provider-c-openai-31aa"
 // claude-sonnet; claude-blind is served only by a channel without vision.
 func newClaudeRig(t *testing.T, claudePolicy ...string) (*rig, *mockprovider.Server) {
 	t.Helper()
+	return newClaudeRigOpts(t, nil, claudePolicy...)
+}
+
+// newClaudeRigOpts is newClaudeRig with the proxy's Options adjusted by opt (client keys, audit).
+func newClaudeRigOpts(t *testing.T, opt func(*Options), claudePolicy ...string) (*rig, *mockprovider.Server) {
+	t.Helper()
 	r := &rig{t: t, clock: &fakeClock{t: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}, logs: &testutil.SyncBuffer{}, accessLog: &testutil.SyncBuffer{}}
 	r.A = mockprovider.New(mockprovider.Options{Name: "a", APIKey: keyA})
 	r.B = mockprovider.New(mockprovider.Options{Name: "b", APIKey: keyB})
 	C := mockprovider.New(mockprovider.Options{Name: "c", APIKey: keyClaudeC})
 	as, bs, cs := httptest.NewServer(r.A), httptest.NewServer(r.B), httptest.NewServer(C)
-	r.srv = New(Options{Clock: r.clock, Logger: slog.New(slog.NewJSONHandler(r.logs, nil)), AccessLog: r.accessLog, Replica: "test"})
+	opts := Options{Clock: r.clock, Logger: slog.New(slog.NewJSONHandler(r.logs, nil)), AccessLog: r.accessLog, Replica: "test"}
+	if opt != nil {
+		opt(&opts)
+	}
+	r.srv = New(opts)
 	r.api = httptest.NewServer(r.srv.Handler())
 	r.admin = httptest.NewServer(r.srv.AdminHandler())
 	r.dir = t.TempDir()

@@ -402,7 +402,7 @@ func maps2(m map[string]json.RawMessage) map[string]json.RawMessage {
 // refuse answers the client in the error shape of the endpoint called and records why.
 func (cc *clientCall) refuse(status int, kind, code, msg string, retryAfter time.Duration) {
 	cc.reason = code
-	writeEndpointError(cc.w, cc.path, status, kind, code, msg, retryAfter)
+	writeError(cc.w, shapeFor(cc.path), status, kind, code, msg, retryAfter)
 }
 
 // routed records where the request went (after routing).
@@ -531,34 +531,6 @@ func (w *statusWriter) Flush() {
 }
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// writeEndpointError answers in the error shape of the endpoint called: Anthropic's on
-// /v1/messages ({"type":"error","error":{"type","message"}}), OpenAI's everywhere else. kind is
-// the error type both share (authentication_error, permission_error, rate_limit_error,
-// invalid_request_error); code is OpenAI's error.code.
-func writeEndpointError(w http.ResponseWriter, path string, status int, kind, code, msg string, retryAfter time.Duration) {
-	if path != "/messages" {
-		writeError(w, status, kind, code, msg, retryAfter)
-		return
-	}
-	b, _ := json.Marshal(struct {
-		Type  string `json:"type"`
-		Error struct {
-			Type    string `json:"type"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}{Type: "error", Error: struct {
-		Type    string `json:"type"`
-		Message string `json:"message"`
-	}{kind, msg}})
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	if retryAfter > 0 {
-		h.Set("Retry-After", fmt.Sprint(int((retryAfter+time.Second-1)/time.Second)))
-	}
-	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
-}
 
 // bodyOr is the request's body when it holds one (admit may have rewritten it), else b.
 func (r *clientRequest) bodyOr(b []byte) []byte {

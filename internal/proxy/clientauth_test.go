@@ -361,7 +361,7 @@ func TestClientLimitsAcrossTwoReplicas(t *testing.T) {
 // The error shape follows the endpoint: Anthropic's on /v1/messages.
 func TestEndpointErrorShape(t *testing.T) {
 	w := httptest.NewRecorder()
-	writeEndpointError(w, "/messages", 429, "rate_limit_error", "client_rate_limit_exceeded", "slow down", 2*time.Second)
+	writeError(w, shapeFor("/messages"), 429, "rate_limit_error", "client_rate_limit_exceeded", "slow down", 2*time.Second)
 	var e struct {
 		Type  string `json:"type"`
 		Error struct {
@@ -376,7 +376,7 @@ func TestEndpointErrorShape(t *testing.T) {
 		t.Fatalf("%d %v", w.Code, w.Header())
 	}
 	w = httptest.NewRecorder()
-	writeEndpointError(w, "/chat/completions", 401, "authentication_error", "invalid_api_key", "no", 0)
+	writeError(w, shapeFor("/chat/completions"), 401, "authentication_error", "invalid_api_key", "no", 0)
 	if errorCode(t, w.Body.String()) != "invalid_api_key" {
 		t.Fatal(w.Body.String())
 	}

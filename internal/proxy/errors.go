@@ -4,8 +4,34 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/switchyard-io/switchyard/internal/anthropic"
 )
+
+// errorShape is the JSON error body a client's SDK parses. It follows the endpoint called, never
+// the ResponseWriter: client keys, the audit log and metrics wrap the writer, and a wrapped writer
+// must not turn a Messages client's error into one its SDK cannot read.
+type errorShape uint8
+
+const (
+	// shapeOpenAI: {"error":{"message","type","param","code"}}.
+	shapeOpenAI errorShape = iota
+	// shapeAnthropic: {"type":"error","error":{"type","message"}}, on /v1/messages and
+	// /v1/messages/count_tokens.
+	shapeAnthropic
+)
+
+// shapeFor is the error shape of a request path, with or without the /v1 prefix and a trailing
+// slash.
+func shapeFor(path string) errorShape {
+	p := strings.TrimPrefix(strings.TrimRight(path, "/"), "/v1")
+	if isMessagesPath(p) {
+		return shapeAnthropic
+	}
+	return shapeOpenAI
+}
 
 // apiError is OpenAI's error shape: {"error":{"message","type","param","code"}}.
 type apiError struct {
@@ -15,27 +41,40 @@ type apiError struct {
 	Code    *string `json:"code"`
 }
 
-// writeError answers a client in OpenAI's JSON error shape. retryAfter > 0 adds Retry-After.
-func writeError(w http.ResponseWriter, status int, typ, code, msg string, retryAfter time.Duration) {
+// writeError answers a client with one of the gateway's own errors in the shape of its endpoint.
+// typ and code are OpenAI's error.type and error.code; Anthropic's shape has no code and takes its
+// type from the status (anthropicErrorType). retryAfter > 0 adds Retry-After.
+func writeError(w http.ResponseWriter, shape errorShape, status int, typ, code, msg string, retryAfter time.Duration) {
+	h := w.Header()
 	if retryAfter > 0 {
 		secs := int((retryAfter + time.Second - 1) / time.Second)
-		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		h.Set("Retry-After", strconv.Itoa(secs))
 	}
-	if _, ok := w.(*messagesWriter); ok {
-		writeMessagesError(w, status, msg)
-		return
+	var b []byte
+	if shape == shapeAnthropic {
+		b = anthropic.ErrorBody(anthropicErrorType(status), msg)
+	} else {
+		e := apiError{Message: msg, Type: typ}
+		if code != "" {
+			e.Code = &code
+		}
+		b, _ = json.Marshal(struct {
+			Error apiError `json:"error"`
+		}{e})
 	}
-	e := apiError{Message: msg, Type: typ}
-	if code != "" {
-		e.Code = &code
-	}
-	b, _ := json.Marshal(struct {
-		Error apiError `json:"error"`
-	}{e})
-	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(append(b, '\n'))
+}
+
+// anthropicErrorType is the Messages API error type of a status the gateway answers: Anthropic's
+// own mapping, but for a 503 of the gateway's (overloaded, nothing could answer), which is
+// overloaded_error, the type Anthropic's SDKs retry as OpenAI's retry a 503.
+func anthropicErrorType(status int) string {
+	if status == http.StatusServiceUnavailable {
+		return "overloaded_error"
+	}
+	return anthropic.ErrorType(status)
 }
 
 // upstreamErrorCode extracts error.code (or error.type) from an OpenAI-style error body, so

@@ -34,14 +34,12 @@ var apiPaths = map[string]bool{
 func (s *Server) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		path := strings.TrimRight(r.URL.Path, "/")
-		if isMessagesPath(strings.TrimPrefix(path, "/v1")) {
-			w = &messagesWriter{w} // the gateway's errors in Anthropic's shape
-		}
+		shape := shapeFor(path)
 		switch {
 		case apiPaths[path]:
 			if r.Method != http.MethodPost {
 				w.Header().Set("Allow", http.MethodPost)
-				writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed",
+				writeError(w, shape, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed",
 					fmt.Sprintf("%s %s is not supported; use POST", r.Method, path), 0)
 				return
 			}
@@ -49,13 +47,13 @@ func (s *Server) Handler() http.Handler {
 		case path == "/v1/models":
 			if r.Method != http.MethodGet {
 				w.Header().Set("Allow", http.MethodGet)
-				writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed",
+				writeError(w, shape, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed",
 					fmt.Sprintf("%s %s is not supported; use GET", r.Method, path), 0)
 				return
 			}
 			s.serveModels(w)
 		default:
-			writeError(w, http.StatusNotFound, "invalid_request_error", "unknown_url",
+			writeError(w, shape, http.StatusNotFound, "invalid_request_error", "unknown_url",
 				fmt.Sprintf("unknown path %s %s; Switchyard serves /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/responses, /v1/messages, /v1/messages/count_tokens and /v1/models", r.Method, path), 0)
 		}
 	})
@@ -83,6 +81,7 @@ func (s *Server) serveModels(w http.ResponseWriter) {
 }
 
 func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
+	shape := shapeFor(path)
 	rc := http.NewResponseController(w)
 	// A write deadline left by the connection's previous request must not cut this one short.
 	_ = rc.SetWriteDeadline(time.Time{})
@@ -90,7 +89,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
 	w.Header().Set("X-Request-Id", reqID)
 	if n := s.inFlight.Add(1); n > int64(s.opts.MaxInFlight) {
 		s.inFlight.Add(-1)
-		s.reject(w, http.StatusServiceUnavailable, "overloaded", "server_error",
+		s.reject(w, shape, http.StatusServiceUnavailable, "overloaded", "server_error",
 			fmt.Sprintf("the gateway is serving its limit of %d requests at once; retry shortly", s.opts.MaxInFlight), time.Second)
 		return
 	}
@@ -108,12 +107,12 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
 		// OpenAI client sends Content-Length, so a chunked body is refused, and with it any
 		// request carrying both.
 		w.Header().Set("Connection", "close")
-		s.reject(w, http.StatusLengthRequired, "framing", "invalid_request_error",
+		s.reject(w, shape, http.StatusLengthRequired, "framing", "invalid_request_error",
 			"request bodies must be sent with a Content-Length, not Transfer-Encoding", 0)
 		return
 	}
 	if r.ContentLength > s.opts.MaxBodyBytes {
-		s.rejectTooLarge(w)
+		s.rejectTooLarge(w, shape)
 		return
 	}
 	_ = rc.SetReadDeadline(time.Now().Add(s.opts.BodyReadTimeout))
@@ -124,16 +123,16 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
 		var tooBig *http.MaxBytesError
 		switch {
 		case errors.As(err, &tooBig):
-			s.rejectTooLarge(w)
+			s.rejectTooLarge(w, shape)
 		case errors.Is(err, errBodyBudget):
-			s.reject(w, http.StatusServiceUnavailable, "overloaded", "server_error",
+			s.reject(w, shape, http.StatusServiceUnavailable, "overloaded", "server_error",
 				"the gateway holds its limit of request bodies in memory; retry shortly", time.Second)
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			w.Header().Set("Connection", "close")
-			s.reject(w, http.StatusRequestTimeout, "body_timeout", "invalid_request_error",
+			s.reject(w, shape, http.StatusRequestTimeout, "body_timeout", "invalid_request_error",
 				fmt.Sprintf("the request body did not arrive within %s", s.opts.BodyReadTimeout), 0)
 		default:
-			s.reject(w, http.StatusBadRequest, "body_read_error", "invalid_request_error", "failed to read the request body", 0)
+			s.reject(w, shape, http.StatusBadRequest, "body_read_error", "invalid_request_error", "failed to read the request body", 0)
 		}
 		return
 	}
@@ -143,12 +142,12 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
 		if br, ok := err.(errBadRequest); ok && br.code != "" {
 			code = br.code
 		}
-		s.reject(w, http.StatusBadRequest, code, "invalid_request_error", err.Error(), 0)
+		s.reject(w, shape, http.StatusBadRequest, code, "invalid_request_error", err.Error(), 0)
 		return
 	}
 	c := s.cfg.Load()
 	if c == nil {
-		writeError(w, http.StatusServiceUnavailable, "server_error", "no_config", "the gateway has no routing configuration loaded yet", 0)
+		writeError(w, shape, http.StatusServiceUnavailable, "server_error", "no_config", "the gateway has no routing configuration loaded yet", 0)
 		return
 	}
 	cr, admitted := call.admit(c, cr)
@@ -158,7 +157,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
 	body = cr.bodyOr(body)
 	if c.models[cr.Model] == nil {
 		s.metrics.Requests.WithLabelValues("", "unknown", "model_not_found", "").Inc()
-		writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found",
+		writeError(w, shape, http.StatusNotFound, "invalid_request_error", "model_not_found",
 			fmt.Sprintf("the model %q does not exist or is not routed by this gateway; GET /v1/models lists the served models", cr.Model), 0)
 		return
 	}
@@ -175,7 +174,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
 	defer s.putRouteState(rt)
 	defer call.routed(rt)
 	if c.models[cr.Model].pii != nil && isMessagesPath(path) {
-		s.reject(w, http.StatusBadRequest, "pii_unsupported", "invalid_request_error",
+		s.reject(w, shape, http.StatusBadRequest, "pii_unsupported", "invalid_request_error",
 			fmt.Sprintf("model %q is routed by a policy that masks personal data, which /v1/messages does not support yet; use /v1/chat/completions", cr.Model), 0)
 		return
 	}
@@ -295,7 +294,7 @@ func (rt *routeState) try(ctx context.Context, st failover.Step) (res result, do
 	upstream, _ := ch.Upstream(mr.Name)
 	body, err := rt.req.bodyFor(upstream)
 	if err != nil {
-		writeError(rt.w, http.StatusBadRequest, "invalid_request_error", "invalid_request", "failed to encode the request", 0)
+		writeError(rt.w, shapeFor(rt.path), http.StatusBadRequest, "invalid_request_error", "invalid_request", "failed to encode the request", 0)
 		return result{}, "client_error"
 	}
 	n := rt.plan.Attempts()
@@ -341,13 +340,13 @@ func (rt *routeState) stop(st failover.Step) string {
 	}
 	switch st.Stop {
 	case failover.StopUnfit:
-		writeUnfit(rt.w, rt.req.Model, st.Detail)
+		writeUnfit(rt.w, shapeFor(rt.path), rt.req.Model, st.Detail)
 		return "client_error"
 	case failover.StopPassThrough:
 		rt.passThrough(rt.res, rt.prev, st.Attempts) // content_policy_violation and other 4xx are the caller's to fix
 		return "client_error"
 	case failover.StopRateLimited:
-		writeError(rt.w, http.StatusTooManyRequests, "rate_limit_error", "rate_limit_exceeded",
+		writeError(rt.w, shapeFor(rt.path), http.StatusTooManyRequests, "rate_limit_error", "rate_limit_exceeded",
 			fmt.Sprintf("every channel of model %q is rate limited", rt.req.Model), max(st.RetryAfter, time.Second))
 		return "rate_limited"
 	}
@@ -357,7 +356,7 @@ func (rt *routeState) stop(st failover.Step) string {
 	} else {
 		msg += "; no channel is routable" + st.Detail
 	}
-	writeError(rt.w, http.StatusServiceUnavailable, "server_error", "no_channel_available", msg, 0)
+	writeError(rt.w, shapeFor(rt.path), http.StatusServiceUnavailable, "server_error", "no_channel_available", msg, 0)
 	return "unavailable"
 }
 
@@ -423,14 +422,14 @@ func (rt *routeState) key(ch *routing.Channel) string {
 
 // reject answers a request refused before any upstream attempt and counts it by reason (which
 // is also the error's code).
-func (s *Server) reject(w http.ResponseWriter, status int, reason, typ, msg string, retryAfter time.Duration) {
+func (s *Server) reject(w http.ResponseWriter, shape errorShape, status int, reason, typ, msg string, retryAfter time.Duration) {
 	s.metrics.Rejected.WithLabelValues(reason).Inc()
-	writeError(w, status, typ, reason, msg, retryAfter)
+	writeError(w, shape, status, typ, reason, msg, retryAfter)
 }
 
-func (s *Server) rejectTooLarge(w http.ResponseWriter) {
+func (s *Server) rejectTooLarge(w http.ResponseWriter, shape errorShape) {
 	w.Header().Set("Connection", "close") // the rest of the body is not read
-	s.reject(w, http.StatusRequestEntityTooLarge, "request_too_large", "invalid_request_error",
+	s.reject(w, shape, http.StatusRequestEntityTooLarge, "request_too_large", "invalid_request_error",
 		fmt.Sprintf("request body exceeds the limit of %d bytes", s.opts.MaxBodyBytes), 0)
 }
 

@@ -9,31 +9,6 @@ import (
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
 
-// messagesWriter marks a response to a Messages API client: the gateway's own errors (writeError)
-// go out in Anthropic's error shape, which the Anthropic SDKs parse.
-type messagesWriter struct{ http.ResponseWriter }
-
-func (m *messagesWriter) Flush() {
-	if f, ok := m.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-// Unwrap lets http.ResponseController reach the connection (deadlines).
-func (m *messagesWriter) Unwrap() http.ResponseWriter { return m.ResponseWriter }
-
-// writeMessagesError is writeError in Anthropic's shape: the type follows the status (a 503 of
-// the gateway's is overloaded_error, which Anthropic's SDKs retry, as OpenAI's retry a 503).
-func writeMessagesError(w http.ResponseWriter, status int, msg string) {
-	typ := anthropic.ErrorType(status)
-	if status == http.StatusServiceUnavailable {
-		typ = "overloaded_error"
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(append(anthropic.ErrorBody(typ, msg), '\n'))
-}
-
 // need is what a request asks of a channel's model, read once per request.
 type need struct {
 	read bool
@@ -171,8 +146,8 @@ func (rt *routeState) overflowsAll(mr *failover.Model) bool {
 
 // writeUnfit answers a request no channel could take, before any attempt (the planner's
 // StopUnfit): a 400 naming what is missing.
-func writeUnfit(w http.ResponseWriter, model, reason string) {
-	writeError(w, http.StatusBadRequest, "invalid_request_error", "unsupported_capability",
+func writeUnfit(w http.ResponseWriter, shape errorShape, model, reason string) {
+	writeError(w, shape, http.StatusBadRequest, "invalid_request_error", "unsupported_capability",
 		fmt.Sprintf("no channel of model %q can serve this request: %s", model, reason), 0)
 }
 

@@ -51,14 +51,14 @@ var errUnscannable = errors.New("the request body could not be scanned for perso
 // is nothing to restore), and false when it has answered the client itself.
 func (s *Server) applyPII(w http.ResponseWriter, pr *piiRoute, path string, body []byte, cr *clientRequest) (*clientRequest, *pii.Session, map[string]int, bool) {
 	if pr.err != nil {
-		s.reject(w, http.StatusServiceUnavailable, "pii_unavailable", "server_error",
+		s.reject(w, shapeFor(path), http.StatusServiceUnavailable, "pii_unavailable", "server_error",
 			fmt.Sprintf("the personal-data masking of policy %s cannot run on this gateway (%v); the request was not sent", qualifiedName(pr.namespace, pr.policy), pr.err), 0)
 		return nil, nil, nil, false
 	}
 	ss := pr.scanner.NewSession()
 	masked, err := maskRequest(path, body, ss.Mask)
 	if err != nil {
-		s.reject(w, http.StatusBadRequest, "invalid_request", "invalid_request_error", err.Error(), 0)
+		s.reject(w, shapeFor(path), http.StatusBadRequest, "invalid_request", "invalid_request_error", err.Error(), 0)
 		return nil, nil, nil, false
 	}
 	found := ss.Found()
@@ -67,7 +67,7 @@ func (s *Server) applyPII(w http.ResponseWriter, pr *piiRoute, path string, body
 	}
 	if pr.mode == routing.PIIBlock {
 		// The detector names only: the values never go into a response, a log or a metric.
-		s.reject(w, http.StatusBadRequest, "pii_detected", "invalid_request_error",
+		s.reject(w, shapeFor(path), http.StatusBadRequest, "pii_detected", "invalid_request_error",
 			fmt.Sprintf("the request contains personal data (%s), which policy %s does not let leave the gateway; remove it and retry",
 				strings.Join(found, ", "), qualifiedName(pr.namespace, pr.policy)), 0)
 		return nil, nil, nil, false
@@ -79,7 +79,7 @@ func (s *Server) applyPII(w http.ResponseWriter, pr *piiRoute, path string, body
 	out, err := parseRequest(masked)
 	if err != nil || out.Model != cr.Model || out.Stream != cr.Stream {
 		// Masking rewrites string values only; a body that no longer parses the same is a bug.
-		s.reject(w, http.StatusInternalServerError, "pii_unavailable", "server_error", "masking personal data failed; the request was not sent", 0)
+		s.reject(w, shapeFor(path), http.StatusInternalServerError, "pii_unavailable", "server_error", "masking personal data failed; the request was not sent", 0)
 		return nil, nil, nil, false
 	}
 	if !pr.restore || path == "/embeddings" {

@@ -1,0 +1,134 @@
+package proxy
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchyard-io/switchyard/internal/audit"
+	"github.com/switchyard-io/switchyard/internal/mockprovider"
+)
+
+// messagesClientKey is a client key of the Messages tests, long enough for any key policy.
+const messagesClientKey = "sk-client-messages-team-4f1d9b2e7a0c6358"
+
+// messagesClients is one GatewayClient that may call every model, keyed by messagesClientKey.
+const messagesClients = `apiVersion: v1
+kind: Secret
+metadata: {name: messages-keys}
+stringData: {k: ` + messagesClientKey + `}
+---
+apiVersion: switchyard.io/v1alpha1
+kind: GatewayClient
+metadata: {name: messages-team}
+spec:
+  keysSecretRef: {name: messages-keys}
+  models: ["*"]
+`
+
+// anthropicErrorOf decodes an error body in Anthropic's shape and returns error.type ("" and a
+// test error when the body is in another shape).
+func anthropicErrorOf(t *testing.T, body string) string {
+	t.Helper()
+	var e struct {
+		Type  string `json:"type"`
+		Error struct {
+			Type    string  `json:"type"`
+			Message string  `json:"message"`
+			Code    *string `json:"code"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(body), &e); err != nil || e.Type != "error" || e.Error.Type == "" || e.Error.Message == "" || e.Error.Code != nil {
+		t.Errorf("not Anthropic's error shape: %s", body)
+		return ""
+	}
+	return e.Error.Type
+}
+
+// The gateway's own errors on /v1/messages and /v1/messages/count_tokens come in Anthropic's
+// shape with client keys required and the audit log on, both of which wrap the ResponseWriter;
+// the 503 of a request no channel could answer is overloaded_error. Each request gets its audit
+// line.
+func TestMessagesErrorsInAnthropicShapeWithKeysAndAudit(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "audit.log")
+	log, err := audit.Open(audit.Options{Path: logPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, C := newClaudeRigOpts(t, func(o *Options) {
+		o.RequireClientKey = true
+		o.Audit = log
+		o.BodyReadTimeout = 300 * time.Millisecond
+	}, piiMask)
+	r.writeClients(messagesClients)
+	C.SetBehavior("gpt-4o", mockprovider.Behavior{Mode: mockprovider.ModeStatus, Status: 503})
+	key := []string{"X-Api-Key", messagesClientKey}
+	msg := func(model, content string) string {
+		return fmt.Sprintf(`{"model":%q,"max_tokens":10,"messages":[{"role":"user","content":%s}]}`, model, content)
+	}
+	image := `[{"type":"text","text":"what?"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}}]`
+	cases := []struct {
+		name, path, body string
+		headers          []string
+		status           int
+		typ              string
+	}{
+		{"no key", "/v1/messages", msg("claude-tiny", `"hi"`), nil, 401, "authentication_error"},
+		{"no key, count_tokens", "/v1/messages/count_tokens", msg("claude-tiny", `"hi"`), nil, 401, "authentication_error"},
+		{"wrong key", "/v1/messages", msg("claude-tiny", `"hi"`), []string{"X-Api-Key", messagesClientKey + "x"}, 401, "authentication_error"},
+		{"unknown model", "/v1/messages", msg("nope", `"hi"`), key, 404, "not_found_error"},
+		{"unknown model, count_tokens", "/v1/messages/count_tokens", msg("nope", `"hi"`), key, 404, "not_found_error"},
+		{"malformed body", "/v1/messages", `{"model":`, key, 400, "invalid_request_error"},
+		{"malformed body, count_tokens", "/v1/messages/count_tokens", `{"model":`, key, 400, "invalid_request_error"},
+		{"no channel can serve it", "/v1/messages", msg("claude-blind", image), key, 400, "invalid_request_error"},
+		{"pii_unsupported", "/v1/messages", msg("claude-sonnet", `"hi"`), key, 400, "invalid_request_error"},
+		{"every channel failed", "/v1/messages", msg("gpt-4o", `"hi"`), key, 503, "overloaded_error"},
+	}
+	for _, tc := range cases {
+		rep := r.post(tc.path, tc.body, tc.headers...)
+		if rep.status != tc.status {
+			t.Errorf("%s: status %d, want %d: %s", tc.name, rep.status, tc.status, rep.body)
+			continue
+		}
+		if got := anthropicErrorOf(t, rep.body); got != tc.typ {
+			t.Errorf("%s: error.type %q, want %q: %s", tc.name, got, tc.typ, rep.body)
+		}
+	}
+	if rep := r.post("/v1/messages", msg("claude-sonnet", `"hi"`), key...); !strings.Contains(rep.body, "masks personal data") {
+		t.Errorf("pii_unsupported: %s", rep.body)
+	}
+
+	// 408: the body does not arrive within the body read timeout.
+	c := rawConn(t, r, "POST /v1/messages HTTP/1.1\r\nHost: x\r\nX-Api-Key: "+messagesClientKey+
+		"\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"model\":")
+	resp := readStatus(t, c)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestTimeout {
+		t.Errorf("stalled body: status %d, want 408", resp.StatusCode)
+	} else if got := anthropicErrorOf(t, string(b)); got != "invalid_request_error" {
+		t.Errorf("stalled body: error.type %q: %s", got, b)
+	}
+
+	// The OpenAI endpoints keep OpenAI's shape on the same gateway.
+	if rep := r.post("/v1/chat/completions", chat("nope", false), "Authorization", "Bearer "+messagesClientKey); rep.status != 404 || errorCode(t, rep.body) != "model_not_found" {
+		t.Errorf("chat completions: %d %s", rep.status, rep.body)
+	}
+
+	if err := log.Close(); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, want := len(strings.Split(strings.TrimSpace(string(raw)), "\n")), len(cases)+3; n != want {
+		t.Errorf("%d audit lines, want %d (one per request):\n%s", n, want, raw)
+	}
+}
