@@ -43,6 +43,13 @@ type Line struct {
 	Seq       uint64         `json:"seq"`
 	Lost      uint64         `json:"lost,omitempty"`
 	Prev      string         `json:"prev"`
+
+	// ServedModel is the model that answered, when one did: a fallbackModels or
+	// contextOverflowModels hop answers for another model than the one requested.
+	ServedModel string `json:"servedModel,omitempty"`
+	// SkippedModels are the fallback and overflow hops passed over because the client may not
+	// call them.
+	SkippedModels []string `json:"skippedModels,omitempty"`
 }
 
 // Attempt is one upstream attempt of a request.

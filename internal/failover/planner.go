@@ -48,6 +48,13 @@ type Fit interface {
 	OverflowsAll(m *Model) bool
 }
 
+// Allowed says which models the request's client may call: its GatewayClient's models
+// (*routing.Client implements it). The proxy gives one for a request made with a client key;
+// without one (an open gateway, replay, simulate) every model is allowed.
+type Allowed interface {
+	Allows(model string) bool
+}
+
 // Rand is the planner's only randomness (Select's draws, back-off jitter): uniform in [0, 1).
 // Replay, simulate and tests inject a seeded source so that a run can be repeated; the proxy's
 // must be safe for concurrent use.
@@ -164,7 +171,10 @@ const CodeContextLengthExceeded = "context_length_exceeded"
 // deadline (the first channel's request timeout plus its fallbackRequest timeout) bounds every
 // attempt and wait. Attempts are bounded by the requested policy's maxAttempts. Every hop stays
 // within what the first policy may reach: another namespace's model only with its consent
-// (acceptFallbackFrom), and only channels within the first policy's requireResidency.
+// (acceptFallbackFrom), and only channels within the first policy's requireResidency. Every hop
+// also stays within what the client may call (SetAllowed): a fallbackModels or
+// contextOverflowModels hop to a model outside the client's models is skipped (Skipped names it),
+// and when none is left the request ends as it would have without the hop.
 //
 // A Plan is used by one request at a time; its zero value is not usable (see Start). It keeps its
 // scratch slices across Start calls, so a driver that reuses one does not allocate per request.
@@ -172,7 +182,8 @@ type Plan struct {
 	routes Routes
 	health Health
 	rand   Rand
-	fit    Fit // nil: every channel fits
+	fit    Fit     // nil: every channel fits
+	allow  Allowed // nil: every model is allowed
 
 	first   *Model
 	listed  bool     // the listed cohort: channels in listed order, health ignored (cohort.go)
@@ -197,6 +208,7 @@ type Plan struct {
 	unfit      string        // why the last channel passed over could not take the request
 	retryAfter time.Duration // the smallest Retry-After seen from 429s
 	allLimited bool          // every attempt so far was a 429
+	skipped    []string      // hops this request's client may not call, once each
 
 	observed bool   // a Result is waiting to be acted on
 	res      Result // that Result
@@ -216,7 +228,7 @@ type Plan struct {
 // Start begins a request for model, which routes must route (the driver answers "model not
 // found" itself), at now. It counts the request in the policy's retry budget.
 func (p *Plan) Start(routes Routes, h Health, rnd Rand, now time.Time, model string) {
-	*p = Plan{routes: routes, health: h, rand: rnd, tried: p.tried[:0], routesBuf: p.routesBuf[:0], candsBuf: p.candsBuf[:0]}
+	*p = Plan{routes: routes, health: h, rand: rnd, tried: p.tried[:0], skipped: p.skipped[:0], routesBuf: p.routesBuf[:0], candsBuf: p.candsBuf[:0]}
 	p.first = routes.Model(model)
 	p.cur = p.first
 	p.hops = p.first.Policy.FallbackModels
@@ -233,13 +245,23 @@ func (p *Plan) SetRand(r Rand) { p.rand = r }
 // a pooled plan must not keep a request's route (and so an old routing table) alive.
 func (p *Plan) Release() {
 	clear(p.tried)
+	clear(p.skipped)
 	clear(p.routesBuf)
 	clear(p.candsBuf)
-	*p = Plan{tried: p.tried[:0], routesBuf: p.routesBuf[:0], candsBuf: p.candsBuf[:0]}
+	*p = Plan{tried: p.tried[:0], skipped: p.skipped[:0], routesBuf: p.routesBuf[:0], candsBuf: p.candsBuf[:0]}
 }
 
 // SetFit gives the plan the request's capability check (after Start; nil: every channel fits).
 func (p *Plan) SetFit(f Fit) { p.fit = f }
+
+// SetAllowed gives the plan the models the request's client may call (after Start; nil: every
+// model). The requested model is the driver's to check before Start.
+func (p *Plan) SetAllowed(a Allowed) { p.allow = a }
+
+// Skipped are the fallbackModels and contextOverflowModels hops passed over because the client
+// may not call them, in the order met. The slice is the plan's scratch: valid until the next
+// Start or Release.
+func (p *Plan) Skipped() []string { return p.skipped }
 
 // Attempts is the number of attempts handed out so far.
 func (p *Plan) Attempts() int { return p.attempts }
@@ -405,7 +427,7 @@ func (p *Plan) nextHop() bool {
 	for p.hop < len(p.hops) {
 		mr := p.routes.Model(p.hops[p.hop])
 		p.hop++
-		if mr != nil && p.hopAllowed(mr) {
+		if mr != nil && p.reachable(mr) {
 			p.cur, p.sameAgain, p.entered = mr, false, false
 			return true
 		}
@@ -464,10 +486,26 @@ func (p *Plan) hopAllowed(mr *Model) bool {
 	return mr.Policy.AcceptsFallbackFrom(p.first.Policy.Namespace)
 }
 
-// anyHop reports whether some model of a fallback list is routed and allowed to this request.
+// reachable reports whether this request may hop to mr: by the policies' consent (hopAllowed)
+// and by its client's models. A hop the client may not call is recorded in skipped; one refused
+// by consent is the configuration's business, already reported by Compile.
+func (p *Plan) reachable(mr *Model) bool {
+	if !p.hopAllowed(mr) {
+		return false
+	}
+	if p.allow != nil && !p.allow.Allows(mr.Name) {
+		if !slices.Contains(p.skipped, mr.Name) {
+			p.skipped = append(p.skipped, mr.Name)
+		}
+		return false
+	}
+	return true
+}
+
+// anyHop reports whether some model of a fallback list is routed and reachable by this request.
 func (p *Plan) anyHop(models []string) bool {
 	for _, m := range models {
-		if mr := p.routes.Model(m); mr != nil && p.hopAllowed(mr) {
+		if mr := p.routes.Model(m); mr != nil && p.reachable(mr) {
 			return true
 		}
 	}

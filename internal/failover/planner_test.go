@@ -92,8 +92,17 @@ func newWorld(edit func(w *world)) *world {
 func walk(t *testing.T, w *world, h Health, model string, outcomes ...Result) ([]string, Step) {
 	t.Helper()
 	var p Plan
+	return walkPlan(t, &p, w, h, model, nil, outcomes...)
+}
+
+// walkPlan is walk on p, with setup run after Start (SetFit, SetAllowed).
+func walkPlan(t *testing.T, p *Plan, w *world, h Health, model string, setup func(*Plan), outcomes ...Result) ([]string, Step) {
+	t.Helper()
 	now := t0
 	p.Start(w, h, fixedRand(0.5), now, model)
+	if setup != nil {
+		setup(p)
+	}
 	var steps []string
 	for range 32 {
 		st := p.Next(now)
@@ -178,6 +187,54 @@ func (f fit) Unfit(ch *routing.Channel, model string) string {
 }
 
 func (f fit) OverflowsAll(m *Model) bool { return f.overflow && m.Name == "gpt-4o" }
+
+// allowOnly is a client allowed the listed models only.
+type allowOnly []string
+
+func (a allowOnly) Allows(model string) bool { return slices.Contains(a, model) }
+
+// A client allowed only gpt-4o reaches neither gpt-4o's fallbackModels nor its
+// contextOverflowModels: the hops are skipped, named in Skipped, and the request ends as it would
+// have without them (a 503, the overflow's 400 handed back). A client allowed them gets them.
+func TestPlanHopsStayWithinTheClientsModels(t *testing.T) {
+	server := fail(health.OutcomeServerError)
+	overflow := Result{Outcome: health.OutcomeClientError, ErrCode: CodeContextLengthExceeded}
+	for _, tt := range []struct {
+		name     string
+		allow    Allowed
+		fit      Fit
+		outcomes []Result
+		want     string
+		skipped  []string
+	}{
+		{"fallback skipped", allowOnly{"gpt-4o"}, nil, []Result{server, server, server},
+			"try a/gpt-4o, try c/gpt-4o, try b/gpt-4o, stop unavailable", []string{"gpt-4o-mini"}},
+		{"fallback allowed", allowOnly{"gpt-4o", "gpt-4o-mini"}, nil, []Result{server, server, server},
+			"try a/gpt-4o, try c/gpt-4o, try b/gpt-4o, try d/gpt-4o-mini, stop answered", nil},
+		{"no client: every model", nil, nil, []Result{server, server, server},
+			"try a/gpt-4o, try c/gpt-4o, try b/gpt-4o, try d/gpt-4o-mini, stop answered", nil},
+		{"answered overflow skipped: the 400 goes back", allowOnly{"gpt-4o"}, nil, []Result{overflow},
+			"try a/gpt-4o, stop pass-through", []string{"gpt-4.1"}},
+		{"answered overflow allowed", allowOnly{"gpt-4o", "gpt-4.1"}, nil, []Result{overflow},
+			"try a/gpt-4o, try d/gpt-4.1, stop answered", nil},
+		{"certain overflow skipped: sent to the requested model", allowOnly{"gpt-4o"}, fit{overflow: true}, nil,
+			"try a/gpt-4o, stop answered", []string{"gpt-4.1"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var p Plan
+			steps, _ := walkPlan(t, &p, newWorld(nil), &fakeHealth{}, "gpt-4o", func(p *Plan) {
+				p.SetAllowed(tt.allow)
+				p.SetFit(tt.fit)
+			}, tt.outcomes...)
+			if got := strings.Join(steps, ", "); got != tt.want {
+				t.Errorf("got  %s\nwant %s", got, tt.want)
+			}
+			if !slices.Equal(p.Skipped(), tt.skipped) {
+				t.Errorf("skipped %v, want %v", p.Skipped(), tt.skipped)
+			}
+		})
+	}
+}
 
 func TestPlanSkipsChannelsThatCannotTakeTheRequest(t *testing.T) {
 	for _, tt := range []struct {

@@ -250,6 +250,8 @@ type clientCall struct {
 	estimated bool // some of the tokens are estimates (priorTokens)
 	residency string
 	pii       map[string]int
+	served    string   // the model that answered (a fallback or overflow hop may change it)
+	skipped   []string // hops the client may not call, passed over (failover.Plan.Skipped)
 	// stripUsage: the client did not ask for the usage of its stream; the proxy did, to count
 	// the tokens, and drops the usage-only event before it reaches the client.
 	stripUsage bool
@@ -416,6 +418,17 @@ func (cc *clientCall) routed(rt *routeState) {
 		cc.policy = qualifiedName(first.Policy.Namespace, first.Policy.Name)
 	}
 	cc.pii = rt.piiMasked
+	if sk := rt.plan.Skipped(); len(sk) > 0 {
+		cc.skipped = slices.Clone(sk) // the plan's scratch goes back to the pool
+	}
+}
+
+// client is the client the request was authenticated as (nil: none, or no client layer).
+func (cc *clientCall) client() *clientEntry {
+	if cc == nil {
+		return nil
+	}
+	return cc.entry
 }
 
 // attempt records one upstream attempt (finishAttempt).
@@ -431,6 +444,7 @@ func (cc *clientCall) attempt(a *attempt, r *result) {
 	cc.attempts = append(cc.attempts, audit.Attempt{Channel: a.channel.ID(), Status: r.status, Outcome: outcome, Ms: r.latency.Milliseconds()})
 	if r.outcome == health.OutcomeSuccess {
 		cc.residency = a.channel.Residency
+		cc.served = a.model
 	}
 	cc.mu.Unlock()
 }
@@ -495,7 +509,7 @@ func (cc *clientCall) finish(requestID string) {
 	cc.mu.Lock()
 	line := &audit.Line{TS: cc.start.UTC(), RequestID: requestID, Client: client, KeyID: cc.keyID, Model: cc.model, Policy: cc.policy,
 		Attempts: cc.attempts, Status: status, Reason: cc.reason, Tokens: audit.Tokens{Prompt: cc.prompt, Completion: cc.complete, Estimated: cc.estimated},
-		Residency: cc.residency, PII: cc.pii}
+		Residency: cc.residency, PII: cc.pii, ServedModel: cc.served, SkippedModels: cc.skipped}
 	if line.Attempts == nil {
 		line.Attempts = []audit.Attempt{}
 	}

@@ -262,6 +262,9 @@ func (rt *routeState) run(ctx context.Context) string {
 	}
 	p.Start(rt.c, s.engine, rnd, s.clock.Now(), rt.req.Model)
 	p.SetFit(rt)
+	if e := rt.call.client(); e != nil {
+		p.SetAllowed(e.c) // every hop within the client's models, as the requested one was (admit)
+	}
 	rt.cohort = failover.ChooseCohort(p.First().Policy, rt.cohortKey())
 	p.SetCohort(rt.cohort)
 	// Each attempt takes at most a wait and a try, and the planner stops after maxAttempts: the
