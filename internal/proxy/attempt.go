@@ -441,8 +441,11 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 				a.tap.sawUsage(ev.usage)
 			}
 		}
-		if a.call.dropEvent(&ev) {
-			continue // the usage the proxy asked for on the client's behalf
+		if raw, dropped := a.call.stripUsageChunk(&ev, a.wire != nil && a.wire.stream != nil); dropped {
+			if len(raw) == 0 {
+				continue // the usage the proxy asked for on the client's behalf
+			}
+			ev.raw = raw
 		}
 		wd.extend()
 		out := ev.raw

@@ -476,16 +476,39 @@ func (cc *clientCall) add(p, c int64, estimated bool) {
 	}
 }
 
-// dropEvent reports whether a stream event is the usage-only chunk the proxy asked for on the
-// client's behalf (its tokens are counted already): choices empty, usage set.
-func (cc *clientCall) dropEvent(ev *sseEvent) bool {
+// stripUsageChunk leaves out of a stream event the usage-only chunk the proxy asked for on the
+// client's behalf (its tokens are counted already): choices empty, usage set. dropped says whether
+// it did. A translated event (translated: the channel speaks another API than the client) may
+// carry several chunks, an Anthropic message_delta becoming the finish_reason chunk and the usage
+// chunk: only the usage chunk goes, and the finish_reason still reaches the client.
+func (cc *clientCall) stripUsageChunk(ev *sseEvent, translated bool) (raw []byte, dropped bool) {
 	if cc == nil || !cc.stripUsage || ev.usage == nil {
-		return false
+		return ev.raw, false
 	}
+	if !translated {
+		if usageOnly(ev.data) {
+			return nil, true
+		}
+		return ev.raw, false
+	}
+	for _, chunk := range bytes.SplitAfter(ev.raw, []byte("\n\n")) {
+		data, _ := bytes.CutPrefix(bytes.TrimRight(chunk, "\n"), []byte("data: "))
+		if len(chunk) > 0 && usageOnly(data) {
+			dropped = true
+			continue
+		}
+		raw = append(raw, chunk...)
+	}
+	return raw, dropped
+}
+
+// usageOnly reports whether a chat completion chunk carries usage alone (no choices).
+func usageOnly(data []byte) bool {
 	var chunk struct {
 		Choices []json.RawMessage `json:"choices"`
+		Usage   json.RawMessage   `json:"usage"`
 	}
-	return json.Unmarshal(ev.data, &chunk) == nil && len(chunk.Choices) == 0
+	return json.Unmarshal(data, &chunk) == nil && len(chunk.Choices) == 0 && len(chunk.Usage) > 0 && string(chunk.Usage) != "null"
 }
 
 // finish counts the request for its client and writes its audit line.

@@ -132,3 +132,22 @@ func TestMessagesErrorsInAnthropicShapeWithKeysAndAudit(t *testing.T) {
 		t.Errorf("%d audit lines, want %d (one per request):\n%s", n, want, raw)
 	}
 }
+
+// With client keys the proxy asks for a stream's usage on the client's behalf and drops the
+// usage chunk the client did not ask for. A stream translated from an Anthropic channel carries
+// that chunk in the same event as its finish_reason chunk (message_delta): the finish_reason
+// still reaches the client (the OpenAI SDKs' stream helpers fail without it), the usage does not.
+func TestClientKeyTranslatedStreamKeepsItsFinishReason(t *testing.T) {
+	r, _ := newClaudeRigOpts(t, func(o *Options) { o.RequireClientKey = true })
+	r.writeClients(messagesClients)
+	auth := []string{"Authorization", "Bearer " + messagesClientKey}
+	rep := r.post("/v1/chat/completions", `{"model":"claude-sonnet","stream":true,"messages":[{"role":"user","content":"hello"}]}`, auth...)
+	if rep.status != 200 || !strings.Contains(rep.body, `"finish_reason":"stop"`) || strings.Contains(rep.body, `"usage"`) ||
+		!strings.HasSuffix(rep.body, "data: [DONE]\n\n") {
+		t.Errorf("stream without include_usage: %d\n%s", rep.status, rep.body)
+	}
+	rep = r.post("/v1/chat/completions", `{"model":"claude-sonnet","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hello"}]}`, auth...)
+	if rep.status != 200 || !strings.Contains(rep.body, `"finish_reason":"stop"`) || !strings.Contains(rep.body, `"usage"`) {
+		t.Errorf("stream with include_usage: %d\n%s", rep.status, rep.body)
+	}
+}

@@ -8,8 +8,12 @@ import Anthropic from '@anthropic-ai/sdk';
 
 const base = process.env.SWITCHYARD_URL;
 assert.ok(base, 'SWITCHYARD_URL is not set');
-const openai = new OpenAI({ baseURL: `${base}/v1`, apiKey: 'client-key-openai', maxRetries: 0, timeout: 20000 });
-const anthropic = new Anthropic({ baseURL: base, apiKey: 'client-key-anthropic', maxRetries: 0, timeout: 20000 });
+// The gateway requires client keys and writes its audit log, as every cluster install does: both
+// wrap its ResponseWriter, and neither may change what the SDKs read.
+const clientKey = process.env.SWITCHYARD_CLIENT_KEY;
+assert.ok(clientKey && clientKey.length >= 32, 'SWITCHYARD_CLIENT_KEY is not set');
+const openai = new OpenAI({ baseURL: `${base}/v1`, apiKey: clientKey, maxRetries: 0, timeout: 20000 });
+const anthropic = new Anthropic({ baseURL: base, apiKey: clientKey, maxRetries: 0, timeout: 20000 });
 const tools = [{ name: 'lookup', description: 'Look something up', input_schema: { type: 'object', properties: { query: { type: 'string' } } } }];
 const openaiTools = [{ type: 'function', function: { name: 'lookup', description: 'Look something up', parameters: tools[0].input_schema } }];
 
@@ -98,6 +102,19 @@ test('anthropic: messages to an OpenAI-format channel', async () => {
 test('anthropic: errors in Anthropic shape', async () => {
   await assert.rejects(anthropic.messages.create({ model: 'no-such-model', max_tokens: 10, messages: [{ role: 'user', content: 'x' }] }),
     (e) => e instanceof Anthropic.NotFoundError && e.error?.error?.type === 'not_found_error');
+  await assert.rejects(anthropic.messages.countTokens({ model: 'no-such-model', messages: [{ role: 'user', content: 'x' }] }),
+    (e) => e instanceof Anthropic.NotFoundError && e.error?.error?.type === 'not_found_error');
+  const stranger = new Anthropic({ baseURL: base, apiKey: 'sk-not-a-key-of-this-gateway-0000000000', maxRetries: 0, timeout: 20000 });
+  await assert.rejects(stranger.messages.create({ model: 'claude-sonnet', max_tokens: 10, messages: [{ role: 'user', content: 'x' }] }),
+    (e) => e instanceof Anthropic.AuthenticationError && e.error?.error?.type === 'authentication_error');
+  await assert.rejects(stranger.messages.countTokens({ model: 'claude-sonnet', messages: [{ role: 'user', content: 'x' }] }),
+    (e) => e instanceof Anthropic.AuthenticationError && e.error?.error?.type === 'authentication_error');
+});
+
+test('openai: a key the gateway does not know', async () => {
+  const stranger = new OpenAI({ baseURL: `${base}/v1`, apiKey: 'sk-not-a-key-of-this-gateway-0000000000', maxRetries: 0, timeout: 20000 });
+  await assert.rejects(stranger.chat.completions.create({ model: 'claude-sonnet', messages: [{ role: 'user', content: 'x' }] }),
+    (e) => e instanceof OpenAI.AuthenticationError && e.code === 'invalid_api_key');
 });
 
 // claude-flaky's first channel answers 529 overloaded, claude-cut's sends an overloaded_error

@@ -30,6 +30,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/switchyard-io/switchyard/internal/audit"
 	"github.com/switchyard-io/switchyard/internal/mockprovider"
 	"github.com/switchyard-io/switchyard/internal/proxy"
 )
@@ -37,6 +38,9 @@ import (
 // recoveredText is the answer of the streams cut after their first text (claude-broken,
 // claude-cloud-broken): the SDKs must read it whole, once.
 const recoveredText = "A broken stream, finished: every byte once — and in order."
+
+// clientKey is the SDKs' key: the gateway runs with client keys required and its audit log on.
+const clientKey = "sk-sdk-client-8d41c07e5b2f96a3e1d0"
 
 func TestNodeSDKs(t *testing.T) {
 	node, errNode := exec.LookPath("node")
@@ -216,11 +220,29 @@ spec:
   models: [claude-cloud-broken]
   channels: [{name: claude-bedrock}, {name: claude-vertex}]
   strategy: Priority
-`, as.URL, bs.URL, cs.URL, brs.URL, sa, vrs.URL)
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: sdk-client-keys}
+stringData: {k: %[7]s}
+---
+apiVersion: switchyard.io/v1alpha1
+kind: GatewayClient
+metadata: {name: sdk}
+spec:
+  keysSecretRef: {name: sdk-client-keys}
+  models: ["*"]
+`, as.URL, bs.URL, cs.URL, brs.URL, sa, vrs.URL, clientKey)
 	if err := os.WriteFile(filepath.Join(dir, "gateway.yaml"), []byte(manifest), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	srv := proxy.New(proxy.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Replica: "sdk"})
+	auditPath := filepath.Join(t.TempDir(), "audit.log")
+	auditLog, err := audit.Open(audit.Options{Path: auditPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := proxy.New(proxy.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Replica: "sdk",
+		RequireClientKey: true, Audit: auditLog})
 	src := &proxy.FileSource{Path: dir, Getenv: func(string) string { return "" }}
 	if err := src.Load(srv); err != nil {
 		t.Fatalf("config does not load: %v", err)
@@ -248,11 +270,18 @@ spec:
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "--test", "--test-reporter=spec", "sdk.test.mjs")
 	cmd.Dir = run
-	cmd.Env = append(os.Environ(), "SWITCHYARD_URL="+gw.URL, "NO_COLOR=1", "RECOVERED_TEXT="+recoveredText)
+	cmd.Env = append(os.Environ(), "SWITCHYARD_URL="+gw.URL, "SWITCHYARD_CLIENT_KEY="+clientKey, "NO_COLOR=1", "RECOVERED_TEXT="+recoveredText)
 	out, err := cmd.CombinedOutput()
 	t.Logf("node --test:\n%s", out)
 	if err != nil {
 		t.Fatalf("the SDK tests failed: %v", err)
+	}
+	gw.Close() // every request has finished, and written its audit line
+	if err := auditLog.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := audit.Verify(auditPath); err != nil || rep.Lines == 0 {
+		t.Errorf("the audit log of the SDK run: %v, %+v", err, rep)
 	}
 	if a.Requests("claude-flaky-up") == 0 || a.Requests("claude-cut-up") == 0 || a.Requests("chain-up") == 0 ||
 		bedrock.Requests("chain-up") == 0 || bedrock.Requests("bcut-up") == 0 {
