@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"os/signal"
 	"strings"
@@ -34,7 +35,8 @@ func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		configMap    = fs.String("configmap", "", "in cluster: NAMESPACE/NAME of the ConfigMap the controller writes (credentials come from the Secret NAME-credentials)")
 		credSecret   = fs.String("credentials-secret", "", "with --configmap: the Secret holding provider keys (default NAME-credentials, the controller's default)")
 		kubeconfig   = fs.String("kubeconfig", "", "kubeconfig for --configmap outside a cluster (default: in-cluster, then $KUBECONFIG)")
-		listen       = fs.String("listen", ":8080", "address of the OpenAI-compatible API")
+		listen       = fs.String("listen", "", "address of the OpenAI-compatible API (default 127.0.0.1:8080 standalone, :8080 with --configmap); on an address other than loopback the proxy requires client keys unless --allow-anonymous is given")
+		allowAnon    = fs.Bool("allow-anonymous", false, "serve requests without a client key on an address other than loopback; without it the proxy refuses to start there with no GatewayClient and no --require-client-key, and never falls back to serving openly when its GatewayClients go (the chart sets it when proxy.requireClientKey is false)")
 		adminListen  = fs.String("admin-listen", "", "address of the admin port: /healthz, /readyz, /metrics, /admin/v1/... (unauthenticated; default 127.0.0.1:9090 standalone, :9090 with --configmap, where the controller and Prometheus reach it)")
 		accessLog    = fs.String("access-log", "", "write one JSON line per upstream attempt to this file, or - for stdout (replay reads it)")
 		maxBody      = fs.Int64("max-body-bytes", proxy.DefaultMaxBodyBytes, "largest accepted request body (raise it for large images sent inline)")
@@ -99,9 +101,16 @@ func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *adminListen == "" {
 		*adminListen = defaultAdminListen(*configMap != "")
 	}
+	if *listen == "" {
+		*listen = defaultListen(*configMap != "")
+	}
+	// Exposed: reachable from other machines and not told to serve anyone. Keys are then
+	// required whatever the config says, so that a reload removing the last GatewayClient
+	// refuses every request (401) instead of opening the gateway.
+	exposed := !loopbackAddr(*listen) && !*allowAnon
 	srv := proxy.New(proxy.Options{MaxBodyBytes: *maxBody, MaxBufferedBodyBytes: *maxBuffered, MaxInFlight: *maxInFlight,
 		BodyReadTimeout: *bodyTimeout, ClientWriteTimeout: *writeTimeout, RequestIDHeader: *reqIDHeader,
-		AccessLog: logW, Logger: logger, Replica: replica, RequireClientKey: *requireKey, Audit: auditW})
+		AccessLog: logW, Logger: logger, Replica: replica, RequireClientKey: *requireKey || exposed, Audit: auditW})
 	logger.Info("Starting switchyard proxy", "version", version.String(), "listen", *listen, "adminListen", *adminListen)
 
 	bg, stopBG := context.WithCancel(context.Background())
@@ -140,6 +149,10 @@ func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 	}
+	if exposed && !*requireKey && srv.GatewayClients() == 0 {
+		return fmt.Errorf("refusing to serve without client keys on %s, an address other than loopback: configure a GatewayClient or pass --require-client-key, "+
+			"pass --allow-anonymous to serve anyone who reaches it, or listen on loopback (the default, 127.0.0.1:8080)", *listen)
+	}
 	apiLn, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return fmt.Errorf("--listen: %w", err)
@@ -150,6 +163,31 @@ func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("--admin-listen: %w", err)
 	}
 	return proxy.Serve(ctx, srv, proxy.ServeOptions{API: apiLn, Admin: adminLn, Drain: *drain, Tick: *tick})
+}
+
+// defaultListen is the API's address when --listen is not given: standalone, this machine only
+// (a newcomer's gateway, most likely without client keys, is not offered to the network); in a
+// cluster every interface, where the Service sends clients.
+func defaultListen(inCluster bool) string {
+	if inCluster {
+		return ":8080"
+	}
+	return "127.0.0.1:8080"
+}
+
+// loopbackAddr reports whether a listen address (host:port) accepts connections from this
+// machine only: localhost or a loopback IP. An empty host, an unspecified IP, any other name (it
+// may resolve to anything) or an address that does not parse count as reachable from elsewhere.
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }
 
 // defaultAdminListen is the admin port's address when --admin-listen is not given. The admin API

@@ -148,3 +148,43 @@ func TestAdminListensOnLoopbackByDefaultStandalone(t *testing.T) {
 		t.Errorf("the -h text does not say where the admin port listens:\n%s", usage.String())
 	}
 }
+
+// The API listens on loopback by default when standalone (a newcomer's gateway, likely without
+// client keys, is not offered to the network), and on every interface with --configmap, where the
+// Service sends clients.
+func TestProxyListensOnLoopbackByDefaultStandalone(t *testing.T) {
+	if got := defaultListen(false); got != "127.0.0.1:8080" {
+		t.Errorf("standalone default %q, want 127.0.0.1:8080", got)
+	}
+	if got := defaultListen(true); got != ":8080" {
+		t.Errorf("in-cluster default %q, want :8080", got)
+	}
+	for addr, want := range map[string]bool{
+		"127.0.0.1:8080": true, "127.0.0.2:80": true, "[::1]:8080": true, "localhost:8080": true, "LOCALHOST:1": true,
+		":8080": false, "0.0.0.0:8080": false, "[::]:8080": false, "10.0.0.5:8080": false, "gateway.example.com:8080": false,
+		"[fe80::1%eth0]:8080": false, "127.0.0.1": false, "": false,
+	} {
+		if got := loopbackAddr(addr); got != want {
+			t.Errorf("loopbackAddr(%q) = %v, want %v", addr, got, want)
+		}
+	}
+	var usage bytes.Buffer
+	_ = run(context.Background(), []string{"proxy", "-h"}, io.Discard, &usage)
+	if !strings.Contains(usage.String(), "default 127.0.0.1:8080 standalone") || !strings.Contains(usage.String(), "-allow-anonymous") {
+		t.Errorf("the -h text does not say where the API listens and how to serve it openly:\n%s", usage.String())
+	}
+}
+
+// With no GatewayClient and no --require-client-key, the proxy refuses to start on an address
+// other than loopback unless --allow-anonymous says so; it fails before it listens.
+func TestProxyRefusesToServeOpenOffLoopback(t *testing.T) {
+	cfg := writeConfig(t, "http://127.0.0.1:1")
+	for _, listen := range []string{":0", "0.0.0.0:0"} {
+		admin := testutil.FreeAddrs(t, 1)[0]
+		var stderr bytes.Buffer
+		code := run(context.Background(), []string{"proxy", "--config", cfg, "--listen", listen, "--admin-listen", admin}, io.Discard, &stderr)
+		if code != 1 || !strings.Contains(stderr.String(), "refusing to serve without client keys on "+listen) || !strings.Contains(stderr.String(), "--allow-anonymous") {
+			t.Errorf("--listen %s: exit %d, stderr:\n%s", listen, code, stderr.String())
+		}
+	}
+}

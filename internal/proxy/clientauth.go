@@ -136,7 +136,7 @@ func (cs *clientsState) index(t *routing.Table) (*clientIndex, []*clientLimiter)
 	case ix.clients > 0:
 		ix.required, ix.reason = true, fmt.Sprintf("%d GatewayClient(s) in the config: every request needs one of their keys", ix.clients)
 	case cs.s.opts.RequireClientKey:
-		ix.required, ix.reason = true, "--require-client-key is set and no GatewayClient is configured: every request is refused with 401 until one is"
+		ix.required, ix.reason = true, "client keys are required (--require-client-key, or an API address other than loopback without --allow-anonymous) and no GatewayClient is configured: every request is refused with 401 until one is"
 	default:
 		ix.reason = "no GatewayClient in the config and --require-client-key is not set: anyone who reaches the API port may call it"
 	}
@@ -509,6 +509,14 @@ func usageOnly(data []byte) bool {
 		Usage   json.RawMessage   `json:"usage"`
 	}
 	return json.Unmarshal(data, &chunk) == nil && len(chunk.Choices) == 0 && len(chunk.Usage) > 0 && string(chunk.Usage) != "null"
+}
+
+// GatewayClients is the number of GatewayClients in the config served now (0 before one is loaded).
+func (s *Server) GatewayClients() int {
+	if c := s.cfg.Load(); c != nil && c.auth != nil {
+		return c.auth.clients
+	}
+	return 0
 }
 
 // finish counts the request for its client and writes its audit line.

@@ -1011,3 +1011,24 @@ func hasGOMAXPROCSFromRequest(env []corev1.EnvVar) bool {
 	}
 	return false
 }
+
+// The proxy listens on every interface (:8080) in the cluster, where it refuses to start without
+// client keys unless --allow-anonymous says that is meant: requireClientKey true passes
+// --require-client-key, false passes --allow-anonymous, never both.
+func TestProxyKeysOrAnonymousIsExplicit(t *testing.T) {
+	for _, tc := range []struct {
+		sets      []string
+		want, not string
+	}{
+		{nil, "--require-client-key", "--allow-anonymous"},
+		{[]string{"proxy.requireClientKey=false"}, "--allow-anonymous", "--require-client-key"},
+	} {
+		objs := parse(t, render(t, "switchyard", defaultNS, nil, tc.sets...))
+		var proxy appsv1.Deployment
+		objs.get(t, "Deployment", "switchyard-proxy", &proxy)
+		pc := container(t, &proxy, "proxy")
+		if !slices.Contains(pc.Args, "--listen=:8080") || !slices.Contains(pc.Args, tc.want) || slices.Contains(pc.Args, tc.not) {
+			t.Errorf("--set %v: proxy args %v, want --listen=:8080 and %s, not %s", tc.sets, pc.Args, tc.want, tc.not)
+		}
+	}
+}
