@@ -110,24 +110,31 @@ func isCompileProblem(reason string) bool {
 	return true
 }
 
-// disabledEvents journals the operator override: when spec.disabled takes effect and when it is
-// lifted or runs out, with who did it. The Available condition's reason remembers the last
-// override state, so the change is detected level-based and survives restarts.
-func disabledEvents(pc *v1alpha1.ProviderChannel, disabledNow bool, by string, now time.Time) []journalEntry {
+// disabledEvents journals the operator override: when spec.disabled takes effect, when it is
+// lifted, when it runs out at disabledUntil (OverrideEnded, before the controller clears the
+// fields) and when it is written with a disabledUntil already past (a Warning: nothing else would
+// tell the operator that the override they just patched is not in effect). The Available
+// condition's reason remembers the last override state, so the change is detected level-based and
+// survives restarts; the keys make each Event once per generation.
+func disabledEvents(pc *v1alpha1.ProviderChannel, st overrideState, by string, now time.Time) []journalEntry {
 	old := meta.FindStatusCondition(pc.Status.Conditions, v1alpha1.ConditionAvailable)
 	wasDisabled := old != nil && old.Reason == ReasonDisabled
 	key := "override/" + pc.ResourceVersion
+	gen := fmt.Sprintf("override/generation/%d/", pc.Generation)
 	switch {
-	case disabledNow && !wasDisabled:
+	case st == overrideOn && !wasDisabled:
 		return []journalEntry{{Type: corev1.EventTypeNormal, Reason: ReasonDisabled, Action: "Disable",
 			Note: disabledMessage(&pc.Spec, by) + "; out of rotation on every proxy replica", Time: now, Key: key + "/disabled"}}
-	case !disabledNow && wasDisabled:
+	case st == overrideEnded:
+		return []journalEntry{{Type: corev1.EventTypeNormal, Reason: ReasonOverrideEnded, Action: "Enable",
+			Note: overrideEndedNote(&pc.Spec) + "; the channel re-enters through probes and the ramp", Time: now, Key: gen + "ended"}}
+	case st == overrideInPast:
+		return []journalEntry{{Type: corev1.EventTypeWarning, Reason: ReasonDisabledUntilInPast, Action: "Disable",
+			Note: inPastNote(&pc.Spec), Time: now, Key: gen + "in-past/" + untilText(&pc.Spec)}}
+	case st == overrideOff && wasDisabled:
 		note := "enabled"
 		if by != "" {
 			note += " by " + by
-		}
-		if pc.Spec.Disabled && pc.Spec.DisabledUntil != nil {
-			note = "override ended at disabledUntil " + pc.Spec.DisabledUntil.UTC().Format(time.RFC3339)
 		}
 		return []journalEntry{{Type: corev1.EventTypeNormal, Reason: ReasonEnabled, Action: "Enable",
 			Note: note + "; the channel re-enters through probes and the ramp", Time: now, Key: key + "/enabled"}}

@@ -73,16 +73,17 @@ func TestDisabledEvents(t *testing.T) {
 	cases := []struct {
 		name       string
 		pc         *v1alpha1.ProviderChannel
-		now        bool
+		now        overrideState
 		wantReason string
 		wantNote   string
 	}{
-		{"disabled", pc(true, routableCond), true, ReasonDisabled, "disabled by kubectl-patch: INC-1234 (until 2026-11-30T11:00:00Z)"},
-		{"still disabled", pc(true, disabledCond), true, "", ""},
-		{"enabled", pc(false, disabledCond), false, ReasonEnabled, "enabled by kubectl-patch; the channel re-enters through probes and the ramp"},
-		{"expired", pc(true, disabledCond), false, ReasonEnabled, "override ended at disabledUntil 2026-11-30T11:00:00Z"},
-		{"never disabled", pc(false, routableCond), false, "", ""},
-		{"created disabled", pc(true, nil), true, ReasonDisabled, "disabled by kubectl-patch"},
+		{"disabled", pc(true, routableCond), overrideOn, ReasonDisabled, "disabled by kubectl-patch: INC-1234 (until 2026-11-30T11:00:00Z)"},
+		{"still disabled", pc(true, disabledCond), overrideOn, "", ""},
+		{"enabled", pc(false, disabledCond), overrideOff, ReasonEnabled, "enabled by kubectl-patch; the channel re-enters through probes and the ramp"},
+		{"expired", pc(true, disabledCond), overrideEnded, ReasonOverrideEnded, "override ended at disabledUntil 2026-11-30T11:00:00Z; the controller clears spec.disabled, disabledUntil and disabledReason"},
+		{"never disabled", pc(false, routableCond), overrideOff, "", ""},
+		{"created disabled", pc(true, nil), overrideOn, ReasonDisabled, "disabled by kubectl-patch"},
+		{"written with a past disabledUntil", pc(true, routableCond), overrideInPast, ReasonDisabledUntilInPast, "spec.disabledUntil 2026-11-30T11:00:00Z had passed"},
 	}
 	for _, tc := range cases {
 		got := disabledEvents(tc.pc, tc.now, "kubectl-patch", testStart)
@@ -94,6 +95,44 @@ func TestDisabledEvents(t *testing.T) {
 		}
 		if len(got) != 1 || got[0].Reason != tc.wantReason || !strings.Contains(got[0].Note, tc.wantNote) {
 			t.Errorf("%s: got %+v, want %s %q", tc.name, got, tc.wantReason, tc.wantNote)
+		}
+		if wantType := map[bool]string{true: corev1.EventTypeWarning, false: corev1.EventTypeNormal}[tc.now == overrideInPast]; len(got) == 1 && got[0].Type != wantType {
+			t.Errorf("%s: Event type %s, want %s", tc.name, got[0].Type, wantType)
+		}
+	}
+}
+
+// overrideAt: a disabledUntil ahead is in effect; one passed ends the override when the status
+// says it was in effect at this generation, and otherwise was written in the past and never
+// started.
+func TestOverrideAt(t *testing.T) {
+	past, ahead := metav1.NewTime(testStart.Add(-time.Minute)), metav1.NewTime(testStart.Add(time.Minute))
+	spec := func(disabled bool, until *metav1.Time) *v1alpha1.ProviderChannelSpec {
+		return &v1alpha1.ProviderChannelSpec{Disabled: disabled, DisabledUntil: until}
+	}
+	cond := func(typ, reason string, gen int64) []metav1.Condition {
+		return []metav1.Condition{{Type: typ, Status: metav1.ConditionFalse, Reason: reason, ObservedGeneration: gen}}
+	}
+	at := metav1.NewTime(testStart)
+	for _, tc := range []struct {
+		name  string
+		spec  *v1alpha1.ProviderChannelSpec
+		conds []metav1.Condition
+		want  overrideState
+	}{
+		{"not disabled", spec(false, nil), nil, overrideOff},
+		{"disabled, no end", spec(true, nil), nil, overrideOn},
+		{"disabled until ahead", spec(true, &ahead), nil, overrideOn},
+		{"disabledUntil is now: over", spec(true, &at), cond(ConditionOverrideApplied, ReasonDisabled, 3), overrideEnded},
+		{"passed while in effect", spec(true, &past), cond(ConditionOverrideApplied, ReasonDisabled, 3), overrideEnded},
+		{"passed, the fields not cleared yet", spec(true, &past), cond(ConditionOverrideApplied, ReasonOverrideEnded, 3), overrideEnded},
+		{"passed while in effect, status of an older controller", spec(true, &past), cond(v1alpha1.ConditionAvailable, ReasonDisabled, 3), overrideEnded},
+		{"written in the past", spec(true, &past), nil, overrideInPast},
+		{"written in the past, still", spec(true, &past), cond(ConditionOverrideApplied, ReasonDisabledUntilInPast, 3), overrideInPast},
+		{"moved into the past while in effect", spec(true, &past), cond(ConditionOverrideApplied, ReasonDisabled, 2), overrideInPast},
+	} {
+		if got := overrideAt(testStart, tc.spec, 3, tc.conds); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -334,14 +335,16 @@ spec:
 		g.Expect(notes).To(ContainElement(ContainSubstring("disabled by argocd-controller: maintenance (until " + until + ")")))
 	}).WithTimeout(10 * time.Second).Should(Succeed())
 
-	// At disabledUntil the controller looks again by itself and the status moves on.
+	// At disabledUntil the controller looks again by itself and the status moves on; an Event says
+	// the override ended, and that the controller clears the fields.
 	h.clock.Step(5 * time.Second)
 	phase(v1alpha1.PhaseHealthy)
 	g.Eventually(func(g Gomega) {
-		evs := h.eventsWithReason(g, "openai-direct", ReasonEnabled)
-		g.Expect(evs).To(HaveLen(2))
-		notes := []string{evs[0].Note, evs[1].Note}
-		g.Expect(notes).To(ContainElement(ContainSubstring("override ended at disabledUntil " + until)))
+		evs := h.eventsWithReason(g, "openai-direct", ReasonOverrideEnded)
+		g.Expect(evs).To(HaveLen(1))
+		g.Expect(evs[0].Type).To(Equal(corev1.EventTypeNormal))
+		g.Expect(evs[0].Note).To(ContainSubstring("override ended at disabledUntil " + until + "; the controller clears spec.disabled, disabledUntil and disabledReason"))
+		g.Expect(h.eventsWithReason(g, "openai-direct", ReasonEnabled)).To(HaveLen(1))
 	}).WithTimeout(10 * time.Second).Should(Succeed())
 
 	// The expired override is cleared from the spec, so that the on-call engineer's next
@@ -358,4 +361,86 @@ spec:
 	phase(v1alpha1.PhaseDisabled)
 	g.Expect(pc.Status.Disabled).To(BeTrue())
 	g.Eventually(func(g Gomega) { g.Expect(publishedDisabled(g)).To(BeTrue()) }).WithTimeout(10 * time.Second).Should(Succeed())
+	g.Expect(meta.FindStatusCondition(pc.Status.Conditions, ConditionOverrideApplied)).To(HaveField("Status", metav1.ConditionTrue))
+}
+
+// TestDisabledUntilInThePast: admission cannot read the clock, so a disabledUntil already past is
+// accepted. The controller says so (a Warning Event and the OverrideApplied condition naming the
+// time, the override not in effect) and erases nothing the operator wrote; a time ahead then
+// takes effect.
+func TestDisabledUntilInThePast(t *testing.T) {
+	r1 := newStandIn(t, "proxy-0")
+	h := startController(t, "inpast", func(o *Options) { o.AdminURLs = []string{r1.srv.URL} })
+	r1.set(state(h.id("openai-direct"), "gpt-4o", "Healthy", 97, 100, 100, 1, 1500))
+	h.apply(`
+apiVersion: switchyard.io/v1alpha1
+kind: ProviderChannel
+metadata: {name: openai-direct}
+spec:
+  provider: openai
+  baseURL: https://api.openai.example/v1
+  models: [{name: gpt-4o}]
+---
+apiVersion: switchyard.io/v1alpha1
+kind: RoutingPolicy
+metadata: {name: chat}
+spec:
+  models: [gpt-4o]
+  channels: [{name: openai-direct}]
+`)
+	ctx := context.Background()
+	g := NewWithT(t)
+	pc := &v1alpha1.ProviderChannel{}
+	get := func(g Gomega) {
+		g.Expect(h.c.Get(ctx, h.key("openai-direct"), pc)).To(Succeed())
+	}
+	g.Eventually(func(g Gomega) {
+		get(g)
+		g.Expect(pc.Status.Phase).To(Equal(v1alpha1.PhaseHealthy))
+	}).WithTimeout(15 * time.Second).Should(Succeed())
+	patch := func(body string) {
+		t.Helper()
+		obj := &v1alpha1.ProviderChannel{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "openai-direct"}}
+		g.Expect(h.c.Patch(ctx, obj, client.RawPatch("application/merge-patch+json", []byte(body)), client.FieldOwner("kubectl-patch"))).To(Succeed())
+	}
+
+	past := h.clock.Now().Add(-10 * time.Minute).UTC().Format(time.RFC3339)
+	patch(`{"spec":{"disabled":true,"disabledReason":"INC-77","disabledUntil":"` + past + `"}}`)
+	g.Eventually(func(g Gomega) {
+		get(g)
+		c := meta.FindStatusCondition(pc.Status.Conditions, ConditionOverrideApplied)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(ReasonDisabledUntilInPast))
+		g.Expect(c.Message).To(ContainSubstring("spec.disabledUntil " + past + " had passed"))
+		g.Expect(c.ObservedGeneration).To(Equal(pc.Generation))
+		g.Expect(pc.Status.Disabled).To(BeFalse())
+		g.Expect(pc.Status.Phase).To(Equal(v1alpha1.PhaseHealthy))
+		evs := h.eventsWithReason(g, "openai-direct", ReasonDisabledUntilInPast)
+		g.Expect(evs).To(HaveLen(1))
+		g.Expect(evs[0].Type).To(Equal(corev1.EventTypeWarning))
+		g.Expect(evs[0].Note).To(ContainSubstring(past))
+	}).WithTimeout(15 * time.Second).Should(Succeed())
+	// Nothing the operator wrote is erased (it was before: all three fields within 100 ms).
+	g.Consistently(func(g Gomega) {
+		get(g)
+		g.Expect(pc.Spec.Disabled).To(BeTrue())
+		g.Expect(pc.Spec.DisabledReason).To(Equal("INC-77"))
+		g.Expect(pc.Spec.DisabledUntil).NotTo(BeNil())
+		g.Expect(pc.Spec.DisabledUntil.UTC().Format(time.RFC3339)).To(Equal(past))
+	}).WithTimeout(time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
+	g.Expect(h.eventsWithReason(g, "openai-direct", ReasonDisabled)).To(BeEmpty())
+
+	ahead := h.clock.Now().Add(30 * time.Minute).UTC().Format(time.RFC3339)
+	patch(`{"spec":{"disabledUntil":"` + ahead + `"}}`)
+	g.Eventually(func(g Gomega) {
+		get(g)
+		g.Expect(pc.Status.Phase).To(Equal(v1alpha1.PhaseDisabled))
+		g.Expect(pc.Status.Disabled).To(BeTrue())
+		c := meta.FindStatusCondition(pc.Status.Conditions, ConditionOverrideApplied)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(c.Message).To(ContainSubstring("(until " + ahead + ")"))
+		g.Expect(h.eventsWithReason(g, "openai-direct", ReasonDisabled)).To(HaveLen(1))
+	}).WithTimeout(15 * time.Second).Should(Succeed())
 }

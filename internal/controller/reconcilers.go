@@ -43,6 +43,7 @@ func (r *ChannelReconciler) Reconcile(ctx context.Context, req reconcile.Request
 
 	now := r.opts.Clock.Now()
 	by := disabledBy(pc)
+	override := overrideAt(now, &pc.Spec, pc.Generation, pc.Status.Conditions)
 	ready := v.Compiled
 	live := r.live.View()
 	conds := conditionsFor("ProviderChannel", pc.Namespace, pc.Name, pc.Generation, ready, res, live, r.monitored(), pc.Status.Conditions)
@@ -55,9 +56,10 @@ func (r *ChannelReconciler) Reconcile(ctx context.Context, req reconcile.Request
 		Live:       live,
 		ScoreStep:  r.opts.ScoreStep,
 		DisabledBy: by,
+		Override:   override,
 	})
 	entries := append(readyEvents(pc.Status.Conditions, ready, pc.ResourceVersion, now),
-		disabledEvents(pc, effectiveDisabled(&pc.Spec, now), by, now)...)
+		disabledEvents(pc, override, by, now)...)
 	for _, e := range entries {
 		if err := r.journal.Record(ctx, pc, "ProviderChannel", e); err != nil {
 			return reconcile.Result{}, err
@@ -66,21 +68,22 @@ func (r *ChannelReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	if err := r.writeStatus(ctx, pc, status); err != nil {
 		return reconcile.Result{}, err
 	}
-	if err := r.endExpiredOverride(ctx, pc, now); err != nil {
-		return reconcile.Result{}, err
+	if override == overrideEnded {
+		if err := r.endExpiredOverride(ctx, pc); err != nil {
+			return reconcile.Result{}, err
+		}
 	}
 	return reconcile.Result{RequeueAfter: untilOverrideEnds(&pc.Spec, now)}, nil
 }
 
-// endExpiredOverride clears an override whose disabledUntil has passed (disabled, disabledUntil
-// and disabledReason together, as the CRD requires). Left in place, the expired date would make a
-// later `kubectl patch … {"spec":{"disabled":true}}` a no-op: the API server sees no change, and
-// the on-call engineer sees nothing happen. The status and the journal have recorded the end
-// already (status.disabled false, "override ended at disabledUntil").
-func (r *ChannelReconciler) endExpiredOverride(ctx context.Context, pc *v1alpha1.ProviderChannel, now time.Time) error {
-	if !pc.Spec.Disabled || pc.Spec.DisabledUntil == nil || now.Before(pc.Spec.DisabledUntil.Time) {
-		return nil
-	}
+// endExpiredOverride clears an override whose disabledUntil has come while it was in effect
+// (disabled, disabledUntil and disabledReason together, as the CRD requires). Left in place, the
+// expired date would make a later `kubectl patch … {"spec":{"disabled":true}}` a no-op: the API
+// server sees no change, and the on-call engineer sees nothing happen. The OverrideEnded Event
+// and the status have recorded the end already. An override written with a disabledUntil already
+// past is not cleared (overrideInPast): what the operator wrote stays, and a Warning says why it
+// is not in effect.
+func (r *ChannelReconciler) endExpiredOverride(ctx context.Context, pc *v1alpha1.ProviderChannel) error {
 	orig := pc.DeepCopy()
 	pc.Spec.Disabled, pc.Spec.DisabledUntil, pc.Spec.DisabledReason = false, nil, ""
 	if err := r.client.Patch(ctx, pc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {

@@ -173,6 +173,8 @@ type channelInputs struct {
 	ScoreStep int32
 	// DisabledBy is the field manager that last set spec.disabled.
 	DisabledBy string
+	// Override is the operator override at Now (overrideAt).
+	Override overrideState
 }
 
 // channelStatus computes a ProviderChannel's status. It is pure: the same inputs give the same
@@ -217,6 +219,11 @@ func channelStatus(in channelInputs) v1alpha1.ProviderChannelStatus {
 	setOptional(&st.Conditions, in.Programmed, pc.Generation, in.Now)
 	setCondition(&st.Conditions, in.Ready, pc.Generation, in.Now)
 	setCondition(&st.Conditions, channelAvailable(pc, disabled, in.DisabledBy, st.Models), pc.Generation, in.Now)
+	if c, ok := overrideCondition(&pc.Spec, in.Override, in.DisabledBy); ok {
+		setCondition(&st.Conditions, c, pc.Generation, in.Now)
+	} else {
+		meta.RemoveStatusCondition(&st.Conditions, ConditionOverrideApplied)
+	}
 	if in.Live.Polled {
 		setCondition(&st.Conditions, reportingCondition(in.Live.Replicas), pc.Generation, in.Now)
 	}
