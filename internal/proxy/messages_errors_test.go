@@ -18,8 +18,24 @@ import (
 // messagesClientKey is a client key of the Messages tests, long enough for any key policy.
 const messagesClientKey = "sk-client-messages-team-4f1d9b2e7a0c6358"
 
-// messagesClients is one GatewayClient that may call every model, keyed by messagesClientKey.
+// tinyClientKey is the key of a client that may call claude-tiny alone.
+const tinyClientKey = "sk-client-messages-tiny-0e6b1f7d93a24c85"
+
+// messagesClients is one GatewayClient that may call every model, keyed by messagesClientKey,
+// and one that may call claude-tiny alone, keyed by tinyClientKey.
 const messagesClients = `apiVersion: v1
+kind: Secret
+metadata: {name: tiny-keys}
+stringData: {k: ` + tinyClientKey + `}
+---
+apiVersion: switchyard.io/v1alpha1
+kind: GatewayClient
+metadata: {name: tiny-team}
+spec:
+  keysSecretRef: {name: tiny-keys}
+  models: [claude-tiny]
+---
+apiVersion: v1
 kind: Secret
 metadata: {name: messages-keys}
 stringData: {k: ` + messagesClientKey + `}
@@ -65,6 +81,7 @@ func TestMessagesErrorsInAnthropicShapeWithKeysAndAudit(t *testing.T) {
 		o.RequireClientKey = true
 		o.Audit = log
 		o.BodyReadTimeout = 300 * time.Millisecond
+		o.MaxBodyBytes = 4096
 	}, piiMask)
 	r.writeClients(messagesClients)
 	C.SetBehavior("gpt-4o", mockprovider.Behavior{Mode: mockprovider.ModeStatus, Status: 503})
@@ -89,6 +106,9 @@ func TestMessagesErrorsInAnthropicShapeWithKeysAndAudit(t *testing.T) {
 		{"no channel can serve it", "/v1/messages", msg("claude-blind", image), key, 400, "invalid_request_error"},
 		{"pii_unsupported", "/v1/messages", msg("claude-sonnet", `"hi"`), key, 400, "invalid_request_error"},
 		{"every channel failed", "/v1/messages", msg("gpt-4o", `"hi"`), key, 503, "overloaded_error"},
+		{"model not allowed", "/v1/messages", msg("claude-sonnet", `"hi"`), []string{"X-Api-Key", tinyClientKey}, 403, "permission_error"},
+		{"model not allowed, count_tokens", "/v1/messages/count_tokens", msg("claude-sonnet", `"hi"`), []string{"X-Api-Key", tinyClientKey}, 403, "permission_error"},
+		{"body too large", "/v1/messages", msg("claude-tiny", fmt.Sprintf("%q", strings.Repeat("x", 5000))), key, 413, "request_too_large"},
 	}
 	for _, tc := range cases {
 		rep := r.post(tc.path, tc.body, tc.headers...)
@@ -114,6 +134,18 @@ func TestMessagesErrorsInAnthropicShapeWithKeysAndAudit(t *testing.T) {
 		t.Errorf("stalled body: status %d, want 408", resp.StatusCode)
 	} else if got := anthropicErrorOf(t, string(b)); got != "invalid_request_error" {
 		t.Errorf("stalled body: error.type %q: %s", got, b)
+	}
+
+	// 405: the gateway answers before the client layer, in the same shape.
+	req, _ := http.NewRequest(http.MethodGet, r.api.URL+"/v1/messages", nil)
+	if resp, err := http.DefaultClient.Do(req); err != nil {
+		t.Error(err)
+	} else {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusMethodNotAllowed || anthropicErrorOf(t, string(b)) != "invalid_request_error" {
+			t.Errorf("GET /v1/messages: %d %s", resp.StatusCode, b)
+		}
 	}
 
 	// The OpenAI endpoints keep OpenAI's shape on the same gateway.
