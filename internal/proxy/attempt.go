@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -88,6 +89,9 @@ type result struct {
 	// timedOut: the attempt ended on a timeout (firstByte, the request's, a stall past
 	// streamIdle), also when its outcome is stream_cut because bytes had reached the client.
 	timedOut bool
+	// reason, on a canceled result, says how the client failed when the audit line names it
+	// (reasonClientWriteTimeout).
+	reason string
 }
 
 // endedOnTimeout reports whether the attempt timed out, whatever its outcome class.
@@ -330,7 +334,11 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 	res.status = resp.StatusCode
 	sr := newSSEReader(resp.Body)
 	flusher, _ := w.(http.Flusher)
+	flush := flushChecked(w)
 	wd := s.writeDeadline(w)
+	// idle is armed only while the relay waits on the upstream (sr.next): a client that reads
+	// slowly blocks the writes and flushes between, and that time is the client's, never the
+	// provider's silence (its limit is ClientWriteTimeout).
 	var idle *time.Timer
 	defer func() {
 		if idle != nil {
@@ -347,10 +355,18 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 		// Events that arrived together go out in one write: flush only when no complete event
 		// is waiting behind the ones written, so a burst costs one syscall and nothing waits.
 		if pending && !sr.eventBuffered() {
-			flushIf(flusher)
+			if err := flush(); err != nil {
+				return s.clientWriteFailure(err, &res)
+			}
 			pending = false
 		}
+		if idle != nil {
+			idle.Reset(a.channel.Timeouts.StreamIdle)
+		}
 		ev, err := sr.next()
+		if idle != nil {
+			idle.Stop()
+		}
 		if err != nil {
 			if errors.Is(err, io.EOF) && complete {
 				res.outcome = health.OutcomeSuccess
@@ -361,7 +377,14 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 						_, _ = w.Write(restore.end())
 					}
 					_, _ = w.Write(a.streamEnd())
-					flushIf(flusher)
+					pending = true
+				}
+				if pending {
+					// The answer is whole only once the client has it: a client that stopped
+					// reading its end is the client's failure, not a success of the stream's.
+					if err := flush(); err != nil {
+						return s.clientWriteFailure(err, &res)
+					}
 				}
 				return res
 			}
@@ -429,8 +452,7 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 		}
 		if idle == nil {
 			idle = time.AfterFunc(a.channel.Timeouts.StreamIdle, func() { cancel(errStreamIdle) })
-		} else {
-			idle.Reset(a.channel.Timeouts.StreamIdle)
+			idle.Stop() // armed by the next wait on the upstream
 		}
 		if ev.finished || ev.done {
 			complete = true
@@ -468,9 +490,43 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 			a.tap.observe(out)
 		}
 		if _, err := w.Write(out); err != nil {
-			return result{outcome: health.OutcomeClientError, canceled: true, committed: true, status: res.status, ttft: res.ttft, detail: "client went away"}
+			return s.clientWriteFailure(err, &res)
 		}
 		pending = true
+	}
+}
+
+// reasonClientWriteTimeout is the audit line's reason for a stream the client stopped reading.
+const reasonClientWriteTimeout = "client_write_timeout"
+
+// clientWriteFailure is the result of a write or flush to the client that failed: the client
+// went away, or read nothing for ClientWriteTimeout (the write deadline). Either is the
+// client's doing, so the result is canceled: it reaches neither the channel's health, nor the
+// retry budget, nor a stream recovery.
+func (s *Server) clientWriteFailure(err error, res *result) result {
+	r := result{outcome: health.OutcomeClientError, canceled: true, committed: true, status: res.status, ttft: res.ttft, detail: "client went away"}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		r.detail = fmt.Sprintf("the client stopped reading the stream for the client write timeout (%s)", s.opts.ClientWriteTimeout)
+		r.reason = reasonClientWriteTimeout
+	}
+	return r
+}
+
+// flushChecked returns a flush of w that reports the write error. The proxy's own wrappers
+// (statusWriter, messagesWriter) implement http.Flusher, which cannot return one, so it looks
+// through them (Unwrap) for net/http's FlushError; a writer with neither is not flushed.
+func flushChecked(w http.ResponseWriter) func() error {
+	for {
+		switch t := w.(type) {
+		case interface{ FlushError() error }:
+			return t.FlushError
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = t.Unwrap()
+		case http.Flusher:
+			return func() error { t.Flush(); return nil }
+		default:
+			return func() error { return nil }
+		}
 	}
 }
 

@@ -1,0 +1,281 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/switchyard-io/switchyard/internal/audit"
+	"github.com/switchyard-io/switchyard/internal/mockprovider"
+	"github.com/switchyard-io/switchyard/internal/testutil"
+)
+
+// slowRig is a proxy in front of two mocks of one provider (c0 first, c1 to fail over or
+// continue on), with a detection that ejects on the first failure and streamRecovery Continue:
+// anything that counted a client's slowness against c0 would show. Its API port sends through
+// small socket buffers, so a client that stops reading blocks the proxy's writes at once.
+type slowRig struct {
+	*rig
+	mocks    [2]*mockprovider.Server
+	auditLog string
+	apiAddr  string
+}
+
+const slowRigStreamIdle = 250 * time.Millisecond
+
+// slowRigText is a long answer: far more than the socket buffers between proxy and client.
+var slowRigText = strings.Repeat("lorem ipsum dolor sit amet, ", 12000)
+
+func newSlowRig(t *testing.T, provider, clients string, opt func(*Options)) *slowRig {
+	t.Helper()
+	r := &rig{t: t, clock: &fakeClock{t: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}, logs: &testutil.SyncBuffer{}, accessLog: &testutil.SyncBuffer{}}
+	sr := &slowRig{rig: r, auditLog: filepath.Join(t.TempDir(), "audit.log")}
+	var manifest strings.Builder
+	for i := range sr.mocks {
+		m := mockprovider.New(mockprovider.Options{Name: fmt.Sprintf("c%d", i)})
+		m.SetDefault(mockprovider.Behavior{Text: slowRigText, ChunkBytes: 64})
+		ts := httptest.NewServer(m)
+		t.Cleanup(func() { m.Close(); ts.Close() })
+		sr.mocks[i] = m
+		fmt.Fprintf(&manifest, `---
+apiVersion: switchyard.io/v1alpha1
+kind: ProviderChannel
+metadata: {name: c%d}
+spec:
+  provider: %s
+  baseURL: %s/v1
+  models: [{name: m, capabilities: {prefill: true}}]
+  failureDomain: {region: r%d}
+  timeouts: {request: 20s, fallbackRequest: 20s, firstByte: 2s, streamIdle: %s}
+`, i, provider, ts.URL, i, slowRigStreamIdle)
+	}
+	fmt.Fprintf(&manifest, `---
+apiVersion: switchyard.io/v1alpha1
+kind: RoutingPolicy
+metadata: {name: chat}
+spec:
+  models: [m]
+  channels: [{name: c0}, {name: c1}]
+  strategy: Priority
+  streamRecovery: Continue
+  detection: {consecutiveFailures: 1}
+%s`, clients)
+	log, err := audit.Open(audit.Options{Path: sr.auditLog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Options{Clock: r.clock, Logger: slog.New(slog.NewJSONHandler(r.logs, nil)), AccessLog: r.accessLog, Replica: "test",
+		Audit: log, ClientWriteTimeout: 2 * time.Second}
+	if opt != nil {
+		opt(&o)
+	}
+	r.srv = New(o)
+	r.api = httptest.NewUnstartedServer(r.srv.Handler())
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.api.Listener = smallBuffers{inner}
+	r.api.Start()
+	sr.apiAddr = strings.TrimPrefix(r.api.URL, "http://")
+	r.admin = httptest.NewServer(r.srv.AdminHandler())
+	r.dir = t.TempDir()
+	if err := os.WriteFile(filepath.Join(r.dir, "gateway.yaml"), []byte(manifest.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r.src = &FileSource{Path: r.dir, Getenv: func(string) string { return "" }}
+	if err := r.src.Load(r.srv); err != nil {
+		t.Fatalf("config does not load: %v", err)
+	}
+	t.Cleanup(func() { r.api.Close(); r.admin.Close(); r.srv.WaitProbes(); _ = log.Close() })
+	return sr
+}
+
+// smallBuffers gives every accepted connection a small send buffer.
+type smallBuffers struct{ net.Listener }
+
+func (l smallBuffers) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetWriteBuffer(4 << 10)
+	}
+	return c, err
+}
+
+// slowClient sends a request on a connection with a small receive buffer (set before the
+// handshake, so the window stays small) and returns the connection and its reader, positioned
+// after the response headers.
+func (sr *slowRig) slowClient(path, body string, headers ...string) (net.Conn, *bufio.Reader, *http.Response) {
+	t := sr.t
+	t.Helper()
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		return c.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4<<10) })
+	}}
+	c, err := d.DialContext(context.Background(), "tcp", sr.apiAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	req := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n", path, len(body))
+	for i := 0; i+1 < len(headers); i += 2 {
+		req += headers[i] + ": " + headers[i+1] + "\r\n"
+	}
+	if _, err := io.WriteString(c, req+"\r\n"+body); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	br := bufio.NewReaderSize(c, 1<<10)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("no answer: %v", err)
+	}
+	if resp.StatusCode != 200 {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	}
+	return c, br, resp
+}
+
+// waitAccessLog waits (bounded) until the access log has n lines, and returns them.
+func (sr *slowRig) waitAccessLog(n int) []map[string]any {
+	sr.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var lines []map[string]any
+		for l := range strings.SplitSeq(strings.TrimSpace(sr.accessLog.String()), "\n") {
+			var m map[string]any
+			if json.Unmarshal([]byte(l), &m) == nil {
+				lines = append(lines, m)
+			}
+		}
+		if len(lines) >= n {
+			return lines
+		}
+		if time.Now().After(deadline) {
+			sr.t.Fatalf("%d access log lines, want %d:\n%s", len(lines), n, sr.accessLog.String())
+		}
+		time.Sleep(20 * time.Millisecond) // waiting for an event: the proxy ends the attempt
+	}
+}
+
+// auditLines closes the proxy's audit log and reads its lines.
+func (sr *slowRig) auditLines() []audit.Line {
+	sr.t.Helper()
+	if err := sr.srv.opts.Audit.Close(); err != nil {
+		sr.t.Fatal(err)
+	}
+	raw, _ := os.ReadFile(sr.auditLog)
+	var out []audit.Line
+	for l := range strings.SplitSeq(strings.TrimSpace(string(raw)), "\n") {
+		var line audit.Line
+		if err := json.Unmarshal([]byte(l), &line); err != nil {
+			sr.t.Fatalf("audit line %q: %v", l, err)
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+// The slow-reader endpoints: chat/completions and the Messages API, each on channels that speak it.
+var slowReaderCases = []struct {
+	name, provider, path, body string
+	messages                   bool
+}{
+	{"chat", "openai", "/v1/chat/completions", `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, false},
+	{"messages", "anthropic", "/v1/messages", `{"model":"m","stream":true,"max_tokens":100000,"messages":[{"role":"user","content":"hi"}]}`, true},
+	{"responses", "openai", "/v1/responses", `{"model":"m","stream":true,"input":"hi"}`, false},
+}
+
+// A client that pauses reading for longer than streamIdle (the proxy's writes blocked on it all
+// the while) is not a provider stall: its answer goes on whole when it reads again, from the
+// channel that started it, which stays Healthy; no continuation is asked of the other channel.
+func TestSlowReaderIsNotAProviderStall(t *testing.T) {
+	for _, tc := range slowReaderCases {
+		t.Run(tc.name, func(t *testing.T) {
+			sr := newSlowRig(t, tc.provider, "", nil)
+			c, _, resp := sr.slowClient(tc.path, tc.body)
+			defer c.Close()
+			head := make([]byte, 512)
+			if _, err := io.ReadFull(resp.Body, head); err != nil {
+				t.Fatal(err)
+			}
+			// Four times streamIdle, under half the client write timeout: the proxy's write to
+			// this client is blocked, and must stay so without a deadline passing.
+			time.Sleep(4 * slowRigStreamIdle)
+			rest, err := io.ReadAll(resp.Body)
+			if err != nil {
+				t.Fatalf("reading the rest: %v", err)
+			}
+			if tc.path == "/v1/responses" {
+				if !strings.Contains(string(rest), "response.completed") || strings.Contains(string(rest), "response.failed") {
+					t.Fatalf("the responses stream did not complete: ...%s", tail(string(rest), 300))
+				}
+			} else if got := readStream(t, reply{status: 200, body: string(head) + string(rest)}, tc.messages); got.text != slowRigText || !got.complete || got.errored {
+				t.Fatalf("the answer: %d bytes of %d, complete %v, errored %v", len(got.text), len(slowRigText), got.complete, got.errored)
+			}
+			lines := sr.waitAccessLog(1)
+			if len(lines) != 1 || lines[0]["outcome"] != "success" {
+				t.Errorf("access log: %v", lines)
+			}
+			if n := sr.mocks[1].Requests("m"); n != 0 {
+				t.Errorf("%d requests (continuations) reached c1", n)
+			}
+			if p := sr.phase("c0", "m"); p != "Healthy" {
+				t.Errorf("c0 is %s", p)
+			}
+		})
+	}
+}
+
+// A client that stops reading until the client write timeout passes fails the stream itself:
+// the access log says client_error, the audit line canceled with reason client_write_timeout, and
+// nothing reaches the channel's health, the retry budget or stream recovery.
+func TestClientWriteTimeoutIsTheClientsFailure(t *testing.T) {
+	for _, tc := range slowReaderCases[:2] {
+		t.Run(tc.name, func(t *testing.T) {
+			sr := newSlowRig(t, tc.provider, "", func(o *Options) { o.ClientWriteTimeout = time.Second })
+			c, _, resp := sr.slowClient(tc.path, tc.body)
+			defer c.Close()
+			if _, err := io.ReadFull(resp.Body, make([]byte, 512)); err != nil {
+				t.Fatal(err)
+			}
+			lines := sr.waitAccessLog(1) // the client reads nothing more
+			if len(lines) != 1 || lines[0]["outcome"] != "client_error" || !strings.Contains(fmt.Sprint(lines[0]["error"]), "client write timeout") {
+				t.Fatalf("access log: %v", lines)
+			}
+			c.Close()
+			if n := sr.mocks[1].Requests("m"); n != 0 {
+				t.Errorf("%d requests (continuations) reached c1", n)
+			}
+			if p := sr.phase("c0", "m"); p != "Healthy" {
+				t.Errorf("c0 is %s", p)
+			}
+			if m := sr.metrics(); strings.Contains(m, `outcome="stream_cut"`) || strings.Contains(m, "switchyard_stream_continuations_total{") {
+				t.Errorf("the metrics count a cut or a recovery:\n%s", grepLines(m, "stream_cut")+grepLines(m, "continuations"))
+			}
+			al := sr.auditLines()
+			if len(al) != 1 || al[0].Reason != reasonClientWriteTimeout || len(al[0].Attempts) != 1 || al[0].Attempts[0].Outcome != "canceled" {
+				t.Fatalf("audit: %+v", al)
+			}
+		})
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
