@@ -66,6 +66,15 @@ type attempt struct {
 	// stream's usage figures are cumulative (vLLM's continuous usage stats repeat them on every
 	// chunk, growing), so each event counts only what it adds.
 	counted struct{ prompt, completion int }
+	// meter watches what a client's stream relayed (the recovery's tap, or one that only
+	// counts), and promptEstimate estimates the prompt's tokens: a stream the client abandons
+	// before its usage event counts them anyway (abandonedTokens). nil when no client layer
+	// counts tokens. meterStart is the meter's text count when the attempt's relay began; sent
+	// tells that the request went to the provider.
+	meter          *streamTap
+	promptEstimate func() int
+	meterStart     int
+	sent           bool
 }
 
 // result is what happened. When committed, bytes went to the client and nothing more may be sent.
@@ -175,6 +184,7 @@ func (s *Server) do(ctx context.Context, w http.ResponseWriter, a *attempt) (res
 		setUpstreamAuth(req.Header, a, up)
 	}
 
+	a.sent = true                                         // from here the provider may bill the prompt
 	resp, err := s.transportFor(a.channel).RoundTrip(req) // no redirects to follow: a 3xx is a failure (below)
 	if err != nil {
 		return transportFailure(ctx, err, "waiting for response headers")
@@ -351,6 +361,9 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 	if a.restore != nil {
 		restore = newStreamRestore(a.restore, a.path)
 	}
+	if a.meter != nil {
+		a.meterStart = a.meter.sent
+	}
 	for {
 		// Events that arrived together go out in one write: flush only when no complete event
 		// is waiting behind the ones written, so a burst costs one syscall and nothing waits.
@@ -459,8 +472,8 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 		}
 		if ev.usage != nil {
 			s.addTokens(a, ev.usage)
-			if a.tap != nil {
-				a.tap.sawUsage(ev.usage)
+			if a.meter != nil {
+				a.meter.sawUsage(ev.usage)
 			}
 		}
 		if a.call.dropEvent(&ev) {
@@ -486,8 +499,8 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 				continue
 			}
 		}
-		if a.tap != nil {
-			a.tap.observe(out)
+		if a.meter != nil {
+			a.meter.observe(out)
 		}
 		if _, err := w.Write(out); err != nil {
 			return s.clientWriteFailure(err, &res)
@@ -594,12 +607,22 @@ func (s *Server) finishAttempt(a *attempt, r *result) {
 		}
 	}
 	a.call.attempt(a, r)
+	var estimated *accessTokens
+	if r.canceled {
+		if p, c := abandonedTokens(a); p+c > 0 {
+			a.call.add(int64(p), int64(c), true)
+			estimated = &accessTokens{Prompt: p, Completion: c}
+		}
+	}
 	if s.accessLog == nil {
 		return
 	}
 	line := &accessLogLine{TS: now.UTC(), RequestID: a.requestID, Channel: a.channel.ID(), Model: a.model, Attempt: a.number,
 		Status: r.status, Outcome: r.outcome.String(), LatencyMs: r.latency.Milliseconds(), TTFTMs: ttftMs(r.ttft),
 		Stream: a.stream, Probe: a.probe, PII: a.piiMasked, Continuation: a.continuation}
+	if estimated != nil {
+		line.Estimated, line.Tokens = true, estimated
+	}
 	if !a.probe && a.requested != a.model {
 		line.RequestedModel = a.requested
 	}
@@ -612,6 +635,29 @@ func (s *Server) finishAttempt(a *attempt, r *result) {
 		line.RetryAfterMs = r.retryAfter.Milliseconds()
 	}
 	s.accessLog.write(line)
+}
+
+// abandonedTokens are the tokens of a stream the client abandoned (canceled) that no usage event
+// counted: the provider bills the prompt it was sent and the text it wrote all the same, so they
+// count against the client's token limits, as estimates. The prompt is message_start's input
+// (Messages API) when the stream got that far, else estimated from the request's text; the
+// completion is estimated from the text relayed to the client, as stream recovery estimates a
+// broken part's (estTokens). An attempt never sent counts nothing.
+func abandonedTokens(a *attempt) (prompt, completion int) {
+	if !a.sent || a.meter == nil {
+		return 0, 0
+	}
+	if a.counted.prompt == 0 {
+		if cur := &a.meter.cur; cur.promptKnown {
+			prompt = cur.prompt
+		} else if a.promptEstimate != nil {
+			prompt = a.promptEstimate()
+		}
+	}
+	if a.counted.completion == 0 {
+		completion = estTokens(a.meter.sent - a.meterStart)
+	}
+	return prompt, completion
 }
 
 // ttftMs is the access log's ttftMs: 0 only when no first event arrived, so a sub-millisecond

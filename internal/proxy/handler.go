@@ -313,6 +313,14 @@ func (rt *routeState) try(ctx context.Context, st failover.Step) (res result, do
 		redact: rt.c.redact, restore: rt.restore, piiMasked: rt.piiMasked, call: rt.call})
 	if rt.recoverable(mr) {
 		a.tap, a.deferError = &streamTap{messages: isMessagesPath(rt.path)}, true
+		a.meter = a.tap
+	}
+	if rt.call != nil && a.stream {
+		// The client's tokens count even when it abandons the stream (abandonedTokens).
+		if a.meter == nil {
+			a.meter = &streamTap{messages: isMessagesPath(rt.path), countOnly: true}
+		}
+		a.promptEstimate = rt.promptEstimate
 	}
 	res = s.do(ctx, rt.w, a)
 	rt.failed(ch, &res)
@@ -522,4 +530,14 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// promptEstimate is the request's prompt tokens estimated from its text (chat/completions and
+// the Messages API read it), else from the whole body: at least one.
+func (rt *routeState) promptEstimate() int {
+	n := rt.needs().TextBytes
+	if n == 0 {
+		n = rt.req.size()
+	}
+	return max(1, estTokens(n))
 }

@@ -47,8 +47,12 @@ const (
 type streamTap struct {
 	messages bool // the client speaks the Messages API
 	text     []byte
-	tool     bool // a tool call began: its arguments cannot be continued as text
-	multi    bool // a choice other than the first (n > 1)
+	// sent counts the text bytes the client's stream got; countOnly keeps no text (a meter for
+	// the tokens of an abandoned stream, where no recovery needs it).
+	sent      int
+	countOnly bool
+	tool      bool // a tool call began: its arguments cannot be continued as text
+	multi     bool // a choice other than the first (n > 1)
 	// chat: the chunks' id, model and created, which a continuation's chunks take over.
 	id      string
 	model   string
@@ -61,6 +65,14 @@ type streamTap struct {
 	// part's usage must be summed with (partusage.go).
 	parts []streamPart
 	cur   streamPart
+}
+
+// addText records text the client's stream got.
+func (t *streamTap) addText(s []byte) {
+	t.sent += len(s)
+	if !t.countOnly {
+		t.text = append(t.text, s...)
+	}
 }
 
 // sawUsage records a usage figure the current part's upstream reported.
@@ -211,7 +223,7 @@ func (t *streamTap) observeChoice(data []byte, i int) {
 		t.tool = true
 	}
 	if s, ok := rawJSONString(content); ok {
-		t.text = append(t.text, s...)
+		t.addText(s)
 	}
 }
 
@@ -254,7 +266,7 @@ func (t *streamTap) observeMessages(data []byte) {
 		switch e.Delta.Type {
 		case "text_delta":
 			if s, ok := rawJSONString(e.Delta.Text); ok {
-				t.text = append(t.text, s...)
+				t.addText(s)
 			}
 		case "input_json_delta":
 			t.tool = true
@@ -668,7 +680,7 @@ func (rt *routeState) continuationAttempt(broken *attempt, ch *routing.Channel, 
 	a := &attempt{channel: ch, key: rt.key(ch), model: mr.Name, requested: rt.req.Model, upstream: upstream, path: rt.path,
 		stream: true, timeout: timeout, header: rt.header, requestID: rt.requestID, number: rt.plan.Attempts() + n, drill: rt.drill,
 		redact: rt.c.redact, piiMasked: rt.piiMasked, call: rt.call, caps: m.Capabilities,
-		tap: broken.tap, deferError: true, continuation: n}
+		tap: broken.tap, deferError: true, continuation: n, meter: broken.meter}
 	seam := spliceSeam(broken.tap.text)
 	var prefill []byte
 	if !splice && len(broken.tap.text) > 0 {
@@ -678,6 +690,9 @@ func (rt *routeState) continuationAttempt(broken *attempt, ch *routing.Channel, 
 		}
 	}
 	a.body = body
+	if broken.promptEstimate != nil {
+		a.promptEstimate = func() int { return broken.promptEstimate() + estTokens(len(prefill)) }
+	}
 	a.cont = &contRelay{tap: broken.tap, seam: seam}
 	broken.tap.beginPart(len(prefill))
 	if !splice && len(broken.tap.text) > 0 && !speaksMessages(ch.Provider) {

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -36,9 +37,10 @@ type slowRig struct {
 const slowRigStreamIdle = 250 * time.Millisecond
 
 // slowRigText is a long answer: far more than the socket buffers between proxy and client.
-var slowRigText = strings.Repeat("lorem ipsum dolor sit amet, ", 12000)
+var slowRigText = strings.Repeat("lorem ipsum dolor sit amet, ", 4000)
 
-func newSlowRig(t *testing.T, provider, clients string, opt func(*Options)) *slowRig {
+// policyExtra is added to the policy's spec (it overrides streamRecovery), docs after it.
+func newSlowRig(t *testing.T, provider, policyExtra, docs string, opt func(*Options)) *slowRig {
 	t.Helper()
 	r := &rig{t: t, clock: &fakeClock{t: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}, logs: &testutil.SyncBuffer{}, accessLog: &testutil.SyncBuffer{}}
 	sr := &slowRig{rig: r, auditLog: filepath.Join(t.TempDir(), "audit.log")}
@@ -58,7 +60,7 @@ spec:
   baseURL: %s/v1
   models: [{name: m, capabilities: {prefill: true}}]
   failureDomain: {region: r%d}
-  timeouts: {request: 20s, fallbackRequest: 20s, firstByte: 2s, streamIdle: %s}
+  timeouts: {request: 30s, fallbackRequest: 30s, firstByte: 10s, streamIdle: %s}
 `, i, provider, ts.URL, i, slowRigStreamIdle)
 	}
 	fmt.Fprintf(&manifest, `---
@@ -69,9 +71,9 @@ spec:
   models: [m]
   channels: [{name: c0}, {name: c1}]
   strategy: Priority
-  streamRecovery: Continue
   detection: {consecutiveFailures: 1}
-%s`, clients)
+%s
+%s`, indent(cmp.Or(policyExtra, "streamRecovery: Continue")), docs)
 	log, err := audit.Open(audit.Options{Path: sr.auditLog})
 	if err != nil {
 		t.Fatal(err)
@@ -204,7 +206,7 @@ var slowReaderCases = []struct {
 func TestSlowReaderIsNotAProviderStall(t *testing.T) {
 	for _, tc := range slowReaderCases {
 		t.Run(tc.name, func(t *testing.T) {
-			sr := newSlowRig(t, tc.provider, "", nil)
+			sr := newSlowRig(t, tc.provider, "", "", nil)
 			c, _, resp := sr.slowClient(tc.path, tc.body)
 			defer c.Close()
 			head := make([]byte, 512)
@@ -245,7 +247,7 @@ func TestSlowReaderIsNotAProviderStall(t *testing.T) {
 func TestClientWriteTimeoutIsTheClientsFailure(t *testing.T) {
 	for _, tc := range slowReaderCases[:2] {
 		t.Run(tc.name, func(t *testing.T) {
-			sr := newSlowRig(t, tc.provider, "", func(o *Options) { o.ClientWriteTimeout = time.Second })
+			sr := newSlowRig(t, tc.provider, "", "", func(o *Options) { o.ClientWriteTimeout = time.Second })
 			c, _, resp := sr.slowClient(tc.path, tc.body)
 			defer c.Close()
 			if _, err := io.ReadFull(resp.Body, make([]byte, 512)); err != nil {
@@ -278,4 +280,101 @@ func tail(s string, n int) string {
 		return s[len(s)-n:]
 	}
 	return s
+}
+
+// abandonRigDocs is a GatewayClient allowed 300 tokens a minute.
+const abandonRigDocs = `---
+apiVersion: v1
+kind: Secret
+metadata: {name: team-keys}
+stringData: {one: ` + clientKeyOne + `}
+---
+apiVersion: switchyard.io/v1alpha1
+kind: GatewayClient
+metadata: {name: team}
+spec:
+  keysSecretRef: {name: team-keys}
+  models: ["m"]
+  limits: {tokensPerMinute: 300}
+`
+
+// A client that reads three quarters of a stream and hangs up before its usage event still
+// spends tokens: the prompt (message_start's input on /v1/messages, else the estimate of the
+// request's text) and the text relayed so far (estimated), marked estimated in the audit line and
+// the access log, counted against its tokens per minute, so its next request gets 429. With
+// streamRecovery Continue (the recovery's tap) and Error (a meter of its own).
+func TestAbandonedStreamCountsTokens(t *testing.T) {
+	const chunks, chunkBytes = 120, 20 // 2,400 bytes of text: about 600 tokens, 450 of them read
+	text := strings.Repeat("abcdefghijklmnopqrs ", chunks)
+	for _, tc := range []struct {
+		name, provider, path, body, recovery string
+		messages                             bool
+	}{
+		{"chat", "openai", "/v1/chat/completions", `{"model":"m","stream":true,"messages":[{"role":"user","content":"hello there"}]}`, "Continue", false},
+		{"chat-no-recovery", "openai", "/v1/chat/completions", `{"model":"m","stream":true,"messages":[{"role":"user","content":"hello there"}]}`, "Error", false},
+		{"messages", "anthropic", "/v1/messages", `{"model":"m","stream":true,"max_tokens":4000,"messages":[{"role":"user","content":"hello there"}]}`, "Continue", true},
+		{"messages-no-recovery", "anthropic", "/v1/messages", `{"model":"m","stream":true,"max_tokens":4000,"messages":[{"role":"user","content":"hello there"}]}`, "Error", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sr := newSlowRig(t, tc.provider, "streamRecovery: "+tc.recovery, abandonRigDocs, nil)
+			sr.mocks[0].SetDefault(mockprovider.Behavior{Text: text, ChunkBytes: chunkBytes, ChunkDelay: 5 * time.Millisecond})
+			req, _ := http.NewRequest(http.MethodPost, sr.api.URL+tc.path, strings.NewReader(tc.body))
+			req.Header.Set("Authorization", "Bearer "+clientKeyOne)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode != 200 {
+				b, _ := io.ReadAll(resp.Body)
+				t.Fatalf("status %d: %s", resp.StatusCode, b)
+			}
+			br := bufio.NewReader(resp.Body)
+			var read, startInput int
+			for read < chunks*3/4 {
+				l, err := br.ReadString('\n')
+				if err != nil {
+					t.Fatalf("after %d chunks: %v", read, err)
+				}
+				switch {
+				case strings.Contains(l, `"text_delta"`), strings.Contains(l, `"delta":{"content":"`):
+					read++
+				case strings.Contains(l, `"message_start"`):
+					var ev struct {
+						Message struct {
+							Usage struct {
+								InputTokens int `json:"input_tokens"`
+							} `json:"usage"`
+						} `json:"message"`
+					}
+					_ = json.Unmarshal([]byte(strings.TrimPrefix(strings.TrimSpace(l), "data: ")), &ev)
+					startInput = ev.Message.Usage.InputTokens
+				}
+			}
+			resp.Body.Close()            // hung up before the usage event
+			lines := sr.waitAccessLog(1) // the proxy has ended the attempt
+			// The next request is over the limit.
+			got := sr.post(tc.path, tc.body, "Authorization", "Bearer "+clientKeyOne)
+			if got.status != http.StatusTooManyRequests || !strings.Contains(got.body, "tokens") {
+				t.Fatalf("the next request: %d %s", got.status, got.body)
+			}
+			if len(lines) != 1 || lines[0]["outcome"] != "client_error" || lines[0]["estimated"] != true || lines[0]["tokens"] == nil {
+				t.Fatalf("access log: %v", lines)
+			}
+			al := sr.auditLines()
+			if len(al) != 2 {
+				t.Fatalf("%d audit lines", len(al))
+			}
+			tok := al[0].Tokens
+			minOut, maxOut := int64(estTokens(chunks*3/4*chunkBytes)), int64(estTokens(len(text)))
+			if !tok.Estimated || tok.Completion < minOut || tok.Completion > maxOut || tok.Prompt <= 0 {
+				t.Fatalf("audit tokens %+v, want estimated, completion in [%d, %d], a prompt", tok, minOut, maxOut)
+			}
+			if tc.messages && (startInput == 0 || tok.Prompt != int64(startInput)) {
+				t.Errorf("prompt %d, message_start said %d", tok.Prompt, startInput)
+			}
+			if n := sr.mocks[1].Requests("m"); n != 0 {
+				t.Errorf("%d requests reached c1", n)
+			}
+		})
+	}
 }
