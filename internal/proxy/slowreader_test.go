@@ -20,6 +20,7 @@ import (
 
 	"github.com/switchyard-io/switchyard/internal/audit"
 	"github.com/switchyard-io/switchyard/internal/mockprovider"
+	"github.com/switchyard-io/switchyard/internal/routing"
 	"github.com/switchyard-io/switchyard/internal/testutil"
 )
 
@@ -194,10 +195,13 @@ func (sr *slowRig) auditLines() []audit.Line {
 var slowReaderCases = []struct {
 	name, provider, path, body string
 	messages                   bool
+	policy                     string // policyExtra
 }{
-	{"chat", "openai", "/v1/chat/completions", `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, false},
-	{"messages", "anthropic", "/v1/messages", `{"model":"m","stream":true,"max_tokens":100000,"messages":[{"role":"user","content":"hi"}]}`, true},
-	{"responses", "openai", "/v1/responses", `{"model":"m","stream":true,"input":"hi"}`, false},
+	{"chat", "openai", "/v1/chat/completions", `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, false, ""},
+	{"messages", "anthropic", "/v1/messages", `{"model":"m","stream":true,"max_tokens":100000,"messages":[{"role":"user","content":"hi"}]}`, true, ""},
+	{"responses", "openai", "/v1/responses", `{"model":"m","stream":true,"input":"hi"}`, false, ""},
+	{"chat-pii", "openai", "/v1/chat/completions", `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi, I am ann@example.com"}]}`, false,
+		"streamRecovery: Continue\npii: {mode: Mask, detectors: [email]}"},
 }
 
 // A client that pauses reading for longer than streamIdle (the proxy's writes blocked on it all
@@ -206,7 +210,7 @@ var slowReaderCases = []struct {
 func TestSlowReaderIsNotAProviderStall(t *testing.T) {
 	for _, tc := range slowReaderCases {
 		t.Run(tc.name, func(t *testing.T) {
-			sr := newSlowRig(t, tc.provider, "", "", nil)
+			sr := newSlowRig(t, tc.provider, tc.policy, "", nil)
 			c, _, resp := sr.slowClient(tc.path, tc.body)
 			defer c.Close()
 			head := make([]byte, 512)
@@ -228,7 +232,7 @@ func TestSlowReaderIsNotAProviderStall(t *testing.T) {
 				t.Fatalf("the answer: %d bytes of %d, complete %v, errored %v", len(got.text), len(slowRigText), got.complete, got.errored)
 			}
 			lines := sr.waitAccessLog(1)
-			if len(lines) != 1 || lines[0]["outcome"] != "success" {
+			if len(lines) != 1 || lines[0]["outcome"] != "success" || (tc.policy != "") != (lines[0]["pii"] != nil) {
 				t.Errorf("access log: %v", lines)
 			}
 			if n := sr.mocks[1].Requests("m"); n != 0 {
@@ -374,6 +378,41 @@ func TestAbandonedStreamCountsTokens(t *testing.T) {
 			}
 			if n := sr.mocks[1].Requests("m"); n != 0 {
 				t.Errorf("%d requests reached c1", n)
+			}
+		})
+	}
+}
+
+// flushFails is a client connection whose flushes fail as one past its write deadline does.
+type flushFails struct {
+	*httptest.ResponseRecorder
+	flushes int
+}
+
+func (f *flushFails) FlushError() error { f.flushes++; return os.ErrDeadlineExceeded }
+
+// The flush that should have handed the end of an answer to a client that stopped reading
+// fails: the stream is the client's failure (client_write_timeout), not a success. The flush
+// is found through the proxy's own writers (statusWriter, messagesWriter), whose Flush cannot
+// return the error.
+func TestStreamFlushErrorIsTheClientsFailure(t *testing.T) {
+	s := New(Options{Logger: slog.New(slog.DiscardHandler), ClientWriteTimeout: time.Second})
+	for _, wrap := range []string{"statusWriter", "messagesWriter"} {
+		t.Run(wrap, func(t *testing.T) {
+			conn := &flushFails{ResponseRecorder: httptest.NewRecorder()}
+			var w http.ResponseWriter = &statusWriter{ResponseWriter: conn}
+			if wrap == "messagesWriter" {
+				w = &messagesWriter{w}
+			}
+			ch := &routing.Channel{Name: "c0", Timeouts: routing.Timeouts{StreamIdle: time.Minute, FirstByte: time.Minute, Request: time.Minute}}
+			a := &attempt{channel: ch, model: "m", path: "/chat/completions", stream: true}
+			body := chunkEvent("Hello", false) + chunkEvent("", true) + "data: [DONE]\n\n"
+			resp := &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: io.NopCloser(strings.NewReader(body))}
+			ctx, cancel := context.WithCancelCause(context.Background())
+			defer cancel(nil)
+			res := s.relayStream(ctx, cancel, w, a, resp, stoppedTimer, stoppedTimer, time.Now())
+			if !res.canceled || res.outcome.String() != "client_error" || res.reason != reasonClientWriteTimeout || conn.flushes == 0 {
+				t.Fatalf("result %+v after %d flushes, want canceled for client_write_timeout", res, conn.flushes)
 			}
 		})
 	}
