@@ -595,6 +595,9 @@ func (rt *routeState) recoverStream(ctx context.Context, broken *attempt, mr *fa
 		}
 		switch {
 		case r.canceled:
+			// The client hung up on the continuation, whose own tokens abandonedTokens counted:
+			// the parts before it count too, as the provider bills them.
+			rt.abandonedParts(broken, tap)
 			r.committed = true
 			return r
 		case r.outcome == health.OutcomeSuccess:
@@ -666,6 +669,24 @@ func (rt *routeState) continuationTarget(mr *failover.Model, passOver map[string
 		return rt.c.channels[order[0]], true
 	}
 	return nil, false
+}
+
+// abandonedParts counts the parts of a recovered stream that broke before the continuation the
+// client abandoned: what no usage event of theirs counted, estimated (priorUsage), and a prompt
+// none reported from the request's estimate plus the part's prefill.
+func (rt *routeState) abandonedParts(broken *attempt, tap *streamTap) {
+	u := tap.priorUsage()
+	prompt := u.uncounted.prompt
+	if !tap.cur.promptKnown && broken.promptEstimate != nil {
+		for _, p := range tap.parts {
+			if !p.promptKnown {
+				prompt += broken.promptEstimate() + estTokens(p.prefill)
+			}
+		}
+	}
+	if prompt+u.uncounted.completion > 0 {
+		rt.call.priorTokens(int64(prompt), int64(u.uncounted.completion), true)
+	}
 }
 
 // continuationAttempt builds the attempt that finishes broken's stream on ch: a prefilled

@@ -417,3 +417,76 @@ func TestStreamFlushErrorIsTheClientsFailure(t *testing.T) {
 		})
 	}
 }
+
+// A client that hangs up while the provider still works on its first event spent the prompt
+// all the same: its estimate counts (estimated) against the client's tokens per minute.
+func TestAbandonedBeforeTheFirstEventCountsThePrompt(t *testing.T) {
+	sr := newSlowRig(t, "openai", "", abandonRigDocs, nil)
+	sr.mocks[0].SetDefault(mockprovider.Behavior{Mode: mockprovider.ModeSlowFirstToken, FirstTokenDelay: 5 * time.Second})
+	prompt := strings.Repeat("tell me more ", 100) // 1,300 bytes: about 325 tokens
+	body := fmt.Sprintf(`{"model":"m","stream":true,"messages":[{"role":"user","content":%q}]}`, prompt)
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, sr.api.URL+"/v1/chat/completions", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+clientKeyOne)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for sr.mocks[0].Requests("m") == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond) // waiting for an event: the request reached the provider
+	}
+	cancel() // hung up before the first event
+	<-done
+	lines := sr.waitAccessLog(1)
+	if got := sr.post("/v1/chat/completions", body, "Authorization", "Bearer "+clientKeyOne); got.status != http.StatusTooManyRequests {
+		t.Fatalf("the next request: %d %s", got.status, got.body)
+	}
+	if lines[0]["outcome"] != "client_error" || lines[0]["estimated"] != true {
+		t.Fatalf("access log: %v", lines)
+	}
+	al := sr.auditLines()
+	if tok := al[0].Tokens; !tok.Estimated || tok.Prompt != int64(estTokens(len(prompt))) || tok.Completion != 0 {
+		t.Fatalf("audit tokens %+v, want the prompt's estimate %d", tok, estTokens(len(prompt)))
+	}
+}
+
+// A client that hangs up on a stream's continuation spent the parts before it too: the part that
+// broke counts its text and prompt (estimated) beside the continuation's own.
+func TestAbandonedContinuationCountsThePartsBefore(t *testing.T) {
+	var words strings.Builder // 600 bytes, 60 chunks of 10; no repeats (a continuation that repeats the text sent is held as a restart)
+	for i := range 120 {
+		fmt.Fprintf(&words, "w%03d ", i)
+	}
+	text := words.String()
+	rr, audited := auditedRecoveryRig(t, recoveryChannel{"openai", true}, recoveryChannel{"openai", true})
+	rr.behave("cut;after=30;chunk_bytes=10;text="+text, "continue;chunk_bytes=10;chunk_delay=20ms;text="+text)
+	resp, err := http.Post(rr.api.URL+"/v1/chat/completions", "application/json",
+		strings.NewReader(`{"model":"m","stream":true,"messages":[{"role":"user","content":"hello there"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(resp.Body)
+	read := 0
+	for read < 45 { // 30 chunks from c0, 15 from the continuation on c1
+		l, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("after %d chunks: %v", read, err)
+		}
+		if strings.Contains(l, `"delta":{"content":"`) {
+			read++
+		}
+	}
+	resp.Body.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for strings.Count(rr.accessLog.String(), "\n") < 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond) // waiting for an event: the continuation ends
+	}
+	line, _ := audited()
+	if want := int64(estTokens(45 * 10)); !line.Tokens.Estimated || line.Tokens.Completion < want || line.Tokens.Prompt < 2*int64(estTokens(len("hello there"))) {
+		t.Fatalf("audit tokens %+v, want estimated, at least %d completion tokens and two prompts", line.Tokens, want)
+	}
+}
