@@ -173,9 +173,23 @@ func (sr *slowRig) waitAccessLog(n int) []map[string]any {
 	}
 }
 
+// waitServed waits (bounded) until the proxy has no request in flight: each one's audit line
+// is recorded when its handler returns, after the client has its answer.
+func waitServed(t *testing.T, s *Server) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for s.inFlight.Load() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d requests still in flight", s.inFlight.Load())
+		}
+		time.Sleep(10 * time.Millisecond) // waiting for an event: the handlers return
+	}
+}
+
 // auditLines closes the proxy's audit log and reads its lines.
 func (sr *slowRig) auditLines() []audit.Line {
 	sr.t.Helper()
+	waitServed(sr.t, sr.srv)
 	if err := sr.srv.opts.Audit.Close(); err != nil {
 		sr.t.Fatal(err)
 	}
@@ -485,6 +499,7 @@ func TestAbandonedContinuationCountsThePartsBefore(t *testing.T) {
 	for strings.Count(rr.accessLog.String(), "\n") < 2 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond) // waiting for an event: the continuation ends
 	}
+	waitServed(t, rr.srv)
 	line, _ := audited()
 	if want := int64(estTokens(45 * 10)); !line.Tokens.Estimated || line.Tokens.Completion < want || line.Tokens.Prompt < 2*int64(estTokens(len("hello there"))) {
 		t.Fatalf("audit tokens %+v, want estimated, at least %d completion tokens and two prompts", line.Tokens, want)
