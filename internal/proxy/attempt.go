@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/switchyard-io/switchyard/internal/anthropic"
 	"github.com/switchyard-io/switchyard/internal/health"
 	"github.com/switchyard-io/switchyard/internal/pii"
 	"github.com/switchyard-io/switchyard/internal/routing"
@@ -67,14 +68,12 @@ type attempt struct {
 	// chunk, growing), so each event counts only what it adds.
 	counted struct{ prompt, completion int }
 	// meter watches what a client's stream relayed (the recovery's tap, or one that only
-	// counts), and promptEstimate estimates the prompt's tokens: a stream the client abandons
-	// before its usage event counts them anyway (abandonedTokens). nil when no client layer
-	// counts tokens. meterStart is the meter's text count when the attempt's relay began; sent
-	// tells that the request went to the provider.
-	meter          *streamTap
-	promptEstimate func() int
-	meterStart     int
-	sent           bool
+	// counts): a stream the client abandons before its usage event counts its tokens anyway
+	// (abandonedTokens). nil when no client layer counts tokens. meterStart is the meter's text
+	// count when the attempt's relay began; sent tells that the request went to the provider.
+	meter      *streamTap
+	meterStart int
+	sent       bool
 }
 
 // result is what happened. When committed, bytes went to the client and nothing more may be sent.
@@ -650,7 +649,7 @@ func abandonedTokens(a *attempt) (prompt, completion int) {
 	if a.counted.prompt == 0 {
 		if cur := &a.meter.cur; cur.promptKnown {
 			prompt = cur.prompt
-		} else if a.promptEstimate != nil {
+		} else {
 			prompt = a.promptEstimate()
 		}
 	}
@@ -658,6 +657,21 @@ func abandonedTokens(a *attempt) (prompt, completion int) {
 		completion = estTokens(a.meter.sent - a.meterStart)
 	}
 	return prompt, completion
+}
+
+// promptEstimate is the attempt's prompt tokens estimated from its text where the proxy reads it
+// (chat/completions and the Messages API), else from the whole body: at least one. The body is
+// the client's API's (a continuation's with its prefill). It reads the body again: for the
+// rare abandoned stream only.
+func (a *attempt) promptEstimate() int {
+	n := 0
+	if a.path == "/chat/completions" || isMessagesPath(a.path) {
+		n = anthropic.Inspect(a.body).TextBytes
+	}
+	if n == 0 {
+		n = len(a.body)
+	}
+	return max(1, estTokens(n))
 }
 
 // ttftMs is the access log's ttftMs: 0 only when no first event arrived, so a sub-millisecond

@@ -315,12 +315,9 @@ func (rt *routeState) try(ctx context.Context, st failover.Step) (res result, do
 		a.tap, a.deferError = &streamTap{messages: isMessagesPath(rt.path)}, true
 		a.meter = a.tap
 	}
-	if rt.call != nil && a.stream {
+	if rt.call != nil && a.stream && a.meter == nil {
 		// The client's tokens count even when it abandons the stream (abandonedTokens).
-		if a.meter == nil {
-			a.meter = &streamTap{messages: isMessagesPath(rt.path), countOnly: true}
-		}
-		a.promptEstimate = rt.promptEstimate
+		a.meter = &streamTap{messages: isMessagesPath(rt.path), countOnly: true}
 	}
 	res = s.do(ctx, rt.w, a)
 	rt.failed(ch, &res)
@@ -530,14 +527,4 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	case <-ctx.Done():
 		return false
 	}
-}
-
-// promptEstimate is the request's prompt tokens estimated from its text (chat/completions and
-// the Messages API read it), else from the whole body: at least one.
-func (rt *routeState) promptEstimate() int {
-	n := rt.needs().TextBytes
-	if n == 0 {
-		n = rt.req.size()
-	}
-	return max(1, estTokens(n))
 }

@@ -677,7 +677,7 @@ func (rt *routeState) continuationTarget(mr *failover.Model, passOver map[string
 func (rt *routeState) abandonedParts(broken *attempt, tap *streamTap) {
 	u := tap.priorUsage()
 	prompt := u.uncounted.prompt
-	if !tap.cur.promptKnown && broken.promptEstimate != nil {
+	if !tap.cur.promptKnown {
 		for _, p := range tap.parts {
 			if !p.promptKnown {
 				prompt += broken.promptEstimate() + estTokens(p.prefill)
@@ -711,9 +711,6 @@ func (rt *routeState) continuationAttempt(broken *attempt, ch *routing.Channel, 
 		}
 	}
 	a.body = body
-	if broken.promptEstimate != nil {
-		a.promptEstimate = func() int { return broken.promptEstimate() + estTokens(len(prefill)) }
-	}
 	a.cont = &contRelay{tap: broken.tap, seam: seam}
 	broken.tap.beginPart(len(prefill))
 	if !splice && len(broken.tap.text) > 0 && !speaksMessages(ch.Provider) {
