@@ -385,6 +385,7 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 				if !sr.sawDone && res.committed {
 					// A clean close after finish_reason is a complete answer: end it now for the
 					// client, with the terminator clients wait for.
+					wd.extend() // the upstream's silence before its close may have outlasted the last deadline
 					if restore != nil {
 						_, _ = w.Write(restore.end())
 					}
@@ -419,6 +420,7 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 				r.outcome = health.OutcomeStreamCut
 			}
 			if res.committed && !a.deferError {
+				wd.extend() // the in-band error reaches a client that reads, however long the upstream was silent
 				if restore != nil {
 					_, _ = w.Write(restore.end())
 				}
@@ -433,6 +435,7 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 		if ev.upstreamError {
 			detail := "upstream sent an error event mid-stream"
 			if res.committed && !a.deferError {
+				wd.extend() // the in-band error reaches a client that reads, however long the upstream was silent
 				if restore != nil {
 					_, _ = w.Write(restore.end())
 				}

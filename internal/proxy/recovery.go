@@ -629,6 +629,7 @@ func (rt *routeState) recoverStream(ctx context.Context, broken *attempt, mr *fa
 	}
 	s.metrics.Recoveries.WithLabelValues(broken.channel.Namespace, broken.channel.Name, mr.Name, recoveryGaveUp).Inc()
 	flusher, _ := rt.w.(http.Flusher)
+	s.writeDeadline(rt.w).extend() // the last write's deadline may have passed while the stream was silent
 	writeStreamErrorFor(broken, rt.w, flusher, res.shown()+"; not recovered: "+why)
 	res.committed = true
 	res.outcome = health.OutcomeStreamCut

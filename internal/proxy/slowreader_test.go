@@ -505,3 +505,68 @@ func TestAbandonedContinuationCountsThePartsBefore(t *testing.T) {
 		t.Fatalf("audit tokens %+v, want estimated, at least %d completion tokens and two prompts", line.Tokens, want)
 	}
 }
+
+// An upstream that sends its finish_reason and closes only after a silence longer than the
+// client write timeout (within streamIdle) completes the answer: the end the proxy writes for
+// it gets a fresh write deadline, and the client, which reads all along, is not blamed.
+func TestStreamEndAfterASilenceIsNoClientTimeout(t *testing.T) {
+	r := streamRigOpts(t, func(w http.ResponseWriter, req *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(200)
+		_, _ = io.WriteString(w, chunkEvent("Hello", false)+chunkEvent("", true))
+		w.(http.Flusher).Flush()
+		select { // silent past the client write timeout, then a clean close without [DONE]
+		case <-time.After(1500 * time.Millisecond):
+		case <-req.Context().Done():
+		}
+	}, func(o *Options) { o.ClientWriteTimeout = time.Second })
+	got := r.post("/v1/chat/completions", chat("gpt-4o", true))
+	if got.status != 200 || !strings.HasSuffix(got.body, "data: [DONE]\n\n") {
+		t.Fatalf("%d %q", got.status, got.body)
+	}
+	waitServed(t, r.srv)
+	if !strings.Contains(r.accessLog.String(), `"outcome":"success"`) {
+		t.Fatalf("access log: %s", r.accessLog.String())
+	}
+}
+
+// A stream that breaks after a silence longer than the client write timeout (within streamIdle)
+// still ends with its in-band error for a client that reads all along, with stream recovery
+// (which gives up here: no channel has prefill) and without it.
+func TestStreamErrorAfterASilenceReachesTheClient(t *testing.T) {
+	for _, policy := range []string{"", "streamRecovery: Error"} {
+		t.Run(cmp.Or(policy, "recovery"), func(t *testing.T) {
+			r := streamRigPolicy(t, policy, func(w http.ResponseWriter, req *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				w.WriteHeader(200)
+				_, _ = io.WriteString(w, chunkEvent("Hello", false))
+				w.(http.Flusher).Flush()
+				select { // silent past the client write timeout, then an error event
+				case <-time.After(1500 * time.Millisecond):
+				case <-req.Context().Done():
+					return
+				}
+				_, _ = io.WriteString(w, `data: {"error":{"message":"overloaded","type":"server_error"}}`+"\n\n")
+			}, func(o *Options) { o.ClientWriteTimeout = time.Second })
+			got := r.post("/v1/chat/completions", chat("gpt-4o", true))
+			if got.status != 200 || !strings.Contains(got.body, "stream_interrupted") {
+				t.Fatalf("%d %q", got.status, got.body)
+			}
+		})
+	}
+}
+
+// streamRigPolicy is streamRigOpts with policy in the chat policy's spec.
+func streamRigPolicy(t *testing.T, policy string, h http.HandlerFunc, opt func(*Options)) *rig {
+	t.Helper()
+	up := httptest.NewServer(h)
+	t.Cleanup(up.Close)
+	r := newRigOpts(t, rigConfig{policy: policy}, opt)
+	cfg := strings.Replace(rigConfig{policy: policy}.render(r.aURL, r.bURL), r.aURL+"/v1", up.URL+"/v1", 1)
+	cfg = strings.ReplaceAll(cfg, "streamIdle: 300ms", "streamIdle: 10s")
+	writeFile(t, r.dir, cfg)
+	if err := r.src.Load(r.srv); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
