@@ -214,6 +214,7 @@ var slowReaderCases = []struct {
 	{"chat", "openai", "/v1/chat/completions", `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, false, ""},
 	{"messages", "anthropic", "/v1/messages", `{"model":"m","stream":true,"max_tokens":100000,"messages":[{"role":"user","content":"hi"}]}`, true, ""},
 	{"responses", "openai", "/v1/responses", `{"model":"m","stream":true,"input":"hi"}`, false, ""},
+	{"messages-on-openai", "openai", "/v1/messages", `{"model":"m","stream":true,"max_tokens":100000,"messages":[{"role":"user","content":"hi"}]}`, true, ""},
 	{"chat-pii", "openai", "/v1/chat/completions", `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi, I am ann@example.com"}]}`, false,
 		"streamRecovery: Continue\npii: {mode: Mask, detectors: [email]}"},
 }
@@ -569,4 +570,41 @@ func streamRigPolicy(t *testing.T, policy string, h http.HandlerFunc, opt func(*
 		t.Fatal(err)
 	}
 	return r
+}
+
+// The issue's reproduction: six clients that pause reading at once, each for several times
+// streamIdle, eject nothing and cause no continuation; each gets its whole answer.
+func TestSixSlowReadersEjectNothing(t *testing.T) {
+	sr := newSlowRig(t, "openai", "", "", nil)
+	body := `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`
+	errs := make(chan error, 6)
+	for range 6 {
+		c, _, resp := sr.slowClient("/v1/chat/completions", body)
+		go func() {
+			defer c.Close()
+			head := make([]byte, 512)
+			if _, err := io.ReadFull(resp.Body, head); err != nil {
+				errs <- err
+				return
+			}
+			time.Sleep(4 * slowRigStreamIdle) // a paused reader
+			rest, err := io.ReadAll(resp.Body)
+			if err == nil && !strings.Contains(string(rest), "data: [DONE]") {
+				err = fmt.Errorf("the answer did not complete: ...%s", tail(string(rest), 200))
+			}
+			errs <- err
+		}()
+	}
+	for range 6 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	waitServed(t, sr.srv)
+	if n := sr.mocks[1].Requests("m"); n != 0 {
+		t.Errorf("%d requests (continuations or failovers) reached c1", n)
+	}
+	if p := sr.phase("c0", "m"); p != "Healthy" {
+		t.Errorf("c0 is %s", p)
+	}
 }
