@@ -33,6 +33,10 @@ type accessLogLine struct {
 	// Continuation numbers an attempt that continues (or regenerates) a stream that broke after
 	// text reached the client (1, 2, ...; absent on other attempts).
 	Continuation int `json:"continuation,omitempty"`
+	// Estimated marks an attempt whose tokens no usage event reported (a stream the client
+	// abandoned): Tokens are the estimates counted against the client's token limits.
+	Estimated bool          `json:"estimated,omitempty"`
+	Tokens    *accessTokens `json:"tokens,omitempty"`
 	// CohortKey is the client's X-Switchyard-Cohort header when it sent a usable one: the rollout
 	// cohort of the request is a hash of it instead of the request id (failover.ChooseCohort), so
 	// replay needs it to put the request in the cohort the proxy did. Absent otherwise: the
@@ -65,4 +69,10 @@ func (l *accessLog) write(line *accessLogLine) {
 	l.mu.Lock()
 	_, _ = l.w.Write(b)
 	l.mu.Unlock()
+}
+
+// accessTokens are an attempt's estimated tokens (accessLogLine.Tokens).
+type accessTokens struct {
+	Prompt     int `json:"prompt"`
+	Completion int `json:"completion"`
 }

@@ -10,11 +10,13 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/switchyard-io/switchyard/internal/anthropic"
 	"github.com/switchyard-io/switchyard/internal/health"
 	"github.com/switchyard-io/switchyard/internal/pii"
 	"github.com/switchyard-io/switchyard/internal/routing"
@@ -65,6 +67,13 @@ type attempt struct {
 	// stream's usage figures are cumulative (vLLM's continuous usage stats repeat them on every
 	// chunk, growing), so each event counts only what it adds.
 	counted struct{ prompt, completion int }
+	// meter watches what a client's stream relayed (the recovery's tap, or one that only
+	// counts): a stream the client abandons before its usage event counts its tokens anyway
+	// (abandonedTokens). nil when no client layer counts tokens. meterStart is the meter's text
+	// count when the attempt's relay began; sent tells that the request went to the provider.
+	meter      *streamTap
+	meterStart int
+	sent       bool
 }
 
 // result is what happened. When committed, bytes went to the client and nothing more may be sent.
@@ -88,6 +97,9 @@ type result struct {
 	// timedOut: the attempt ended on a timeout (firstByte, the request's, a stall past
 	// streamIdle), also when its outcome is stream_cut because bytes had reached the client.
 	timedOut bool
+	// reason, on a canceled result, says how the client failed when the audit line names it
+	// (reasonClientWriteTimeout).
+	reason string
 }
 
 // endedOnTimeout reports whether the attempt timed out, whatever its outcome class.
@@ -171,6 +183,7 @@ func (s *Server) do(ctx context.Context, w http.ResponseWriter, a *attempt) (res
 		setUpstreamAuth(req.Header, a, up)
 	}
 
+	a.sent = true                                         // from here the provider may bill the prompt
 	resp, err := s.transportFor(a.channel).RoundTrip(req) // no redirects to follow: a 3xx is a failure (below)
 	if err != nil {
 		return transportFailure(ctx, err, "waiting for response headers")
@@ -330,7 +343,11 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 	res.status = resp.StatusCode
 	sr := newSSEReader(resp.Body)
 	flusher, _ := w.(http.Flusher)
+	flush := flushChecked(w)
 	wd := s.writeDeadline(w)
+	// idle is armed only while the relay waits on the upstream (sr.next): a client that reads
+	// slowly blocks the writes and flushes between, and that time is the client's, never the
+	// provider's silence (its limit is ClientWriteTimeout).
 	var idle *time.Timer
 	defer func() {
 		if idle != nil {
@@ -343,25 +360,44 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 	if a.restore != nil {
 		restore = newStreamRestore(a.restore, a.path)
 	}
+	if a.meter != nil {
+		a.meterStart = a.meter.sent
+	}
 	for {
 		// Events that arrived together go out in one write: flush only when no complete event
 		// is waiting behind the ones written, so a burst costs one syscall and nothing waits.
 		if pending && !sr.eventBuffered() {
-			flushIf(flusher)
+			if err := flush(); err != nil {
+				return s.clientWriteFailure(err, &res)
+			}
 			pending = false
 		}
+		if idle != nil {
+			idle.Reset(a.channel.Timeouts.StreamIdle)
+		}
 		ev, err := sr.next()
+		if idle != nil {
+			idle.Stop()
+		}
 		if err != nil {
 			if errors.Is(err, io.EOF) && complete {
 				res.outcome = health.OutcomeSuccess
 				if !sr.sawDone && res.committed {
 					// A clean close after finish_reason is a complete answer: end it now for the
 					// client, with the terminator clients wait for.
+					wd.extend() // the upstream's silence before its close may have outlasted the last deadline
 					if restore != nil {
 						_, _ = w.Write(restore.end())
 					}
 					_, _ = w.Write(a.streamEnd())
-					flushIf(flusher)
+					pending = true
+				}
+				if pending {
+					// The answer is whole only once the client has it: a client that stopped
+					// reading its end is the client's failure, not a success of the stream's.
+					if err := flush(); err != nil {
+						return s.clientWriteFailure(err, &res)
+					}
 				}
 				return res
 			}
@@ -384,6 +420,7 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 				r.outcome = health.OutcomeStreamCut
 			}
 			if res.committed && !a.deferError {
+				wd.extend() // the in-band error reaches a client that reads, however long the upstream was silent
 				if restore != nil {
 					_, _ = w.Write(restore.end())
 				}
@@ -398,6 +435,7 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 		if ev.upstreamError {
 			detail := "upstream sent an error event mid-stream"
 			if res.committed && !a.deferError {
+				wd.extend() // the in-band error reaches a client that reads, however long the upstream was silent
 				if restore != nil {
 					_, _ = w.Write(restore.end())
 				}
@@ -429,16 +467,15 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 		}
 		if idle == nil {
 			idle = time.AfterFunc(a.channel.Timeouts.StreamIdle, func() { cancel(errStreamIdle) })
-		} else {
-			idle.Reset(a.channel.Timeouts.StreamIdle)
+			idle.Stop() // armed by the next wait on the upstream
 		}
 		if ev.finished || ev.done {
 			complete = true
 		}
 		if ev.usage != nil {
 			s.addTokens(a, ev.usage)
-			if a.tap != nil {
-				a.tap.sawUsage(ev.usage)
+			if a.meter != nil {
+				a.meter.sawUsage(ev.usage)
 			}
 		}
 		if raw, dropped := a.call.stripUsageChunk(&ev, a.wire != nil && a.wire.stream != nil); dropped {
@@ -467,13 +504,47 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 				continue
 			}
 		}
-		if a.tap != nil {
-			a.tap.observe(out)
+		if a.meter != nil {
+			a.meter.observe(out)
 		}
 		if _, err := w.Write(out); err != nil {
-			return result{outcome: health.OutcomeClientError, canceled: true, committed: true, status: res.status, ttft: res.ttft, detail: "client went away"}
+			return s.clientWriteFailure(err, &res)
 		}
 		pending = true
+	}
+}
+
+// reasonClientWriteTimeout is the audit line's reason for a stream the client stopped reading.
+const reasonClientWriteTimeout = "client_write_timeout"
+
+// clientWriteFailure is the result of a write or flush to the client that failed: the client
+// went away, or read nothing for ClientWriteTimeout (the write deadline). Either is the
+// client's doing, so the result is canceled: it reaches neither the channel's health, nor the
+// retry budget, nor a stream recovery.
+func (s *Server) clientWriteFailure(err error, res *result) result {
+	r := result{outcome: health.OutcomeClientError, canceled: true, committed: true, status: res.status, ttft: res.ttft, detail: "client went away"}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		r.detail = fmt.Sprintf("the client stopped reading the stream for the client write timeout (%s)", s.opts.ClientWriteTimeout)
+		r.reason = reasonClientWriteTimeout
+	}
+	return r
+}
+
+// flushChecked returns a flush of w that reports the write error. The proxy's own wrappers
+// (statusWriter, messagesWriter) implement http.Flusher, which cannot return one, so it looks
+// through them (Unwrap) for net/http's FlushError; a writer with neither is not flushed.
+func flushChecked(w http.ResponseWriter) func() error {
+	for {
+		switch t := w.(type) {
+		case interface{ FlushError() error }:
+			return t.FlushError
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = t.Unwrap()
+		case http.Flusher:
+			return func() error { t.Flush(); return nil }
+		default:
+			return func() error { return nil }
+		}
 	}
 }
 
@@ -541,12 +612,22 @@ func (s *Server) finishAttempt(a *attempt, r *result) {
 		}
 	}
 	a.call.attempt(a, r)
+	var estimated *accessTokens
+	if r.canceled {
+		if p, c := abandonedTokens(a); p+c > 0 {
+			a.call.add(int64(p), int64(c), true)
+			estimated = &accessTokens{Prompt: p, Completion: c}
+		}
+	}
 	if s.accessLog == nil {
 		return
 	}
 	line := &accessLogLine{TS: now.UTC(), RequestID: a.requestID, Channel: a.channel.ID(), Model: a.model, Attempt: a.number,
 		Status: r.status, Outcome: r.outcome.String(), LatencyMs: r.latency.Milliseconds(), TTFTMs: ttftMs(r.ttft),
 		Stream: a.stream, Probe: a.probe, PII: a.piiMasked, Continuation: a.continuation}
+	if estimated != nil {
+		line.Estimated, line.Tokens = true, estimated
+	}
 	if !a.probe && a.requested != a.model {
 		line.RequestedModel = a.requested
 	}
@@ -559,6 +640,44 @@ func (s *Server) finishAttempt(a *attempt, r *result) {
 		line.RetryAfterMs = r.retryAfter.Milliseconds()
 	}
 	s.accessLog.write(line)
+}
+
+// abandonedTokens are the tokens of a stream the client abandoned (canceled) that no usage event
+// counted: the provider bills the prompt it was sent and the text it wrote all the same, so they
+// count against the client's token limits, as estimates. The prompt is message_start's input
+// (Messages API) when the stream got that far, else estimated from the request's text; the
+// completion is estimated from the text relayed to the client, as stream recovery estimates a
+// broken part's (estTokens). An attempt never sent counts nothing.
+func abandonedTokens(a *attempt) (prompt, completion int) {
+	if !a.sent || a.meter == nil {
+		return 0, 0
+	}
+	if a.counted.prompt == 0 {
+		if cur := &a.meter.cur; cur.promptKnown {
+			prompt = cur.prompt
+		} else {
+			prompt = a.promptEstimate()
+		}
+	}
+	if a.counted.completion == 0 {
+		completion = estTokens(a.meter.sent - a.meterStart)
+	}
+	return prompt, completion
+}
+
+// promptEstimate is the attempt's prompt tokens estimated from its text where the proxy reads it
+// (chat/completions and the Messages API), else from the whole body: at least one. The body is
+// the client's API's (a continuation's with its prefill). It reads the body again: for the
+// rare abandoned stream only.
+func (a *attempt) promptEstimate() int {
+	n := 0
+	if a.path == "/chat/completions" || isMessagesPath(a.path) {
+		n = anthropic.Inspect(a.body).TextBytes
+	}
+	if n == 0 {
+		n = len(a.body)
+	}
+	return max(1, estTokens(n))
 }
 
 // ttftMs is the access log's ttftMs: 0 only when no first event arrived, so a sub-millisecond

@@ -442,6 +442,9 @@ func (cc *clientCall) attempt(a *attempt, r *result) {
 	}
 	cc.mu.Lock()
 	cc.attempts = append(cc.attempts, audit.Attempt{Channel: a.channel.ID(), Status: r.status, Outcome: outcome, Ms: r.latency.Milliseconds()})
+	if r.canceled && r.reason != "" && cc.reason == "" {
+		cc.reason = r.reason // the client's failure, named (a stream it stopped reading)
+	}
 	if r.outcome == health.OutcomeSuccess {
 		cc.residency = a.channel.Residency
 		cc.served = a.model

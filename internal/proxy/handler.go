@@ -315,6 +315,11 @@ func (rt *routeState) try(ctx context.Context, st failover.Step) (res result, do
 		redact: rt.c.redact, restore: rt.restore, piiMasked: rt.piiMasked, call: rt.call})
 	if rt.recoverable(mr) {
 		a.tap, a.deferError = &streamTap{messages: isMessagesPath(rt.path)}, true
+		a.meter = a.tap
+	}
+	if rt.call != nil && a.stream && a.meter == nil {
+		// The client's tokens count even when it abandons the stream (abandonedTokens).
+		a.meter = &streamTap{messages: isMessagesPath(rt.path), countOnly: true}
 	}
 	res = s.do(ctx, rt.w, a)
 	rt.failed(ch, &res)

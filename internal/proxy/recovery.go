@@ -47,8 +47,12 @@ const (
 type streamTap struct {
 	messages bool // the client speaks the Messages API
 	text     []byte
-	tool     bool // a tool call began: its arguments cannot be continued as text
-	multi    bool // a choice other than the first (n > 1)
+	// sent counts the text bytes the client's stream got; countOnly keeps no text (a meter for
+	// the tokens of an abandoned stream, where no recovery needs it).
+	sent      int
+	countOnly bool
+	tool      bool // a tool call began: its arguments cannot be continued as text
+	multi     bool // a choice other than the first (n > 1)
 	// chat: the chunks' id, model and created, which a continuation's chunks take over.
 	id      string
 	model   string
@@ -61,6 +65,14 @@ type streamTap struct {
 	// part's usage must be summed with (partusage.go).
 	parts []streamPart
 	cur   streamPart
+}
+
+// addText records text the client's stream got.
+func (t *streamTap) addText(s []byte) {
+	t.sent += len(s)
+	if !t.countOnly {
+		t.text = append(t.text, s...)
+	}
 }
 
 // sawUsage records a usage figure the current part's upstream reported.
@@ -211,7 +223,7 @@ func (t *streamTap) observeChoice(data []byte, i int) {
 		t.tool = true
 	}
 	if s, ok := rawJSONString(content); ok {
-		t.text = append(t.text, s...)
+		t.addText(s)
 	}
 }
 
@@ -254,7 +266,7 @@ func (t *streamTap) observeMessages(data []byte) {
 		switch e.Delta.Type {
 		case "text_delta":
 			if s, ok := rawJSONString(e.Delta.Text); ok {
-				t.text = append(t.text, s...)
+				t.addText(s)
 			}
 		case "input_json_delta":
 			t.tool = true
@@ -583,6 +595,9 @@ func (rt *routeState) recoverStream(ctx context.Context, broken *attempt, mr *fa
 		}
 		switch {
 		case r.canceled:
+			// The client hung up on the continuation, whose own tokens abandonedTokens counted:
+			// the parts before it count too, as the provider bills them.
+			rt.abandonedParts(broken, tap)
 			r.committed = true
 			return r
 		case r.outcome == health.OutcomeSuccess:
@@ -614,6 +629,7 @@ func (rt *routeState) recoverStream(ctx context.Context, broken *attempt, mr *fa
 	}
 	s.metrics.Recoveries.WithLabelValues(broken.channel.Namespace, broken.channel.Name, mr.Name, recoveryGaveUp).Inc()
 	flusher, _ := rt.w.(http.Flusher)
+	s.writeDeadline(rt.w).extend() // the last write's deadline may have passed while the stream was silent
 	writeStreamErrorFor(broken, rt.w, flusher, res.shown()+"; not recovered: "+why)
 	res.committed = true
 	res.outcome = health.OutcomeStreamCut
@@ -656,6 +672,24 @@ func (rt *routeState) continuationTarget(mr *failover.Model, passOver map[string
 	return nil, false
 }
 
+// abandonedParts counts the parts of a recovered stream that broke before the continuation the
+// client abandoned: what no usage event of theirs counted, estimated (priorUsage), and a prompt
+// none reported from the request's estimate plus the part's prefill.
+func (rt *routeState) abandonedParts(broken *attempt, tap *streamTap) {
+	u := tap.priorUsage()
+	prompt := u.uncounted.prompt
+	if !tap.cur.promptKnown {
+		for _, p := range tap.parts {
+			if !p.promptKnown {
+				prompt += broken.promptEstimate() + estTokens(p.prefill)
+			}
+		}
+	}
+	if prompt+u.uncounted.completion > 0 {
+		rt.call.priorTokens(int64(prompt), int64(u.uncounted.completion), true)
+	}
+}
+
 // continuationAttempt builds the attempt that finishes broken's stream on ch: a prefilled
 // continuation, or (splice) the original request again.
 func (rt *routeState) continuationAttempt(broken *attempt, ch *routing.Channel, mr *failover.Model, splice bool, n int, timeout time.Duration) (*attempt, error) {
@@ -668,7 +702,7 @@ func (rt *routeState) continuationAttempt(broken *attempt, ch *routing.Channel, 
 	a := &attempt{channel: ch, key: rt.key(ch), model: mr.Name, requested: rt.req.Model, upstream: upstream, path: rt.path,
 		stream: true, timeout: timeout, header: rt.header, requestID: rt.requestID, number: rt.plan.Attempts() + n, drill: rt.drill,
 		redact: rt.c.redact, piiMasked: rt.piiMasked, call: rt.call, caps: m.Capabilities,
-		tap: broken.tap, deferError: true, continuation: n}
+		tap: broken.tap, deferError: true, continuation: n, meter: broken.meter}
 	seam := spliceSeam(broken.tap.text)
 	var prefill []byte
 	if !splice && len(broken.tap.text) > 0 {
