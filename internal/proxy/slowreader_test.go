@@ -408,17 +408,13 @@ func (f *flushFails) FlushError() error { f.flushes++; return os.ErrDeadlineExce
 
 // The flush that should have handed the end of an answer to a client that stopped reading
 // fails: the stream is the client's failure (client_write_timeout), not a success. The flush
-// is found through the proxy's own writers (statusWriter, messagesWriter), whose Flush cannot
-// return the error.
+// is found through the proxy's own writer (statusWriter), whose Flush cannot return the error.
 func TestStreamFlushErrorIsTheClientsFailure(t *testing.T) {
 	s := New(Options{Logger: slog.New(slog.DiscardHandler), ClientWriteTimeout: time.Second})
-	for _, wrap := range []string{"statusWriter", "messagesWriter"} {
+	for _, wrap := range []string{"statusWriter"} {
 		t.Run(wrap, func(t *testing.T) {
 			conn := &flushFails{ResponseRecorder: httptest.NewRecorder()}
 			var w http.ResponseWriter = &statusWriter{ResponseWriter: conn}
-			if wrap == "messagesWriter" {
-				w = &messagesWriter{w}
-			}
 			ch := &routing.Channel{Name: "c0", Timeouts: routing.Timeouts{StreamIdle: time.Minute, FirstByte: time.Minute, Request: time.Minute}}
 			a := &attempt{channel: ch, model: "m", path: "/chat/completions", stream: true}
 			body := chunkEvent("Hello", false) + chunkEvent("", true) + "data: [DONE]\n\n"
