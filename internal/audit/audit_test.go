@@ -51,7 +51,8 @@ func TestChainVerifies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Lines != 15 || rep.FirstPrev != "" || rep.Head != Sum(lines(t, path)[14]) {
+	ls := lines(t, path)
+	if rep.Lines != 15 || rep.FirstPrev != "" || rep.Head != Sum(ls[len(ls)-1]) || !rep.Ended {
 		t.Fatalf("report %+v", rep)
 	}
 }
