@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"io"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/switchyard-io/switchyard/internal/audit"
+	"github.com/switchyard-io/switchyard/internal/proxy"
 )
 
 func TestAuditVerifyCommand(t *testing.T) {
@@ -94,5 +96,24 @@ func TestAuditVerifyCuts(t *testing.T) {
 	}
 	if code := run(context.Background(), []string{"audit", "check"}, io.Discard, io.Discard); code != 2 {
 		t.Errorf("unknown subcommand: exit %d, want 2", code)
+	}
+}
+
+// --audit-required: unset, the proxy decides by whether keys are required; set, always or never.
+func TestAuditRequiredFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want proxy.AuditRequirement
+	}{
+		{nil, proxy.AuditRequiredWithKeys},
+		{[]string{"--audit-required"}, proxy.AuditRequiredAlways},
+		{[]string{"--audit-required=false"}, proxy.AuditRequiredNever},
+	} {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		var f auditRequiredFlag
+		fs.Var(&f, "audit-required", "")
+		if err := fs.Parse(tc.args); err != nil || f.requirement() != tc.want {
+			t.Errorf("%v: %v %v, want %v", tc.args, err, f.requirement(), tc.want)
+		}
 	}
 }
