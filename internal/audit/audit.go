@@ -156,8 +156,10 @@ type Options struct {
 	// (default 1s): readiness comes back without traffic.
 	RetryEvery time.Duration
 
-	// write replaces the file's Write (tests inject failures).
+	// write replaces the file's Write (tests inject failures); retry replaces the RetryEvery
+	// ticker's channel (tests tick it).
 	write func(w io.Writer, b []byte) (int, error)
+	retry <-chan time.Time
 }
 
 // Log is an audit log being written.
@@ -189,6 +191,9 @@ type Log struct {
 	closeErr    error
 	closeOnce   sync.Once
 }
+
+// batchBytes bounds a batch: a burst is written in writes of about this size.
+const batchBytes = 64 << 10
 
 // mark is one record in the batch being written.
 type mark struct {
@@ -451,8 +456,12 @@ func (l *Log) Close() error {
 
 func (l *Log) run() {
 	defer close(l.done)
-	retry := time.NewTicker(l.opts.RetryEvery)
-	defer retry.Stop()
+	retry := l.opts.retry
+	if retry == nil {
+		t := time.NewTicker(l.opts.RetryEvery)
+		defer t.Stop()
+		retry = t.C
+	}
 	if l.start != nil || l.torn {
 		l.begin()
 		l.commit()
@@ -471,17 +480,21 @@ func (l *Log) run() {
 			}
 			l.begin()
 			l.add(line)
-			// What is queued already goes in the same write: one write for a burst, bounded by
+			// What is queued already goes in the same write: a burst in few writes, bounded by
 			// the queue's size so that a steady stream still gets flushed.
 			for n := len(l.queue); n > 0; n-- {
 				next, ok := <-l.queue
 				if !ok {
 					break
 				}
+				if len(l.buf) >= batchBytes {
+					l.commit()
+					l.begin()
+				}
 				l.add(next)
 			}
 			l.commit()
-		case <-retry.C:
+		case <-retry:
 			if !l.writable.Load() {
 				l.begin()
 				l.commit()
@@ -685,11 +698,11 @@ func (l *Log) rotate() {
 	if rotated != nil && l.opts.OnError != nil {
 		l.opts.OnError(fmt.Errorf("failed to rotate the audit log: %w", rotated))
 	}
+	if rotated == nil {
+		// Written when the new file opens, now or on a retry.
+		l.start = &Line{Record: RecordStart, Reason: StartRotated}
+	}
 	if err := l.openFile(); err != nil {
 		l.fail(err)
-		return
-	}
-	if rotated == nil {
-		l.start = &Line{Record: RecordStart, Reason: StartRotated}
 	}
 }

@@ -372,3 +372,32 @@ func TestRotatedFilesVerifyWithoutTheOldest(t *testing.T) {
 		t.Fatalf("verify the kept files: %v %+v", err, rep)
 	}
 }
+
+// A log that cannot be written retries on its own: readiness comes back without a request.
+func TestRetryWithoutTraffic(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.log")
+	if err := os.Mkdir(path, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	tick := make(chan time.Time)
+	l, err := Open(Options{Path: path, retry: tick})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tick <- time.Time{} // still a directory: fails again
+	if l.Writable() {
+		t.Fatal("writable")
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	tick <- time.Time{}
+	waitFor(t, l.Writable)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Verify(path)
+	if err != nil || rep.FirstStart != StartUnreadableFile || rep.Records != 2 || l.Reopened()[ReopenWriteError] != 1 {
+		t.Fatalf("verify: %v %+v, reopened %v", err, rep, l.Reopened())
+	}
+}
