@@ -533,20 +533,20 @@ func (l *Log) checkFile() {
 		return
 	}
 	l.checked = now
-	reason := ""
-	if l.f == nil {
-		reason = ReopenWriteError
-	} else if mine, err := l.f.Stat(); err == nil {
-		cur, err := os.Stat(l.opts.Path)
-		switch {
-		case errors.Is(err, os.ErrNotExist):
-			reason = ReopenDeleted
-		case err == nil && !os.SameFile(mine, cur):
-			reason = ReopenReplaced
-		case err == nil && cur.Size() < l.size:
-			reason = ReopenTruncated
-		case !l.writable.Load():
-			reason = ReopenWriteError
+	reason := ReopenWriteError // no file, or one that cannot even be stat'ed
+	if l.f != nil {
+		if mine, err := l.f.Stat(); err == nil {
+			cur, err := os.Stat(l.opts.Path)
+			switch {
+			case errors.Is(err, os.ErrNotExist):
+				reason = ReopenDeleted
+			case err == nil && !os.SameFile(mine, cur):
+				reason = ReopenReplaced
+			case err == nil && cur.Size() < l.size:
+				reason = ReopenTruncated
+			case l.writable.Load():
+				reason = ""
+			}
 		}
 	}
 	if reason == "" {
