@@ -5,13 +5,18 @@ import (
 	"context"
 	"flag"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/switchyard-io/switchyard/internal/audit"
+	"github.com/switchyard-io/switchyard/internal/mockprovider"
 	"github.com/switchyard-io/switchyard/internal/proxy"
+	"github.com/switchyard-io/switchyard/internal/testutil"
 )
 
 func TestAuditVerifyCommand(t *testing.T) {
@@ -115,5 +120,64 @@ func TestAuditRequiredFlag(t *testing.T) {
 		if err := fs.Parse(tc.args); err != nil || f.requirement() != tc.want {
 			t.Errorf("%v: %v %v, want %v", tc.args, err, f.requirement(), tc.want)
 		}
+	}
+}
+
+// A proxy starts on an audit log whose tail it cannot read (a 1.2 MiB line, as one request could
+// write before lines were bounded), says so, and on SIGTERM closes the log with its end record:
+// verify passes without --allow-tail-cut.
+func TestProxyAuditLogFromAnyTailToCleanEnd(t *testing.T) {
+	mock := mockprovider.New(mockprovider.Options{})
+	up := httptest.NewServer(mock)
+	defer up.Close()
+	defer mock.Close()
+	path := filepath.Join(t.TempDir(), "audit.log")
+	if err := os.WriteFile(path, []byte(`{"model":"`+strings.Repeat("m", 1200<<10)+`"}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addrs := testutil.FreeAddrs(t, 2)
+	ctx, sigterm := context.WithCancel(context.Background())
+	defer sigterm()
+	logs := &testutil.SyncBuffer{}
+	exit := make(chan int, 1)
+	go func() {
+		exit <- run(ctx, []string{"proxy", "--config", writeConfig(t, up.URL), "--listen", addrs[0], "--admin-listen", addrs[1],
+			"--audit-log", path}, io.Discard, logs)
+	}()
+	for i := 0; ; i++ {
+		resp, err := http.Get("http://" + addrs[1] + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if i == 200 {
+			t.Fatalf("proxy never became ready:\n%s", logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	resp, err := http.Post("http://"+addrs[0]+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"gpt-4o","messages":[]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	sigterm()
+	select {
+	case code := <-exit:
+		if code != 0 {
+			t.Fatalf("exit %d:\n%s", code, logs.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("proxy did not exit")
+	}
+	if !strings.Contains(logs.String(), `"reason":"unreadable_tail"`) {
+		t.Errorf("no log line says why a new segment began:\n%.2000s", logs.String())
+	}
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"audit", "verify", path}, &out, &errOut); code != 0 ||
+		!strings.Contains(out.String(), "ok: 1 line(s)") || !strings.Contains(out.String(), "clean shutdown") {
+		t.Fatalf("verify: exit %d\n%s%s", code, out.String(), errOut.String())
 	}
 }
