@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -53,7 +54,9 @@ func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		auditLog     = fs.String("audit-log", "", "write one chained JSON line per client request to this file (rotated by size), or - for stdout; verify with 'switchyard audit verify'")
 		auditMax     = fs.Int64("audit-log-max-bytes", 100<<20, "rotate the audit log when it would grow past this size (to PATH.1, PATH.2, ...)")
 		auditKeep    = fs.Int("audit-log-keep", 5, "rotated audit log files kept")
+		auditReq     = auditRequiredFlag{}
 	)
+	fs.Var(&auditReq, "audit-required", "with --audit-log: refuse requests (503 audit_unavailable) and fail /readyz while the audit log cannot be written (default: true while client keys are required, by --require-client-key or GatewayClients in the config)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: switchyard proxy (--config PATH | --configmap NAMESPACE/NAME) [flags]")
 		fmt.Fprintln(stderr, "\nProvider keys in standalone mode come from the Secret manifests in PATH; the environment variable")
@@ -91,7 +94,7 @@ func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *auditLog != "" {
 		var err error
 		auditW, err = audit.Open(audit.Options{Path: *auditLog, MaxBytes: *auditMax, Keep: *auditKeep, Stdout: stdout,
-			OnError: func(err error) { logger.Error("Failed to write the audit log", "error", err.Error()) }})
+			Logger: logger, OnError: func(err error) { logger.Error("Failed to write the audit log", "error", err.Error()) }})
 		if err != nil {
 			return fmt.Errorf("--audit-log: %w", err)
 		}
@@ -110,7 +113,7 @@ func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	exposed := !loopbackAddr(*listen) && !*allowAnon
 	srv := proxy.New(proxy.Options{MaxBodyBytes: *maxBody, MaxBufferedBodyBytes: *maxBuffered, MaxInFlight: *maxInFlight,
 		BodyReadTimeout: *bodyTimeout, ClientWriteTimeout: *writeTimeout, RequestIDHeader: *reqIDHeader,
-		AccessLog: logW, Logger: logger, Replica: replica, RequireClientKey: *requireKey || exposed, Audit: auditW})
+		AccessLog: logW, Logger: logger, Replica: replica, RequireClientKey: *requireKey || exposed, Audit: auditW, AuditRequired: auditReq.requirement()})
 	logger.Info("Starting switchyard proxy", "version", version.String(), "listen", *listen, "adminListen", *adminListen)
 
 	bg, stopBG := context.WithCancel(context.Background())
@@ -198,4 +201,37 @@ func defaultAdminListen(inCluster bool) string {
 		return ":9090"
 	}
 	return "127.0.0.1:9090"
+}
+
+// auditRequiredFlag is --audit-required: unset, the proxy's default (required while client keys
+// are); set, always or never.
+type auditRequiredFlag struct{ set, value bool }
+
+func (f *auditRequiredFlag) String() string {
+	if !f.set {
+		return "while client keys are required"
+	}
+	return strconv.FormatBool(f.value)
+}
+
+func (f *auditRequiredFlag) Set(v string) error {
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return errors.New("must be true or false")
+	}
+	f.set, f.value = true, b
+	return nil
+}
+
+func (f *auditRequiredFlag) IsBoolFlag() bool { return true }
+
+func (f *auditRequiredFlag) requirement() proxy.AuditRequirement {
+	switch {
+	case !f.set:
+		return proxy.AuditRequiredWithKeys
+	case f.value:
+		return proxy.AuditRequiredAlways
+	default:
+		return proxy.AuditRequiredNever
+	}
 }

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -426,5 +428,17 @@ func TestConfigsCompile(t *testing.T) {
 				t.Fatalf("clients: the target client %+v does not hold the load's key or model", c)
 			}
 		}
+	}
+}
+
+// The audit lines counted are the requests: the log's records (its end record) are not.
+func TestCountLinesSkipsRecords(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.log")
+	body := `{"requestId":"a","seq":1,"prev":""}` + "\n" + `{"requestId":"b","seq":2,"prev":"x"}` + "\n" + `{"ts":"t","record":"end","seq":3,"prev":"y"}` + "\n"
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := countLines(path); err != nil || n != 2 {
+		t.Fatalf("countLines = %d, %v; want 2", n, err)
 	}
 }

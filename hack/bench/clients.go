@@ -119,7 +119,8 @@ func adminCounter(admin, name string) (int64, error) {
 	return 0, fmt.Errorf("%s not in /metrics", name)
 }
 
-// countLines counts the lines of a file.
+// countLines counts the request lines of an audit log: its records (the end record of the
+// proxy's shutdown, a rotation's start) are not requests.
 func countLines(path string) (int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -127,10 +128,17 @@ func countLines(path string) (int64, error) {
 	}
 	defer f.Close()
 	var n int64
-	buf := make([]byte, 64<<10)
+	r := bufio.NewReaderSize(f, 64<<10)
 	for {
-		k, err := f.Read(buf)
-		n += int64(bytes.Count(buf[:k], []byte{'\n'}))
+		line, err := r.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			for err == bufio.ErrBufferFull { // a line longer than the buffer: its rest
+				_, err = r.ReadSlice('\n')
+			}
+			n++
+		} else if len(line) > 0 && !bytes.Contains(line, []byte(`"record":"`)) {
+			n++
+		}
 		if err == io.EOF {
 			return n, nil
 		}

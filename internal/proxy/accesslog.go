@@ -5,6 +5,8 @@ import (
 	"io"
 	"sync"
 	"time"
+
+	"github.com/switchyard-io/switchyard/internal/audit"
 )
 
 // accessLogLine is one upstream attempt, in the contract's format (switchyard replay reads it).
@@ -44,6 +46,15 @@ type accessLogLine struct {
 	CohortKey string `json:"cohortKey,omitempty"`
 }
 
+// bound cuts the fields a client or an upstream chose, as the audit log does: a line stays
+// readable whatever a request carried.
+func (line *accessLogLine) bound() {
+	for _, p := range []*string{&line.RequestID, &line.Channel, &line.Model, &line.RequestedModel, &line.Outcome, &line.ErrorCode, &line.CohortKey} {
+		*p = audit.Truncate(*p, audit.MaxField)
+	}
+	line.Error = audit.Truncate(line.Error, audit.MaxError)
+}
+
 // accessLog writes one JSON line per attempt with a single Write, so lines never interleave.
 type accessLog struct {
 	mu sync.Mutex
@@ -61,6 +72,7 @@ func (l *accessLog) write(line *accessLogLine) {
 	if l == nil {
 		return
 	}
+	line.bound()
 	b, err := json.Marshal(line)
 	if err != nil {
 		return

@@ -24,6 +24,8 @@ func (s *Server) AdminHandler() http.Handler {
 			http.Error(w, "draining", http.StatusServiceUnavailable)
 		case s.cfg.Load() == nil:
 			http.Error(w, "no routing config loaded", http.StatusServiceUnavailable)
+		case s.auditHeld():
+			http.Error(w, "the audit log cannot be written (--audit-required)", http.StatusServiceUnavailable)
 		default:
 			_, _ = w.Write([]byte("ok\n"))
 		}

@@ -89,9 +89,9 @@ func newClientMetrics(reg prometheus.Registerer) *clientMetrics {
 		Name: "switchyard_client_limited_total", Help: "Requests of a GatewayClient refused with 429 by this replica's share of a limit (requestsPerMinute, tokensPerMinute, tokensPerDay).",
 	}, []string{"namespace", "client", "limit"})
 	m.auditLost = prometheus.NewCounterFunc(prometheus.CounterOpts{
-		Name: "switchyard_audit_lines_lost_total", Help: "Audit lines dropped because the audit writer fell behind (the next line written records the count).",
+		Name: "switchyard_audit_lines_lost_total", Help: "Audit lines lost: dropped because the audit writer fell behind (the next line records the count), or in a write that failed (a gap record counts them once writing works again).",
 	}, func() float64 { return float64(m.audit.Load().Lost()) })
-	reg.MustRegister(m.required, m.requests, m.tokens, m.authFailures, m.limited, m.auditLost)
+	reg.MustRegister(m.required, m.requests, m.tokens, m.authFailures, m.limited, m.auditLost, newAuditCollector(&m.audit))
 	return m
 }
 

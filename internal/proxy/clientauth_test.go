@@ -408,8 +408,8 @@ func TestAuditLog(t *testing.T) {
 		t.Fatalf("the audit log holds prompt text or a key: %s", raw)
 	}
 	ls := strings.Split(strings.TrimSpace(string(raw)), "\n")
-	if len(ls) != 2 {
-		t.Fatalf("%d lines, want 2: %s", len(ls), raw)
+	if len(ls) != 3 || !strings.Contains(ls[2], `"record":"end"`) {
+		t.Fatalf("%d lines, want 2 and the end record: %s", len(ls), raw)
 	}
 	var first, second audit.Line
 	_ = json.Unmarshal([]byte(ls[0]), &first)

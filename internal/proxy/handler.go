@@ -98,7 +98,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
 	// is read; call is nil, and w unchanged, on an open proxy without an audit log.
 	call, w := s.beginCall(w, path)
 	defer call.finish(reqID)
-	if !call.authenticate(r) {
+	if call.refuseUnaudited() || !call.authenticate(r) {
 		return
 	}
 	if len(r.TransferEncoding) > 0 {

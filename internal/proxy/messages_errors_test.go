@@ -160,8 +160,8 @@ func TestMessagesErrorsInAnthropicShapeWithKeysAndAudit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, want := len(strings.Split(strings.TrimSpace(string(raw)), "\n")), len(cases)+3; n != want {
-		t.Errorf("%d audit lines, want %d (one per request):\n%s", n, want, raw)
+	if n, want := len(strings.Split(strings.TrimSpace(string(raw)), "\n")), len(cases)+3+1; n != want {
+		t.Errorf("%d audit lines, want %d (one per request and the end record Close writes):\n%s", n, want, raw)
 	}
 }
 

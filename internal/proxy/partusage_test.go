@@ -277,9 +277,10 @@ func auditedRecoveryRig(t *testing.T, chans ...recoveryChannel) (rr *recoveryRig
 		if err := log.Close(); err != nil {
 			t.Fatal(err)
 		}
-		raw, _ := os.ReadFile(path)
+		all, _ := os.ReadFile(path)
+		raw, _, _ := strings.Cut(string(all), "\n") // the request's line; the log's end record follows
 		var line audit.Line
-		if err := json.Unmarshal([]byte(strings.TrimSpace(string(raw))), &line); err != nil {
+		if err := json.Unmarshal([]byte(raw), &line); err != nil {
 			t.Fatalf("audit line %q: %v", raw, err)
 		}
 		return line, string(raw)

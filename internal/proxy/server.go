@@ -89,6 +89,9 @@ type Options struct {
 	RequireClientKey bool
 	// Audit receives one line per API request (clientauth.go); nil disables it.
 	Audit *audit.Log
+	// AuditRequired says when the proxy refuses requests (503 audit_unavailable, /readyz 503)
+	// while Audit cannot be written: by default while client keys are required.
+	AuditRequired AuditRequirement
 }
 
 // Server is the proxy. Its data-plane Handler and AdminHandler are served on separate ports.
@@ -394,8 +397,9 @@ func (s *Server) RejectConfig(source string, err error, problems []routing.Probl
 	s.log.Error("Rejected routing config; the last good config keeps serving", "source", source, "error", err.Error(), "problems", len(problems))
 }
 
-// Ready reports whether the proxy has a config and is not draining.
-func (s *Server) Ready() bool { return s.cfg.Load() != nil && !s.draining.Load() }
+// Ready reports whether the proxy has a config, is not draining and may serve (its audit log
+// is writable, when required).
+func (s *Server) Ready() bool { return s.cfg.Load() != nil && !s.draining.Load() && !s.auditHeld() }
 
 // Drain marks the proxy as shutting down: /readyz fails so load balancers stop sending.
 func (s *Server) Drain() { s.draining.Store(true) }

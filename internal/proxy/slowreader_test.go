@@ -186,7 +186,8 @@ func waitServed(t *testing.T, s *Server) {
 	}
 }
 
-// auditLines closes the proxy's audit log and reads its lines.
+// auditLines closes the proxy's audit log and reads its request lines (not the end record
+// Close writes).
 func (sr *slowRig) auditLines() []audit.Line {
 	sr.t.Helper()
 	waitServed(sr.t, sr.srv)
@@ -199,6 +200,9 @@ func (sr *slowRig) auditLines() []audit.Line {
 		var line audit.Line
 		if err := json.Unmarshal([]byte(l), &line); err != nil {
 			sr.t.Fatalf("audit line %q: %v", l, err)
+		}
+		if line.Record != "" {
+			continue
 		}
 		out = append(out, line)
 	}

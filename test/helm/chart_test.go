@@ -464,7 +464,8 @@ func TestAllOptionsProperties(t *testing.T) {
 	if !slices.Equal(gomaxprocs, []string{"3"}) {
 		t.Errorf("proxy GOMAXPROCS values %q, want only the user's \"3\"", gomaxprocs)
 	}
-	for _, want := range []string{"--drain-timeout=60s", "--access-log=-", "--max-body-bytes=20971520", "--log-level=warn", "--tick=500ms", "--allow-anonymous"} {
+	for _, want := range []string{"--drain-timeout=60s", "--access-log=-", "--max-body-bytes=20971520", "--log-level=warn", "--tick=500ms", "--allow-anonymous",
+		"--audit-log=-", "--audit-required=false"} {
 		if !slices.Contains(pc.Args, want) {
 			t.Errorf("proxy args %v lack %s", pc.Args, want)
 		}
