@@ -279,10 +279,15 @@ func (cc *clientCall) authenticate(r *http.Request) bool {
 	if !required {
 		return true // open: audit only
 	}
+	// Every refusal here comes before the body is read: the connection closes after it.
+	refuse := func(status int, kind, code, msg string) {
+		closeUnread(cc.w, r)
+		cc.refuse(status, kind, code, msg, 0)
+	}
 	key := presentedKey(r.Header)
 	if key == "" {
-		cc.refuse(http.StatusUnauthorized, "authentication_error", "missing_api_key",
-			"this gateway requires a client key: send it as \"Authorization: Bearer KEY\", \"api-key: KEY\" or \"x-api-key: KEY\"", 0)
+		refuse(http.StatusUnauthorized, "authentication_error", "missing_api_key",
+			"this gateway requires a client key: send it as \"Authorization: Bearer KEY\", \"api-key: KEY\" or \"x-api-key: KEY\"")
 		s.clients.metrics.authFailures.WithLabelValues("missing_key").Inc()
 		return false
 	}
@@ -294,7 +299,8 @@ func (cc *clientCall) authenticate(r *http.Request) bool {
 		e = c.auth.byHash[hash]
 	}
 	if e == nil || subtle.ConstantTimeCompare([]byte(hash), []byte(matchedHash(e, hash))) != 1 {
-		cc.refuse(http.StatusUnauthorized, "authentication_error", "invalid_api_key", "the client key is not valid for this gateway", 0)
+		refuse(http.StatusUnauthorized, "authentication_error", "invalid_api_key",
+			"the client key is not valid for this gateway")
 		s.clients.metrics.authFailures.WithLabelValues("unknown_key").Inc()
 		return false
 	}
@@ -302,12 +308,12 @@ func (cc *clientCall) authenticate(r *http.Request) bool {
 	now := s.clock.Now()
 	switch {
 	case e.c.Disabled:
-		cc.refuse(http.StatusForbidden, "permission_error", "client_disabled",
-			fmt.Sprintf("GatewayClient %s is disabled", e.id), 0)
+		refuse(http.StatusForbidden, "permission_error", "client_disabled",
+			fmt.Sprintf("GatewayClient %s is disabled", e.id))
 		return false
 	case e.c.ExpiresAt != nil && !now.Before(*e.c.ExpiresAt):
-		cc.refuse(http.StatusForbidden, "permission_error", "client_expired",
-			fmt.Sprintf("GatewayClient %s expired at %s", e.id, e.c.ExpiresAt.UTC().Format(time.RFC3339)), 0)
+		refuse(http.StatusForbidden, "permission_error", "client_expired",
+			fmt.Sprintf("GatewayClient %s expired at %s", e.id, e.c.ExpiresAt.UTC().Format(time.RFC3339)))
 		return false
 	}
 	return true
@@ -402,6 +408,7 @@ func maps2(m map[string]json.RawMessage) map[string]json.RawMessage {
 // refuse answers the client in the error shape of the endpoint called and records why.
 func (cc *clientCall) refuse(status int, kind, code, msg string, retryAfter time.Duration) {
 	cc.reason = code
+	cc.s.metrics.Rejected.WithLabelValues(code).Inc()
 	writeEndpointError(cc.w, cc.path, status, kind, code, msg, retryAfter)
 }
 

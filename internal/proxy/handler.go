@@ -33,6 +33,13 @@ var apiPaths = map[string]bool{
 // Handler is the data plane: the OpenAI-compatible API.
 func (s *Server) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength != 0 {
+			// Whatever answers before the body is read (401, 404, 405, 413, 503), net/http then
+			// discards the unread body, and ReadHeaderTimeout does not bound that: a client that
+			// announces a body and sends none would hold this goroutine and its connection
+			// forever. The body-read deadline bounds it; serveAPI moves it when it reads the body.
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.opts.BodyReadTimeout))
+		}
 		path := strings.TrimRight(r.URL.Path, "/")
 		if isMessagesPath(strings.TrimPrefix(path, "/v1")) {
 			w = &messagesWriter{w} // the gateway's errors in Anthropic's shape
@@ -41,7 +48,7 @@ func (s *Server) Handler() http.Handler {
 		case apiPaths[path]:
 			if r.Method != http.MethodPost {
 				w.Header().Set("Allow", http.MethodPost)
-				writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed",
+				s.refuseUnread(w, r, http.StatusMethodNotAllowed, "method_not_allowed", "invalid_request_error",
 					fmt.Sprintf("%s %s is not supported; use POST", r.Method, path), 0)
 				return
 			}
@@ -49,13 +56,13 @@ func (s *Server) Handler() http.Handler {
 		case path == "/v1/models":
 			if r.Method != http.MethodGet {
 				w.Header().Set("Allow", http.MethodGet)
-				writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed",
+				s.refuseUnread(w, r, http.StatusMethodNotAllowed, "method_not_allowed", "invalid_request_error",
 					fmt.Sprintf("%s %s is not supported; use GET", r.Method, path), 0)
 				return
 			}
 			s.serveModels(w)
 		default:
-			writeError(w, http.StatusNotFound, "invalid_request_error", "unknown_url",
+			s.refuseUnread(w, r, http.StatusNotFound, "unknown_url", "invalid_request_error",
 				fmt.Sprintf("unknown path %s %s; Switchyard serves /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/responses, /v1/messages, /v1/messages/count_tokens and /v1/models", r.Method, path), 0)
 		}
 	})
@@ -90,7 +97,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
 	w.Header().Set("X-Request-Id", reqID)
 	if n := s.inFlight.Add(1); n > int64(s.opts.MaxInFlight) {
 		s.inFlight.Add(-1)
-		s.reject(w, http.StatusServiceUnavailable, "overloaded", "server_error",
+		s.refuseUnread(w, r, http.StatusServiceUnavailable, "overloaded", "server_error",
 			fmt.Sprintf("the gateway is serving its limit of %d requests at once; retry shortly", s.opts.MaxInFlight), time.Second)
 		return
 	}
@@ -426,6 +433,22 @@ func (rt *routeState) key(ch *routing.Channel) string {
 func (s *Server) reject(w http.ResponseWriter, status int, reason, typ, msg string, retryAfter time.Duration) {
 	s.metrics.Rejected.WithLabelValues(reason).Inc()
 	writeError(w, status, typ, reason, msg, retryAfter)
+}
+
+// refuseUnread is reject for an answer given before the request's body is read: the connection
+// closes after it, so net/http does not keep it to discard a body that may never come (the
+// Handler's read deadline bounds that discard meanwhile).
+func (s *Server) refuseUnread(w http.ResponseWriter, r *http.Request, status int, reason, typ, msg string, retryAfter time.Duration) {
+	closeUnread(w, r)
+	s.reject(w, status, reason, typ, msg, retryAfter)
+}
+
+// closeUnread asks net/http to close the connection after an answer given while the request's
+// announced body (Content-Length, or -1 for chunked) is still unread.
+func closeUnread(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength != 0 {
+		w.Header().Set("Connection", "close")
+	}
 }
 
 func (s *Server) rejectTooLarge(w http.ResponseWriter) {
