@@ -1,11 +1,13 @@
 package proxy
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -75,5 +77,63 @@ func TestKeylessConnectionsAnnouncingABodyAreClosed(t *testing.T) {
 		if !strings.Contains(m, want) {
 			t.Errorf("metrics lack %q:\n%s", want, grepLines(m, "rejected"))
 		}
+	}
+}
+
+// getModels is GET /v1/models with headers, and the ids it lists.
+func (r *rig) getModels(headers ...string) (int, string, []string) {
+	r.t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, r.api.URL+"/v1/models", nil)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var list struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	var ids []string
+	if resp.StatusCode == http.StatusOK {
+		if err := json.Unmarshal(b, &list); err != nil {
+			r.t.Fatalf("models list %s: %v", b, err)
+		}
+		for _, m := range list.Data {
+			ids = append(ids, m.ID)
+		}
+	}
+	return resp.StatusCode, string(b), ids
+}
+
+// With keys required, /v1/models needs a key like the API and lists only what that client may
+// call; open, it lists every served model.
+func TestModelsNeedAKeyAndListTheClientsModels(t *testing.T) {
+	r := newRig(t, rigConfig{})
+	if code, body, ids := r.getModels(); code != 200 || !slices.Equal(ids, []string{"gpt-4.1", "gpt-4o", "gpt-4o-mini"}) {
+		t.Fatalf("open proxy: %d %s", code, body)
+	}
+	r.writeClients(clientsManifest("one: "+clientKeyOne, ""))
+	for _, tc := range []struct {
+		name    string
+		headers []string
+		code    int
+		errCode string
+	}{
+		{"no key", nil, 401, "missing_api_key"},
+		{"unknown key", []string{"Authorization", "Bearer sk-not-a-client-0f3b9c1e7a5d2b8f6e4c"}, 401, "invalid_api_key"},
+		{"disabled client", []string{"Authorization", "Bearer " + clientKeyOff}, 403, "client_disabled"},
+	} {
+		if code, body, _ := r.getModels(tc.headers...); code != tc.code || errorCode(t, body) != tc.errCode {
+			t.Errorf("%s: %d %s, want %d %s", tc.name, code, body, tc.code, tc.errCode)
+		}
+	}
+	// Team may use gpt-4o*: gpt-4.1 is routed, but not for it.
+	if code, body, ids := r.getModels("Authorization", "Bearer "+clientKeyOne); code != 200 || !slices.Equal(ids, []string{"gpt-4o", "gpt-4o-mini"}) {
+		t.Fatalf("team's list: %d %s, want gpt-4o and gpt-4o-mini only", code, body)
 	}
 }

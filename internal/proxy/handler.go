@@ -60,7 +60,7 @@ func (s *Server) Handler() http.Handler {
 					fmt.Sprintf("%s %s is not supported; use GET", r.Method, path), 0)
 				return
 			}
-			s.serveModels(w)
+			s.serveModels(w, r)
 		default:
 			s.refuseUnread(w, r, http.StatusNotFound, "unknown_url", "invalid_request_error",
 				fmt.Sprintf("unknown path %s %s; Switchyard serves /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/responses, /v1/messages, /v1/messages/count_tokens and /v1/models", r.Method, path), 0)
@@ -68,7 +68,18 @@ func (s *Server) Handler() http.Handler {
 	})
 }
 
-func (s *Server) serveModels(w http.ResponseWriter) {
+// serveModels lists the served models. With keys required it needs a key like the API and lists
+// only the models that client may call: the list must not tell one team what another routes.
+// It writes no audit line (nothing is routed), but a failed key counts as on the API.
+func (s *Server) serveModels(w http.ResponseWriter, r *http.Request) {
+	call, w := s.beginCall(w, "/models")
+	if !call.authenticate(r) {
+		return
+	}
+	var allowed func(string) bool // nil: every model (an open proxy)
+	if call != nil && call.entry != nil {
+		allowed = call.entry.c.Allows
+	}
 	type model struct {
 		ID      string `json:"id"`
 		Object  string `json:"object"`
@@ -81,7 +92,9 @@ func (s *Server) serveModels(w http.ResponseWriter) {
 	}{Object: "list", Data: []model{}}
 	if c := s.cfg.Load(); c != nil {
 		for name := range c.models {
-			out.Data = append(out.Data, model{ID: name, Object: "model", OwnedBy: "switchyard"})
+			if allowed == nil || allowed(name) {
+				out.Data = append(out.Data, model{ID: name, Object: "model", OwnedBy: "switchyard"})
+			}
 		}
 	}
 	sort.Slice(out.Data, func(i, j int) bool { return out.Data[i].ID < out.Data[j].ID })
