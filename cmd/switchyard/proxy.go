@@ -51,6 +51,7 @@ func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		auditLog     = fs.String("audit-log", "", "write one chained JSON line per client request to this file (rotated by size), or - for stdout; verify with 'switchyard audit verify'")
 		auditMax     = fs.Int64("audit-log-max-bytes", 100<<20, "rotate the audit log when it would grow past this size (to PATH.1, PATH.2, ...)")
 		auditKeep    = fs.Int("audit-log-keep", 5, "rotated audit log files kept")
+		authFailures = fs.Float64("auth-failures-per-second", proxy.DefaultAuthFailuresPerSecond, "failed client keys a source address (IPv4, IPv6 /64) may send a second after a burst of 20; beyond it 429 too_many_auth_failures (negative: no throttle)")
 	)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: switchyard proxy (--config PATH | --configmap NAMESPACE/NAME) [flags]")
@@ -101,7 +102,8 @@ func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	srv := proxy.New(proxy.Options{MaxBodyBytes: *maxBody, MaxBufferedBodyBytes: *maxBuffered, MaxInFlight: *maxInFlight,
 		BodyReadTimeout: *bodyTimeout, ClientWriteTimeout: *writeTimeout, RequestIDHeader: *reqIDHeader,
-		AccessLog: logW, Logger: logger, Replica: replica, RequireClientKey: *requireKey, Audit: auditW})
+		AccessLog: logW, Logger: logger, Replica: replica, RequireClientKey: *requireKey, Audit: auditW,
+		AuthFailuresPerSecond: *authFailures})
 	logger.Info("Starting switchyard proxy", "version", version.String(), "listen", *listen, "adminListen", *adminListen)
 
 	bg, stopBG := context.WithCancel(context.Background())

@@ -56,6 +56,7 @@ type clientsState struct {
 	s        *Server
 	limiters sync.Map // client ID -> *clientLimiter
 	metrics  *clientMetrics
+	throttle *authThrottle // failed keys per source (auththrottle.go); nil: off
 	mu       sync.Mutex
 	mode     string // the last mode logged ("required", "open")
 }
@@ -83,7 +84,7 @@ func newClientMetrics(reg prometheus.Registerer) *clientMetrics {
 		Name: "switchyard_client_tokens_total", Help: "Tokens of each GatewayClient's requests as the providers reported them, by type (prompt, completion).",
 	}, []string{"namespace", "client", "type"})
 	m.authFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "switchyard_client_auth_failures_total", Help: "Requests refused before any client was known: 401 for a missing or unknown key.",
+		Name: "switchyard_client_auth_failures_total", Help: "Requests refused before any client was known: 401 for a missing or unknown key (missing_key, unknown_key), 429 for a source throttled after too many of those (throttled).",
 	}, []string{"reason"})
 	m.limited = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "switchyard_client_limited_total", Help: "Requests of a GatewayClient refused with 429 by this replica's share of a limit (requestsPerMinute, tokensPerMinute, tokensPerDay).",
@@ -97,7 +98,11 @@ func newClientMetrics(reg prometheus.Registerer) *clientMetrics {
 
 func newClientsState(s *Server) *clientsState {
 	s.metrics.Clients.audit.Store(s.opts.Audit)
-	return &clientsState{s: s, metrics: s.metrics.Clients}
+	cs := &clientsState{s: s, metrics: s.metrics.Clients}
+	if rate := s.opts.AuthFailuresPerSecond; rate > 0 {
+		cs.throttle = newAuthThrottle(authThrottleSettings{rate: rate, burst: authFailureBurst, sources: authThrottleSources})
+	}
+	return cs
 }
 
 // index builds the client index of a table being applied, and logs when the proxy turns open or
@@ -239,6 +244,7 @@ type clientCall struct {
 	start  time.Time
 	keyID  string
 	entry  *clientEntry
+	auth   *clientIndex // the client index entry was found in
 	model  string
 	policy string
 	reason string // why the gateway refused it, when it did
@@ -280,14 +286,26 @@ func (cc *clientCall) authenticate(r *http.Request) bool {
 		return true // open: audit only
 	}
 	// Every refusal here comes before the body is read: the connection closes after it.
-	refuse := func(status int, kind, code, msg string) {
+	refuse := func(status int, kind, code, msg string, retryAfter time.Duration) {
 		closeUnread(cc.w, r)
-		cc.refuse(status, kind, code, msg, 0)
+		cc.refuse(status, kind, code, msg, retryAfter)
+	}
+	now := s.clock.Now()
+	src, fromIP := authSource(r.RemoteAddr)
+	if wait := s.clients.throttle.wait(src, now); fromIP && wait > 0 {
+		// Before the key is looked at: a throttled source learns nothing about the keys it tries.
+		refuse(http.StatusTooManyRequests, "rate_limit_error", "too_many_auth_failures",
+			"too many requests without a valid client key from this address; retry later", wait)
+		s.clients.metrics.authFailures.WithLabelValues("throttled").Inc()
+		return false
 	}
 	key := presentedKey(r.Header)
 	if key == "" {
+		if fromIP {
+			s.clients.throttle.failed(src, now)
+		}
 		refuse(http.StatusUnauthorized, "authentication_error", "missing_api_key",
-			"this gateway requires a client key: send it as \"Authorization: Bearer KEY\", \"api-key: KEY\" or \"x-api-key: KEY\"")
+			"this gateway requires a client key: send it as \"Authorization: Bearer KEY\", \"api-key: KEY\" or \"x-api-key: KEY\"", 0)
 		s.clients.metrics.authFailures.WithLabelValues("missing_key").Inc()
 		return false
 	}
@@ -299,21 +317,41 @@ func (cc *clientCall) authenticate(r *http.Request) bool {
 		e = c.auth.byHash[hash]
 	}
 	if e == nil || subtle.ConstantTimeCompare([]byte(hash), []byte(matchedHash(e, hash))) != 1 {
-		refuse(http.StatusUnauthorized, "authentication_error", "invalid_api_key",
-			"the client key is not valid for this gateway")
+		if fromIP {
+			s.clients.throttle.failed(src, now)
+		}
+		refuse(http.StatusUnauthorized, "authentication_error", "invalid_api_key", "the client key is not valid for this gateway", 0)
 		s.clients.metrics.authFailures.WithLabelValues("unknown_key").Inc()
 		return false
 	}
-	cc.entry = e
-	now := s.clock.Now()
+	cc.entry, cc.auth = e, c.auth
 	switch {
 	case e.c.Disabled:
 		refuse(http.StatusForbidden, "permission_error", "client_disabled",
-			fmt.Sprintf("GatewayClient %s is disabled", e.id))
+			fmt.Sprintf("GatewayClient %s is disabled", e.id), 0)
 		return false
 	case e.c.ExpiresAt != nil && !now.Before(*e.c.ExpiresAt):
 		refuse(http.StatusForbidden, "permission_error", "client_expired",
-			fmt.Sprintf("GatewayClient %s expired at %s", e.id, e.c.ExpiresAt.UTC().Format(time.RFC3339)))
+			fmt.Sprintf("GatewayClient %s expired at %s", e.id, e.c.ExpiresAt.UTC().Format(time.RFC3339)), 0)
+		return false
+	}
+	return true
+}
+
+// limit counts the request against its client's limits (429 with Retry-After), at key time:
+// before the body is read and before the model is checked, so a request refused later (403 for
+// a model the client may not use) counts as any other, and a client cannot flood the audit trail
+// with refusals beyond its requestsPerMinute.
+func (cc *clientCall) limit(r *http.Request) bool {
+	if cc == nil || cc.entry == nil {
+		return true // open: audited, not limited
+	}
+	e := cc.entry
+	if limit, wait := e.limiter.admit(cc.s.clock.Now(), e.c.Limits, cc.auth.replicas); limit != "" {
+		e.limiter.count(cc.s.clients.metrics.limited, limit, 1)
+		closeUnread(cc.w, r)
+		cc.refuse(http.StatusTooManyRequests, "rate_limit_error", "client_rate_limit_exceeded",
+			fmt.Sprintf("GatewayClient %s reached its %s limit on this gateway", e.id, limit), wait)
 		return false
 	}
 	return true
@@ -332,8 +370,8 @@ func matchedHash(e *clientEntry, hash string) string {
 	return ""
 }
 
-// admit checks the model against the client's globs (403) and counts the request against its
-// limits (429 with Retry-After), and for a stream asks the upstream for its usage so the tokens
+// admit checks the model against the client's globs (403; the request counted against the
+// client's limits already, see limit), and for a stream asks the upstream for its usage so the tokens
 // can be counted. It returns the request to route (with stream_options added) or false when it
 // answered the client.
 func (cc *clientCall) admit(cfg *config, cr *clientRequest) (*clientRequest, bool) {
@@ -348,13 +386,6 @@ func (cc *clientCall) admit(cfg *config, cr *clientRequest) (*clientRequest, boo
 	if !e.c.Allows(cr.Model) {
 		cc.refuse(http.StatusForbidden, "permission_error", "model_not_allowed",
 			fmt.Sprintf("GatewayClient %s may not use model %q", e.id, cr.Model), 0)
-		return nil, false
-	}
-	now := cc.s.clock.Now()
-	if limit, wait := e.limiter.admit(now, e.c.Limits, cfg.auth.replicas); limit != "" {
-		e.limiter.count(cc.s.clients.metrics.limited, limit, 1)
-		cc.refuse(http.StatusTooManyRequests, "rate_limit_error", "client_rate_limit_exceeded",
-			fmt.Sprintf("GatewayClient %s reached its %s limit on this gateway", e.id, limit), wait)
 		return nil, false
 	}
 	if cr.Stream && (cc.path == "/chat/completions" || cc.path == "/completions") {

@@ -119,7 +119,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
 	// is read; call is nil, and w unchanged, on an open proxy without an audit log.
 	call, w := s.beginCall(w, path)
 	defer call.finish(reqID)
-	if !call.authenticate(r) {
+	if !call.authenticate(r) || !call.limit(r) {
 		return
 	}
 	if len(r.TransferEncoding) > 0 {

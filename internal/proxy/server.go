@@ -89,6 +89,10 @@ type Options struct {
 	RequireClientKey bool
 	// Audit receives one line per API request (clientauth.go); nil disables it.
 	Audit *audit.Log
+	// AuthFailuresPerSecond is the rate at which a source address (IPv4, or IPv6 /64) may fail
+	// the key check after a burst of 20 (auththrottle.go); beyond it, 429 too_many_auth_failures.
+	// 0: DefaultAuthFailuresPerSecond (2); negative: not throttled.
+	AuthFailuresPerSecond float64
 }
 
 // Server is the proxy. Its data-plane Handler and AdminHandler are served on separate ports.
@@ -189,6 +193,9 @@ func New(opts Options) *Server {
 	}
 	if opts.JournalSize <= 0 {
 		opts.JournalSize = 1024
+	}
+	if opts.AuthFailuresPerSecond == 0 {
+		opts.AuthFailuresPerSecond = DefaultAuthFailuresPerSecond
 	}
 	b := make([]byte, 8)
 	_, _ = crand.Read(b)
