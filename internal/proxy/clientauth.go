@@ -57,6 +57,7 @@ type clientsState struct {
 	limiters sync.Map // client ID -> *clientLimiter
 	metrics  *clientMetrics
 	throttle *authThrottle // failed keys per source (auththrottle.go); nil: off
+	active   atomic.Int64  // clients with a request in flight (the fair share's divisor)
 	mu       sync.Mutex
 	mode     string // the last mode logged ("required", "open")
 }
@@ -87,7 +88,7 @@ func newClientMetrics(reg prometheus.Registerer) *clientMetrics {
 		Name: "switchyard_client_auth_failures_total", Help: "Requests refused before any client was known: 401 for a missing or unknown key (missing_key, unknown_key), 429 for a source throttled after too many of those (throttled).",
 	}, []string{"reason"})
 	m.limited = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "switchyard_client_limited_total", Help: "Requests of a GatewayClient refused with 429 by this replica's share of a limit (requestsPerMinute, tokensPerMinute, tokensPerDay).",
+		Name: "switchyard_client_limited_total", Help: "Requests of a GatewayClient refused with 429 by this replica's share of a limit (requestsPerMinute, tokensPerMinute, tokensPerDay, maxInFlight), or by its fair share of the proxy's --max-in-flight and body budget while they are contended (fairShare).",
 	}, []string{"namespace", "client", "limit"})
 	m.auditLost = prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "switchyard_audit_lines_lost_total", Help: "Audit lines dropped because the audit writer fell behind (the next line written records the count).",
@@ -238,16 +239,20 @@ func presentedKey(h http.Header) string {
 // clientCall is one API request as the client layer sees it: who sent it, what it cost, and the
 // audit line it becomes. A nil *clientCall (no clients, no audit log) does nothing.
 type clientCall struct {
-	s      *Server
-	path   string
-	w      *statusWriter
-	start  time.Time
-	keyID  string
-	entry  *clientEntry
-	auth   *clientIndex // the client index entry was found in
-	model  string
-	policy string
-	reason string // why the gateway refused it, when it did
+	s     *Server
+	path  string
+	w     *statusWriter
+	start time.Time
+	keyID string
+	entry *clientEntry
+	auth  *clientIndex // the client index entry was found in
+	// running: the request counts in entry's inFlight (limit), until finish; bodyHeld is what
+	// it counts in entry's bodyBytes.
+	running  bool
+	bodyHeld int64
+	model    string
+	policy   string
+	reason   string // why the gateway refused it, when it did
 
 	mu        sync.Mutex
 	attempts  []audit.Attempt
@@ -354,7 +359,68 @@ func (cc *clientCall) limit(r *http.Request) bool {
 			fmt.Sprintf("GatewayClient %s reached its %s limit on this gateway", e.id, limit), wait)
 		return false
 	}
+	s := cc.s
+	n := e.limiter.inFlight.Add(1)
+	if n == 1 {
+		s.clients.active.Add(1)
+	}
+	cc.running = true
+	verdict := concurrencyVerdict(concurrencyInputs{client: n, clientMax: share(e.c.Limits.MaxInFlight, cc.auth.replicas),
+		global: s.inFlight.Load(), globalMax: int64(s.opts.MaxInFlight), active: s.clients.active.Load()})
+	switch verdict {
+	case limitMaxInFlight:
+		cc.release()
+		e.limiter.count(s.clients.metrics.limited, verdict, 1)
+		closeUnread(cc.w, r)
+		cc.refuse(http.StatusTooManyRequests, "rate_limit_error", "concurrency_limit_exceeded",
+			fmt.Sprintf("GatewayClient %s has its maxInFlight of requests in flight on this gateway", e.id), time.Second)
+		return false
+	case limitFairShare:
+		cc.release()
+		e.limiter.count(s.clients.metrics.limited, verdict, 1)
+		closeUnread(cc.w, r)
+		cc.capacityExceeded("requests in flight")
+		return false
+	}
 	return true
+}
+
+// capacityExceeded is the 429 of a client over its fair share of the gateway's capacity.
+func (cc *clientCall) capacityExceeded(what string) {
+	cc.refuse(http.StatusTooManyRequests, "rate_limit_error", "capacity_exceeded",
+		fmt.Sprintf("the gateway is busy and GatewayClient %s holds more than its fair share of its %s; retry shortly", cc.entry.id, what), time.Second)
+}
+
+// bodyShare is the hook readBody asks before it holds n more bytes of this request's body, the
+// proxy then holding global of its budget: false when the client would be over its fair share
+// of a contended budget. nil when the request has no client.
+func (cc *clientCall) bodyShare() func(n, global int64) bool {
+	if cc == nil || cc.entry == nil {
+		return nil
+	}
+	l := cc.entry.limiter
+	return func(n, global int64) bool {
+		if !bodyShareOK(l.bodyBytes.Load()+n, global, cc.s.opts.MaxBufferedBodyBytes, cc.s.clients.active.Load()) {
+			return false
+		}
+		l.bodyBytes.Add(n)
+		cc.bodyHeld += n
+		return true
+	}
+}
+
+// release gives back what the request counts in its client's in-flight figures.
+func (cc *clientCall) release() {
+	if !cc.running {
+		return
+	}
+	cc.running = false
+	l := cc.entry.limiter
+	if l.inFlight.Add(-1) == 0 {
+		cc.s.clients.active.Add(-1)
+	}
+	l.bodyBytes.Add(-cc.bodyHeld)
+	cc.bodyHeld = 0
 }
 
 // matchedHash is the entry's own copy of the hash that found it.
@@ -518,6 +584,7 @@ func (cc *clientCall) finish(requestID string) {
 		return
 	}
 	s := cc.s
+	cc.release()
 	status := cc.w.status
 	if status == 0 {
 		status = http.StatusOK // nothing written: net/http answers 200

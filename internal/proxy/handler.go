@@ -137,19 +137,22 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
 		return
 	}
 	_ = rc.SetReadDeadline(time.Now().Add(s.opts.BodyReadTimeout))
-	body, held, err := s.readBody(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes), r.ContentLength)
-	_ = rc.SetReadDeadline(time.Time{})
+	body, held, err := s.readBody(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes), r.ContentLength, call.bodyShare())
 	defer s.bodyBytes.Add(-held)
 	if err != nil {
+		// What is left of the body is not read: the connection closes after the answer, and
+		// the read deadline stays to bound net/http's discard of it.
+		w.Header().Set("Connection", "close")
 		var tooBig *http.MaxBytesError
 		switch {
 		case errors.As(err, &tooBig):
 			s.rejectTooLarge(w)
+		case errors.Is(err, errFairShare):
+			s.rejectFairShare(call)
 		case errors.Is(err, errBodyBudget):
 			s.reject(w, http.StatusServiceUnavailable, "overloaded", "server_error",
 				"the gateway holds its limit of request bodies in memory; retry shortly", time.Second)
 		case errors.Is(err, os.ErrDeadlineExceeded):
-			w.Header().Set("Connection", "close")
 			s.reject(w, http.StatusRequestTimeout, "body_timeout", "invalid_request_error",
 				fmt.Sprintf("the request body did not arrive within %s", s.opts.BodyReadTimeout), 0)
 		default:
@@ -157,6 +160,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
 		}
 		return
 	}
+	_ = rc.SetReadDeadline(time.Time{})
 	cr, err := parseRequest(body)
 	if err != nil {
 		code := "invalid_request"
@@ -498,20 +502,39 @@ func validRequestID(v string) bool {
 // errBodyBudget: holding this body would take the request bodies in memory over the budget.
 var errBodyBudget = errors.New("request body budget exhausted")
 
+// errFairShare: holding this body would take its client over its fair share of a contended budget.
+var errFairShare = errors.New("the client's fair share of the request body budget exhausted")
+
+// rejectFairShare answers a body refused by its client's fair share of the budget (bodyShare).
+func (s *Server) rejectFairShare(call *clientCall) {
+	call.entry.limiter.count(s.clients.metrics.limited, limitFairShare, 1)
+	call.capacityExceeded("request body budget")
+}
+
 // readBody reads a request body, holding its buffer against the server-wide budget of buffered
 // body bytes (MaxBufferedBodyBytes). held is what the caller must give back (bodyBytes.Add(-held))
 // when the request is done, error or not.
-func (s *Server) readBody(r io.Reader, hint int64) (body []byte, held int64, err error) {
+func (s *Server) readBody(r io.Reader, hint int64, fair func(n, global int64) bool) (body []byte, held int64, err error) {
 	budget := s.opts.MaxBufferedBodyBytes
+	unfair := false
 	hold := func(n int64) bool {
-		if s.bodyBytes.Add(n) > budget {
+		global := s.bodyBytes.Add(n)
+		if global > budget {
 			s.bodyBytes.Add(-n)
+			return false
+		}
+		if fair != nil && !fair(n, global) {
+			s.bodyBytes.Add(-n)
+			unfair = true
 			return false
 		}
 		held += n
 		return true
 	}
 	body, err = readAllSized(r, hint, hold)
+	if unfair {
+		err = errFairShare
+	}
 	return body, held, err
 }
 

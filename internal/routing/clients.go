@@ -37,6 +37,8 @@ type ClientLimits struct {
 	RequestsPerMinute int64 `json:"requestsPerMinute,omitempty"`
 	TokensPerMinute   int64 `json:"tokensPerMinute,omitempty"`
 	TokensPerDay      int64 `json:"tokensPerDay,omitempty"`
+	// MaxInFlight bounds the client's requests being served at once.
+	MaxInFlight int64 `json:"maxInFlight,omitempty"`
 }
 
 // ID is the client's namespace/name (its name alone without a namespace).
@@ -197,7 +199,10 @@ func compileClient(gc *v1alpha1.GatewayClient, secrets map[string]*corev1.Secret
 		Models: slices.Clone(spec.Models), ExpiresAt: timePtr(spec.ExpiresAt), Disabled: spec.Disabled}
 	if l := spec.Limits; l != nil {
 		c.Limits = ClientLimits{RequestsPerMinute: deref(l.RequestsPerMinute), TokensPerMinute: deref(l.TokensPerMinute), TokensPerDay: deref(l.TokensPerDay)}
-		if c.Limits.RequestsPerMinute < 0 || c.Limits.TokensPerMinute < 0 || c.Limits.TokensPerDay < 0 {
+		if l.MaxInFlight != nil {
+			c.Limits.MaxInFlight = int64(*l.MaxInFlight)
+		}
+		if c.Limits.RequestsPerMinute < 0 || c.Limits.TokensPerMinute < 0 || c.Limits.TokensPerDay < 0 || c.Limits.MaxInFlight < 0 {
 			bad(ReasonInvalidSpec, "spec.limits: limits must be positive")
 			return Client{}, false
 		}

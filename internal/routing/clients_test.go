@@ -171,3 +171,14 @@ func TestCompileClientsRefusesWeakKeys(t *testing.T) {
 		t.Fatal("the 31-character case is not 31 characters")
 	}
 }
+
+// spec.limits.maxInFlight reaches the table as Limits.MaxInFlight.
+func TestCompileClientsMaxInFlight(t *testing.T) {
+	gc := gatewayClient("team", "search", "search-keys", "*")
+	five := int32(5)
+	gc.Spec.Limits = &v1alpha1.ClientLimits{MaxInFlight: &five}
+	clients, problems := CompileClients(Inputs{Clients: []v1alpha1.GatewayClient{gc}, Secrets: []corev1.Secret{keysSecret("team", "search-keys", testKey1)}})
+	if len(problems) != 0 || len(clients) != 1 || clients[0].Limits.MaxInFlight != 5 {
+		t.Fatalf("clients %+v problems %v: want maxInFlight 5", clients, problems)
+	}
+}
