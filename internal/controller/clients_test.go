@@ -140,6 +140,49 @@ stringData: {k: sk-orphan-3e8b1f6a9c2d7e40b5a1f8c3}
 	}).WithTimeout(20 * time.Second).Should(Succeed())
 }
 
+// A key under 32 characters is refused at compile: Accepted=False, reason WeakKey, naming the
+// Secret entry and keyId but never the key, and the client is left out of the table; a long key
+// in its place brings it in.
+func TestGatewayClientWeakKeyIsStatus(t *testing.T) {
+	gm := NewWithT(t)
+	h := startController(t, "gwc-weak", nil)
+	const weak = "sk-short-1"
+	h.apply(`
+apiVersion: v1
+kind: Secret
+metadata: {name: weak-keys}
+stringData: {current: ` + weak + `}
+---
+apiVersion: switchyard.io/v1alpha1
+kind: GatewayClient
+metadata: {name: weak}
+spec:
+  keysSecretRef: {name: weak-keys}
+  models: ["*"]
+`)
+	gm.Eventually(func(g Gomega) {
+		gc := h.gatewayClient(g, "weak")
+		acc := condition(gc.Status.Conditions, v1alpha1.ConditionAccepted)
+		g.Expect(acc).NotTo(BeNil())
+		g.Expect(acc.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(acc.Reason).To(Equal(routing.ReasonWeakKey))
+		g.Expect(acc.Message).To(ContainSubstring(`key "current" (keyId ` + routing.KeyID(weak) + ")"))
+		g.Expect(acc.Message).NotTo(ContainSubstring(weak))
+		g.Expect(h.publishedTable(g).Clients).To(BeEmpty())
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+	const strong = "sk-strong-7c3e9a1f5b8d2e4c6a0f9b1d"
+	h.apply(`
+apiVersion: v1
+kind: Secret
+metadata: {name: weak-keys}
+stringData: {current: ` + strong + `}
+`)
+	gm.Eventually(func(g Gomega) {
+		g.Expect(clientHashes(h.publishedTable(g), h.ns, "weak")).To(Equal([]string{routing.KeyHash(strong)}))
+		g.Expect(condition(h.gatewayClient(g, "weak").Status.Conditions, v1alpha1.ConditionAccepted).Status).To(Equal(metav1.ConditionTrue))
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+}
+
 // clientReplica is a proxy replica's admin API reporting a served config and clients' use.
 type clientReplica struct {
 	srv   *httptest.Server
