@@ -3,6 +3,7 @@ package proxy
 import (
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -34,6 +35,9 @@ type authThrottle struct {
 	mu        sync.Mutex
 	buckets   map[netip.Prefix]*authBucket
 	lastSweep time.Time
+	// tracked is len(buckets), read without mu: while no source has failed, which is the usual
+	// state, a request's check takes no lock.
+	tracked atomic.Int64
 }
 
 type authBucket struct {
@@ -71,7 +75,7 @@ func (t *authThrottle) refill(b *authBucket, now time.Time) {
 
 // wait is how long the source must wait before it may try a key again; 0: it may now.
 func (t *authThrottle) wait(src netip.Prefix, now time.Time) time.Duration {
-	if t == nil || t.set.rate <= 0 {
+	if t == nil || t.set.rate <= 0 || t.tracked.Load() == 0 {
 		return 0
 	}
 	t.mu.Lock()
@@ -81,6 +85,12 @@ func (t *authThrottle) wait(src netip.Prefix, now time.Time) time.Duration {
 		return 0
 	}
 	t.refill(b, now)
+	if b.tokens >= t.set.burst {
+		// Full again: as a new source would be. Forgetting it keeps the table (and the lock-free
+		// check) for sources that are failing now.
+		delete(t.buckets, src)
+		t.tracked.Store(int64(len(t.buckets)))
+	}
 	if b.tokens >= 1 {
 		return 0
 	}
@@ -104,6 +114,7 @@ func (t *authThrottle) failed(src netip.Prefix, now time.Time) {
 	}
 	t.refill(b, now)
 	b.tokens = max(b.tokens-1, 0)
+	t.tracked.Store(int64(len(t.buckets)))
 }
 
 // evict makes room for one more source: the sources whose buckets are full again are forgotten

@@ -292,7 +292,7 @@ func (cc *clientCall) authenticate(r *http.Request) bool {
 	}
 	// Every refusal here comes before the body is read: the connection closes after it.
 	refuse := func(status int, kind, code, msg string, retryAfter time.Duration) {
-		closeUnread(cc.w, r)
+		cc.s.closeUnread(cc.w, r)
 		cc.refuse(status, kind, code, msg, retryAfter)
 	}
 	now := s.clock.Now()
@@ -314,7 +314,10 @@ func (cc *clientCall) authenticate(r *http.Request) bool {
 		s.clients.metrics.authFailures.WithLabelValues("missing_key").Inc()
 		return false
 	}
-	sum := sha256.Sum256([]byte(key))
+	// Keys are at least 32 characters (routing.MinKeyLength), past the 32 bytes the compiler
+	// converts a string on the stack for: a buffer of our own keeps the hashing allocation-free.
+	var kb [128]byte
+	sum := sha256.Sum256(append(kb[:0], key...))
 	hash := hex.EncodeToString(sum[:])
 	cc.keyID = hash[:8]
 	var e *clientEntry
@@ -354,7 +357,7 @@ func (cc *clientCall) limit(r *http.Request) bool {
 	e := cc.entry
 	if limit, wait := e.limiter.admit(cc.s.clock.Now(), e.c.Limits, cc.auth.replicas); limit != "" {
 		e.limiter.count(cc.s.clients.metrics.limited, limit, 1)
-		closeUnread(cc.w, r)
+		cc.s.closeUnread(cc.w, r)
 		cc.refuse(http.StatusTooManyRequests, "rate_limit_error", "client_rate_limit_exceeded",
 			fmt.Sprintf("GatewayClient %s reached its %s limit on this gateway", e.id, limit), wait)
 		return false
@@ -371,14 +374,14 @@ func (cc *clientCall) limit(r *http.Request) bool {
 	case limitMaxInFlight:
 		cc.release()
 		e.limiter.count(s.clients.metrics.limited, verdict, 1)
-		closeUnread(cc.w, r)
+		cc.s.closeUnread(cc.w, r)
 		cc.refuse(http.StatusTooManyRequests, "rate_limit_error", "concurrency_limit_exceeded",
 			fmt.Sprintf("GatewayClient %s has its maxInFlight of requests in flight on this gateway", e.id), time.Second)
 		return false
 	case limitFairShare:
 		cc.release()
 		e.limiter.count(s.clients.metrics.limited, verdict, 1)
-		closeUnread(cc.w, r)
+		cc.s.closeUnread(cc.w, r)
 		cc.capacityExceeded("requests in flight")
 		return false
 	}
@@ -391,22 +394,20 @@ func (cc *clientCall) capacityExceeded(what string) {
 		fmt.Sprintf("the gateway is busy and GatewayClient %s holds more than its fair share of its %s; retry shortly", cc.entry.id, what), time.Second)
 }
 
-// bodyShare is the hook readBody asks before it holds n more bytes of this request's body, the
-// proxy then holding global of its budget: false when the client would be over its fair share
-// of a contended budget. nil when the request has no client.
-func (cc *clientCall) bodyShare() func(n, global int64) bool {
+// holdBody is what readBody asks before it holds n more bytes of this request's body, the proxy
+// then holding global of its budget: false when the client would be over its fair share of a
+// contended budget. A request without a client may always.
+func (cc *clientCall) holdBody(n, global int64) bool {
 	if cc == nil || cc.entry == nil {
-		return nil
-	}
-	l := cc.entry.limiter
-	return func(n, global int64) bool {
-		if !bodyShareOK(l.bodyBytes.Load()+n, global, cc.s.opts.MaxBufferedBodyBytes, cc.s.clients.active.Load()) {
-			return false
-		}
-		l.bodyBytes.Add(n)
-		cc.bodyHeld += n
 		return true
 	}
+	l := cc.entry.limiter
+	if !bodyShareOK(l.bodyBytes.Load()+n, global, cc.s.opts.MaxBufferedBodyBytes, cc.s.clients.active.Load()) {
+		return false
+	}
+	l.bodyBytes.Add(n)
+	cc.bodyHeld += n
+	return true
 }
 
 // release gives back what the request counts in its client's in-flight figures.

@@ -32,6 +32,7 @@ func TestKeylessConnectionsAnnouncingABodyAreClosed(t *testing.T) {
 		{"POST /v1/no-such-path", http.StatusNotFound},
 		{"PUT /v1/chat/completions", http.StatusMethodNotAllowed},
 		{"POST /v1/models", http.StatusMethodNotAllowed},
+		{"GET /v1/models", http.StatusUnauthorized},
 	}
 	const perKind = 20
 	type open struct {
@@ -73,7 +74,7 @@ func TestKeylessConnectionsAnnouncingABodyAreClosed(t *testing.T) {
 	}
 	m := r.metrics()
 	for _, want := range []string{
-		fmt.Sprintf(`switchyard_rejected_requests_total{reason="missing_api_key"} %d`, 2*perKind),
+		fmt.Sprintf(`switchyard_rejected_requests_total{reason="missing_api_key"} %d`, 3*perKind),
 		fmt.Sprintf(`switchyard_rejected_requests_total{reason="unknown_url"} %d`, perKind),
 		fmt.Sprintf(`switchyard_rejected_requests_total{reason="method_not_allowed"} %d`, 2*perKind),
 	} {

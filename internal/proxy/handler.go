@@ -33,13 +33,6 @@ var apiPaths = map[string]bool{
 // Handler is the data plane: the OpenAI-compatible API.
 func (s *Server) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength != 0 {
-			// Whatever answers before the body is read (401, 404, 405, 413, 503), net/http then
-			// discards the unread body, and ReadHeaderTimeout does not bound that: a client that
-			// announces a body and sends none would hold this goroutine and its connection
-			// forever. The body-read deadline bounds it; serveAPI moves it when it reads the body.
-			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.opts.BodyReadTimeout))
-		}
 		path := strings.TrimRight(r.URL.Path, "/")
 		if isMessagesPath(strings.TrimPrefix(path, "/v1")) {
 			w = &messagesWriter{w} // the gateway's errors in Anthropic's shape
@@ -72,6 +65,10 @@ func (s *Server) Handler() http.Handler {
 // only the models that client may call: the list must not tell one team what another routes.
 // It writes no audit line (nothing is routed), but a failed key counts as on the API.
 func (s *Server) serveModels(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength != 0 {
+		// A GET with a body: net/http discards it after the answer, within the body deadline.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.opts.BodyReadTimeout))
+	}
 	call, w := s.beginCall(w, "/models")
 	if !call.authenticate(r) {
 		return
@@ -106,6 +103,9 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
 	rc := http.NewResponseController(w)
 	// A write deadline left by the connection's previous request must not cut this one short.
 	_ = rc.SetWriteDeadline(time.Time{})
+	// The body must arrive within the body-read deadline, from now: whatever answers before it is
+	// read (closeUnread), net/http then discards it, and only this deadline bounds that wait.
+	_ = rc.SetReadDeadline(time.Now().Add(s.opts.BodyReadTimeout))
 	reqID := s.requestID(r)
 	w.Header().Set("X-Request-Id", reqID)
 	if n := s.inFlight.Add(1); n > int64(s.opts.MaxInFlight) {
@@ -136,8 +136,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
 		s.rejectTooLarge(w)
 		return
 	}
-	_ = rc.SetReadDeadline(time.Now().Add(s.opts.BodyReadTimeout))
-	body, held, err := s.readBody(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes), r.ContentLength, call.bodyShare())
+	body, held, err := s.readBody(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes), r.ContentLength, call)
 	defer s.bodyBytes.Add(-held)
 	if err != nil {
 		// What is left of the body is not read: the connection closes after the answer, and
@@ -456,14 +455,18 @@ func (s *Server) reject(w http.ResponseWriter, status int, reason, typ, msg stri
 // closes after it, so net/http does not keep it to discard a body that may never come (the
 // Handler's read deadline bounds that discard meanwhile).
 func (s *Server) refuseUnread(w http.ResponseWriter, r *http.Request, status int, reason, typ, msg string, retryAfter time.Duration) {
-	closeUnread(w, r)
+	s.closeUnread(w, r)
 	s.reject(w, status, reason, typ, msg, retryAfter)
 }
 
-// closeUnread asks net/http to close the connection after an answer given while the request's
-// announced body (Content-Length, or -1 for chunked) is still unread.
-func closeUnread(w http.ResponseWriter, r *http.Request) {
+// closeUnread readies an answer given while the request's announced body (Content-Length, or -1
+// for chunked) is still unread: net/http discards that body after the handler returns, and
+// ReadHeaderTimeout does not bound the wait, so a client that announces a body and sends none
+// would hold the goroutine and the connection forever. The body-read deadline bounds it (serveAPI
+// set it already; the Handler's own refusals set it here), and the connection closes after.
+func (s *Server) closeUnread(w http.ResponseWriter, r *http.Request) {
 	if r.ContentLength != 0 {
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.opts.BodyReadTimeout))
 		w.Header().Set("Connection", "close")
 	}
 }
@@ -514,7 +517,7 @@ func (s *Server) rejectFairShare(call *clientCall) {
 // readBody reads a request body, holding its buffer against the server-wide budget of buffered
 // body bytes (MaxBufferedBodyBytes). held is what the caller must give back (bodyBytes.Add(-held))
 // when the request is done, error or not.
-func (s *Server) readBody(r io.Reader, hint int64, fair func(n, global int64) bool) (body []byte, held int64, err error) {
+func (s *Server) readBody(r io.Reader, hint int64, call *clientCall) (body []byte, held int64, err error) {
 	budget := s.opts.MaxBufferedBodyBytes
 	unfair := false
 	hold := func(n int64) bool {
@@ -523,7 +526,7 @@ func (s *Server) readBody(r io.Reader, hint int64, fair func(n, global int64) bo
 			s.bodyBytes.Add(-n)
 			return false
 		}
-		if fair != nil && !fair(n, global) {
+		if !call.holdBody(n, global) {
 			s.bodyBytes.Add(-n)
 			unfair = true
 			return false
