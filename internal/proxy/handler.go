@@ -451,9 +451,7 @@ func (s *Server) reject(w http.ResponseWriter, status int, reason, typ, msg stri
 	writeError(w, status, typ, reason, msg, retryAfter)
 }
 
-// refuseUnread is reject for an answer given before the request's body is read: the connection
-// closes after it, so net/http does not keep it to discard a body that may never come (the
-// Handler's read deadline bounds that discard meanwhile).
+// refuseUnread is reject for an answer given before the request's body is read (closeUnread).
 func (s *Server) refuseUnread(w http.ResponseWriter, r *http.Request, status int, reason, typ, msg string, retryAfter time.Duration) {
 	s.closeUnread(w, r)
 	s.reject(w, status, reason, typ, msg, retryAfter)
