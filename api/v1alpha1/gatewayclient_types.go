@@ -32,6 +32,14 @@ type ClientLimits struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	TokensPerDay *int64 `json:"tokensPerDay,omitempty"`
+
+	// maxInFlight bounds the client's requests being served at once (streams included); beyond
+	// it, 429 concurrency_limit_exceeded. Whatever it is, a client over its fair share of the
+	// proxy's own --max-in-flight and body budget gets 429 capacity_exceeded while those are
+	// contended, so one team cannot take every slot.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	MaxInFlight *int32 `json:"maxInFlight,omitempty"`
 }
 
 // GatewayClientSpec is one calling application or team.

@@ -55,6 +55,7 @@ func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		auditMax     = fs.Int64("audit-log-max-bytes", 100<<20, "rotate the audit log when it would grow past this size (to PATH.1, PATH.2, ...)")
 		auditKeep    = fs.Int("audit-log-keep", 5, "rotated audit log files kept")
 		auditReq     = auditRequiredFlag{}
+		authFailures = fs.Float64("auth-failures-per-second", proxy.DefaultAuthFailuresPerSecond, "failed client keys a source address (IPv4, IPv6 /64) may send a second after a burst of 20; beyond it 429 too_many_auth_failures (negative: no throttle)")
 	)
 	fs.Var(&auditReq, "audit-required", "with --audit-log: refuse requests (503 audit_unavailable) and fail /readyz while the audit log cannot be written (default: true while client keys are required, by --require-client-key or GatewayClients in the config)")
 	fs.Usage = func() {
@@ -113,7 +114,8 @@ func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	exposed := !loopbackAddr(*listen) && !*allowAnon
 	srv := proxy.New(proxy.Options{MaxBodyBytes: *maxBody, MaxBufferedBodyBytes: *maxBuffered, MaxInFlight: *maxInFlight,
 		BodyReadTimeout: *bodyTimeout, ClientWriteTimeout: *writeTimeout, RequestIDHeader: *reqIDHeader,
-		AccessLog: logW, Logger: logger, Replica: replica, RequireClientKey: *requireKey || exposed, Audit: auditW, AuditRequired: auditReq.requirement()})
+		AccessLog: logW, Logger: logger, Replica: replica, RequireClientKey: *requireKey || exposed, Audit: auditW, AuditRequired: auditReq.requirement(),
+		AuthFailuresPerSecond: *authFailures})
 	logger.Info("Starting switchyard proxy", "version", version.String(), "listen", *listen, "adminListen", *adminListen)
 
 	bg, stopBG := context.WithCancel(context.Background())

@@ -146,7 +146,7 @@ const benchClients = 1000
 
 var benchClientTarget = benchClients / 2
 
-func benchClientKey(i int) string { return fmt.Sprintf("sk-bench-client-%04d-5d1f0a", i) }
+func benchClientKey(i int) string { return fmt.Sprintf("sk-bench-client-%04d-5d1f0a8c3e7b2946", i) }
 
 // clientsConfig is mainConfig with benchClients GatewayClients. Their models mix globs and names,
 // as teams' would; their limits are far above the load, so every request is counted against all

@@ -25,7 +25,7 @@ apiVersion: v1
 kind: Secret
 metadata: {name: search-keys}
 stringData:
-  first: sk-team-search-first
+  first: sk-team-search-first-6c1e9a4f2b8d7e3a05
 ---
 apiVersion: switchyard.io/v1alpha1
 kind: GatewayClient
@@ -55,7 +55,7 @@ func TestGatewayClientPublishesKeyHashesAndRotates(t *testing.T) {
 	gm := NewWithT(t)
 	h := startController(t, "gwc-rotate", nil)
 	h.apply(clientManifest)
-	first, second := routing.KeyHash("sk-team-search-first"), routing.KeyHash("sk-team-search-second")
+	first, second := routing.KeyHash("sk-team-search-first-6c1e9a4f2b8d7e3a05"), routing.KeyHash("sk-team-search-second-d2a7f0c5e9b1483c6")
 	gm.Eventually(func(g Gomega) {
 		g.Expect(clientHashes(h.publishedTable(g), h.ns, "search")).To(Equal([]string{first}))
 		gc := h.gatewayClient(g, "search")
@@ -79,8 +79,8 @@ apiVersion: v1
 kind: Secret
 metadata: {name: search-keys}
 stringData:
-  first: sk-team-search-first
-  second: sk-team-search-second
+  first: sk-team-search-first-6c1e9a4f2b8d7e3a05
+  second: sk-team-search-second-d2a7f0c5e9b1483c6
 `)
 	want := []string{first, second}
 	if second < first {
@@ -92,7 +92,7 @@ stringData:
 	}).WithTimeout(20 * time.Second).Should(Succeed())
 	s := &corev1.Secret{}
 	gm.Expect(h.c.Get(context.Background(), h.key("search-keys"), s)).To(Succeed())
-	s.Data = map[string][]byte{"second": []byte("sk-team-search-second")}
+	s.Data = map[string][]byte{"second": []byte("sk-team-search-second-d2a7f0c5e9b1483c6")}
 	gm.Expect(h.c.Update(context.Background(), s)).To(Succeed())
 	gm.Eventually(func(g Gomega) {
 		g.Expect(clientHashes(h.publishedTable(g), h.ns, "search")).To(Equal([]string{second}))
@@ -132,11 +132,54 @@ spec:
 apiVersion: v1
 kind: Secret
 metadata: {name: not-there}
-stringData: {k: sk-orphan}
+stringData: {k: sk-orphan-3e8b1f6a9c2d7e40b5a1f8c3}
 `)
 	gm.Eventually(func(g Gomega) {
-		g.Expect(clientHashes(h.publishedTable(g), h.ns, "orphan")).To(Equal([]string{routing.KeyHash("sk-orphan")}))
+		g.Expect(clientHashes(h.publishedTable(g), h.ns, "orphan")).To(Equal([]string{routing.KeyHash("sk-orphan-3e8b1f6a9c2d7e40b5a1f8c3")}))
 		g.Expect(condition(h.gatewayClient(g, "orphan").Status.Conditions, v1alpha1.ConditionAccepted).Status).To(Equal(metav1.ConditionTrue))
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+}
+
+// A key under 32 characters is refused at compile: Accepted=False, reason WeakKey, naming the
+// Secret entry and keyId but never the key, and the client is left out of the table; a long key
+// in its place brings it in.
+func TestGatewayClientWeakKeyIsStatus(t *testing.T) {
+	gm := NewWithT(t)
+	h := startController(t, "gwc-weak", nil)
+	const weak = "sk-short-1"
+	h.apply(`
+apiVersion: v1
+kind: Secret
+metadata: {name: weak-keys}
+stringData: {current: ` + weak + `}
+---
+apiVersion: switchyard.io/v1alpha1
+kind: GatewayClient
+metadata: {name: weak}
+spec:
+  keysSecretRef: {name: weak-keys}
+  models: ["*"]
+`)
+	gm.Eventually(func(g Gomega) {
+		gc := h.gatewayClient(g, "weak")
+		acc := condition(gc.Status.Conditions, v1alpha1.ConditionAccepted)
+		g.Expect(acc).NotTo(BeNil())
+		g.Expect(acc.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(acc.Reason).To(Equal(routing.ReasonWeakKey))
+		g.Expect(acc.Message).To(ContainSubstring(`key "current" (keyId ` + routing.KeyID(weak) + ")"))
+		g.Expect(acc.Message).NotTo(ContainSubstring(weak))
+		g.Expect(h.publishedTable(g).Clients).To(BeEmpty())
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+	const strong = "sk-strong-7c3e9a1f5b8d2e4c6a0f9b1d"
+	h.apply(`
+apiVersion: v1
+kind: Secret
+metadata: {name: weak-keys}
+stringData: {current: ` + strong + `}
+`)
+	gm.Eventually(func(g Gomega) {
+		g.Expect(clientHashes(h.publishedTable(g), h.ns, "weak")).To(Equal([]string{routing.KeyHash(strong)}))
+		g.Expect(condition(h.gatewayClient(g, "weak").Status.Conditions, v1alpha1.ConditionAccepted).Status).To(Equal(metav1.ConditionTrue))
 	}).WithTimeout(20 * time.Second).Should(Succeed())
 }
 

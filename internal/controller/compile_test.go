@@ -226,6 +226,12 @@ func TestEveryEventIsTheOneCompileRequest(t *testing.T) {
 	}
 }
 
+// Client keys of the compile tests: long and random enough to be accepted.
+const (
+	testClientKey1 = "sk-ctl-1-5e9a3c7f1b8d2e6a4c0f9b3d"
+	testClientKey2 = "sk-ctl-2-a4f0c8e2b6d1f9a3e7c5b1d8"
+)
+
 // clientInputs are teamInputs with a GatewayClient of team llm whose keys Secret holds keys.
 func clientInputs(keys ...string) routing.Inputs {
 	in := teamInputs()
@@ -260,13 +266,13 @@ func compiledWithClients(t *testing.T, in routing.Inputs) *SyncResult {
 func TestSnapshotOfAGatewayClient(t *testing.T) {
 	client := objectRef{"GatewayClient", "llm", "search"}
 	gc := &v1alpha1.GatewayClient{ObjectMeta: metav1.ObjectMeta{Namespace: "llm", Name: "search", UID: "g-search", Generation: 1}}
-	one := newSnapshot(compiledWithClients(t, clientInputs("sk-1")))
+	one := newSnapshot(compiledWithClients(t, clientInputs(testClientKey1)))
 	v, ok := one.verdict("GatewayClient", gc)
 	if !ok || v.Compiled.Status != metav1.ConditionTrue || !v.AsCompiled || v.Published != int32(1) || len(v.Problems) != 0 {
 		t.Fatalf("verdict of a client with one key: %+v (found %v)", v, ok)
 	}
 
-	two := newSnapshot(compiledWithClients(t, clientInputs("sk-1", "sk-2")))
+	two := newSnapshot(compiledWithClients(t, clientInputs(testClientKey1, testClientKey2)))
 	if diff := cmp.Diff(refs(client), changedObjects(one, two)); diff != "" {
 		t.Errorf("a key added queues (-want +got):\n%s", diff)
 	}

@@ -37,7 +37,7 @@ const (
 	ConfigMapName  = "switchyard-routing"
 	// ClientKey is the key of the sample GatewayClient "dev" (gateway.yaml.tmpl): the proxies run
 	// with --require-client-key, as installed in a cluster, so every request carries it.
-	ClientKey = "sk-sy-dev-local-client"
+	ClientKey = "sk-sy-dev-local-client-5f0b8e2d7a3c9164"
 )
 
 // The mock clouds' settings; the credentials are the mocks' own, made up for the dev cluster.

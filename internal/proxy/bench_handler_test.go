@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -39,16 +41,24 @@ func (m memUpstream) RoundTrip(r *http.Request) (*http.Response, error) {
 // BenchmarkHandler: one request through the handler, in memory, on a health clock that moves a
 // second per request. ok: A answers; failover-1in5: every fifth request A answers 503 and B
 // takes over (the planner's failure path: a second pick, in another failure domain, within the
-// retry budget), an error rate below chat's ejection threshold.
+// retry budget), an error rate below chat's ejection threshold. client-key: ok with GatewayClients
+// in the config, the request carrying a key (hashed, looked up, counted against its limits).
 func BenchmarkHandler(b *testing.B) {
 	for _, tc := range []struct {
 		name      string
 		failEvery int
-	}{{"ok", 0}, {"failover-1in5", 5}} {
+		clientKey bool // with GatewayClients: the key checked, the client's limits counted
+	}{{"ok", 0, false}, {"failover-1in5", 5, false}, {"client-key", 0, true}} {
 		b.Run(tc.name, func(b *testing.B) {
 			dir := b.TempDir()
 			if err := writeFileErr(dir, rigConfig{}.render("http://upstream-a.invalid", "http://upstream-b.invalid")); err != nil {
 				b.Fatal(err)
+			}
+			if tc.clientKey {
+				m := clientsManifest("one: "+clientKeyOne, "limits: {requestsPerMinute: 1000000000, tokensPerMinute: 1000000000}")
+				if err := os.WriteFile(filepath.Join(dir, "clients.yaml"), []byte(m), 0o600); err != nil {
+					b.Fatal(err)
+				}
 			}
 			t, _, err := LoadFiles(dir, func(string) string { return "" })
 			if err != nil {
@@ -65,6 +75,9 @@ func BenchmarkHandler(b *testing.B) {
 				clock.Advance(time.Second)
 				req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(body))
 				req.Header.Set("Content-Type", "application/json")
+				if tc.clientKey {
+					req.Header.Set("Authorization", "Bearer "+clientKeyOne)
+				}
 				w := httptest.NewRecorder()
 				h.ServeHTTP(w, req)
 				if w.Code != 200 {

@@ -56,6 +56,8 @@ type clientsState struct {
 	s        *Server
 	limiters sync.Map // client ID -> *clientLimiter
 	metrics  *clientMetrics
+	throttle *authThrottle // failed keys per source (auththrottle.go); nil: off
+	active   atomic.Int64  // clients with a request in flight (the fair share's divisor)
 	mu       sync.Mutex
 	mode     string // the last mode logged ("required", "open")
 }
@@ -83,10 +85,10 @@ func newClientMetrics(reg prometheus.Registerer) *clientMetrics {
 		Name: "switchyard_client_tokens_total", Help: "Tokens of each GatewayClient's requests as the providers reported them, by type (prompt, completion).",
 	}, []string{"namespace", "client", "type"})
 	m.authFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "switchyard_client_auth_failures_total", Help: "Requests refused before any client was known: 401 for a missing or unknown key.",
+		Name: "switchyard_client_auth_failures_total", Help: "Requests refused before any client was known: 401 for a missing or unknown key (missing_key, unknown_key), 429 for a source throttled after too many of those (throttled).",
 	}, []string{"reason"})
 	m.limited = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "switchyard_client_limited_total", Help: "Requests of a GatewayClient refused with 429 by this replica's share of a limit (requestsPerMinute, tokensPerMinute, tokensPerDay).",
+		Name: "switchyard_client_limited_total", Help: "Requests of a GatewayClient refused with 429 by this replica's share of a limit (requestsPerMinute, tokensPerMinute, tokensPerDay, maxInFlight), or by its fair share of the proxy's --max-in-flight and body budget while they are contended (fairShare).",
 	}, []string{"namespace", "client", "limit"})
 	m.auditLost = prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "switchyard_audit_lines_lost_total", Help: "Audit lines lost: dropped because the audit writer fell behind (the next line records the count), or in a write that failed (a gap record counts them once writing works again).",
@@ -97,7 +99,11 @@ func newClientMetrics(reg prometheus.Registerer) *clientMetrics {
 
 func newClientsState(s *Server) *clientsState {
 	s.metrics.Clients.audit.Store(s.opts.Audit)
-	return &clientsState{s: s, metrics: s.metrics.Clients}
+	cs := &clientsState{s: s, metrics: s.metrics.Clients}
+	if rate := s.opts.AuthFailuresPerSecond; rate > 0 {
+		cs.throttle = newAuthThrottle(authThrottleSettings{rate: rate, burst: authFailureBurst, sources: authThrottleSources})
+	}
+	return cs
 }
 
 // index builds the client index of a table being applied, and logs when the proxy turns open or
@@ -233,15 +239,20 @@ func presentedKey(h http.Header) string {
 // clientCall is one API request as the client layer sees it: who sent it, what it cost, and the
 // audit line it becomes. A nil *clientCall (no clients, no audit log) does nothing.
 type clientCall struct {
-	s      *Server
-	path   string
-	w      *statusWriter
-	start  time.Time
-	keyID  string
-	entry  *clientEntry
-	model  string
-	policy string
-	reason string // why the gateway refused it, when it did
+	s     *Server
+	path  string
+	w     *statusWriter
+	start time.Time
+	keyID string
+	entry *clientEntry
+	auth  *clientIndex // the client index entry was found in
+	// running: the request counts in entry's inFlight (limit), until finish; bodyHeld is what
+	// it counts in entry's bodyBytes.
+	running  bool
+	bodyHeld int64
+	model    string
+	policy   string
+	reason   string // why the gateway refused it, when it did
 
 	mu        sync.Mutex
 	attempts  []audit.Attempt
@@ -281,14 +292,34 @@ func (cc *clientCall) authenticate(r *http.Request) bool {
 	if !required {
 		return true // open: audit only
 	}
+	// Every refusal here comes before the body is read: the connection closes after it.
+	refuse := func(status int, kind, code, msg string, retryAfter time.Duration) {
+		cc.s.closeUnread(cc.w, r)
+		cc.refuse(status, kind, code, msg, retryAfter)
+	}
+	now := s.clock.Now()
+	src, fromIP := authSource(r.RemoteAddr)
+	if wait := s.clients.throttle.wait(src, now); fromIP && wait > 0 {
+		// Before the key is looked at: a throttled source learns nothing about the keys it tries.
+		refuse(http.StatusTooManyRequests, "rate_limit_error", "too_many_auth_failures",
+			"too many requests without a valid client key from this address; retry later", wait)
+		s.clients.metrics.authFailures.WithLabelValues("throttled").Inc()
+		return false
+	}
 	key := presentedKey(r.Header)
 	if key == "" {
-		cc.refuse(http.StatusUnauthorized, "authentication_error", "missing_api_key",
+		if fromIP {
+			s.clients.throttle.failed(src, now)
+		}
+		refuse(http.StatusUnauthorized, "authentication_error", "missing_api_key",
 			"this gateway requires a client key: send it as \"Authorization: Bearer KEY\", \"api-key: KEY\" or \"x-api-key: KEY\"", 0)
 		s.clients.metrics.authFailures.WithLabelValues("missing_key").Inc()
 		return false
 	}
-	sum := sha256.Sum256([]byte(key))
+	// Keys are at least 32 characters (routing.MinKeyLength), past the 32 bytes the compiler
+	// converts a string on the stack for: a buffer of our own keeps the hashing allocation-free.
+	var kb [128]byte
+	sum := sha256.Sum256(append(kb[:0], key...))
 	hash := hex.EncodeToString(sum[:])
 	cc.keyID = hash[:8]
 	var e *clientEntry
@@ -296,23 +327,103 @@ func (cc *clientCall) authenticate(r *http.Request) bool {
 		e = c.auth.byHash[hash]
 	}
 	if e == nil || subtle.ConstantTimeCompare([]byte(hash), []byte(matchedHash(e, hash))) != 1 {
-		cc.refuse(http.StatusUnauthorized, "authentication_error", "invalid_api_key", "the client key is not valid for this gateway", 0)
+		if fromIP {
+			s.clients.throttle.failed(src, now)
+		}
+		refuse(http.StatusUnauthorized, "authentication_error", "invalid_api_key", "the client key is not valid for this gateway", 0)
 		s.clients.metrics.authFailures.WithLabelValues("unknown_key").Inc()
 		return false
 	}
-	cc.entry = e
-	now := s.clock.Now()
+	cc.entry, cc.auth = e, c.auth
 	switch {
 	case e.c.Disabled:
-		cc.refuse(http.StatusForbidden, "permission_error", "client_disabled",
+		refuse(http.StatusForbidden, "permission_error", "client_disabled",
 			fmt.Sprintf("GatewayClient %s is disabled", e.id), 0)
 		return false
 	case e.c.ExpiresAt != nil && !now.Before(*e.c.ExpiresAt):
-		cc.refuse(http.StatusForbidden, "permission_error", "client_expired",
+		refuse(http.StatusForbidden, "permission_error", "client_expired",
 			fmt.Sprintf("GatewayClient %s expired at %s", e.id, e.c.ExpiresAt.UTC().Format(time.RFC3339)), 0)
 		return false
 	}
 	return true
+}
+
+// limit counts the request against its client's limits (429 with Retry-After), at key time:
+// before the body is read and before the model is checked, so a request refused later (403 for
+// a model the client may not use) counts as any other, and a client cannot flood the audit trail
+// with refusals beyond its requestsPerMinute.
+func (cc *clientCall) limit(r *http.Request) bool {
+	if cc == nil || cc.entry == nil {
+		return true // open: audited, not limited
+	}
+	e := cc.entry
+	if limit, wait := e.limiter.admit(cc.s.clock.Now(), e.c.Limits, cc.auth.replicas); limit != "" {
+		e.limiter.count(cc.s.clients.metrics.limited, limit, 1)
+		cc.s.closeUnread(cc.w, r)
+		cc.refuse(http.StatusTooManyRequests, "rate_limit_error", "client_rate_limit_exceeded",
+			fmt.Sprintf("GatewayClient %s reached its %s limit on this gateway", e.id, limit), wait)
+		return false
+	}
+	s := cc.s
+	n := e.limiter.inFlight.Add(1)
+	if n == 1 {
+		s.clients.active.Add(1)
+	}
+	cc.running = true
+	verdict := concurrencyVerdict(concurrencyInputs{client: n, clientMax: share(e.c.Limits.MaxInFlight, cc.auth.replicas),
+		global: s.inFlight.Load(), globalMax: int64(s.opts.MaxInFlight), active: s.clients.active.Load()})
+	switch verdict {
+	case limitMaxInFlight:
+		cc.release()
+		e.limiter.count(s.clients.metrics.limited, verdict, 1)
+		cc.s.closeUnread(cc.w, r)
+		cc.refuse(http.StatusTooManyRequests, "rate_limit_error", "concurrency_limit_exceeded",
+			fmt.Sprintf("GatewayClient %s has its maxInFlight of requests in flight on this gateway", e.id), time.Second)
+		return false
+	case limitFairShare:
+		cc.release()
+		e.limiter.count(s.clients.metrics.limited, verdict, 1)
+		cc.s.closeUnread(cc.w, r)
+		cc.capacityExceeded("requests in flight")
+		return false
+	}
+	return true
+}
+
+// capacityExceeded is the 429 of a client over its fair share of the gateway's capacity.
+func (cc *clientCall) capacityExceeded(what string) {
+	cc.refuse(http.StatusTooManyRequests, "rate_limit_error", "capacity_exceeded",
+		fmt.Sprintf("the gateway is busy and GatewayClient %s holds more than its fair share of its %s; retry shortly", cc.entry.id, what), time.Second)
+}
+
+// holdBody is what readBody asks before it holds n more bytes of this request's body, the proxy
+// then holding global of its budget: false when the client would be over its fair share of a
+// contended budget. A request without a client may always.
+func (cc *clientCall) holdBody(n, global int64) bool {
+	if cc == nil || cc.entry == nil {
+		return true
+	}
+	l := cc.entry.limiter
+	if !bodyShareOK(l.bodyBytes.Load()+n, global, cc.s.opts.MaxBufferedBodyBytes, cc.s.clients.active.Load()) {
+		return false
+	}
+	l.bodyBytes.Add(n)
+	cc.bodyHeld += n
+	return true
+}
+
+// release gives back what the request counts in its client's in-flight figures.
+func (cc *clientCall) release() {
+	if !cc.running {
+		return
+	}
+	cc.running = false
+	l := cc.entry.limiter
+	if l.inFlight.Add(-1) == 0 {
+		cc.s.clients.active.Add(-1)
+	}
+	l.bodyBytes.Add(-cc.bodyHeld)
+	cc.bodyHeld = 0
 }
 
 // matchedHash is the entry's own copy of the hash that found it.
@@ -328,8 +439,8 @@ func matchedHash(e *clientEntry, hash string) string {
 	return ""
 }
 
-// admit checks the model against the client's globs (403) and counts the request against its
-// limits (429 with Retry-After), and for a stream asks the upstream for its usage so the tokens
+// admit checks the model against the client's globs (403; the request counted against the
+// client's limits already, see limit), and for a stream asks the upstream for its usage so the tokens
 // can be counted. It returns the request to route (with stream_options added) or false when it
 // answered the client.
 func (cc *clientCall) admit(cfg *config, cr *clientRequest) (*clientRequest, bool) {
@@ -344,13 +455,6 @@ func (cc *clientCall) admit(cfg *config, cr *clientRequest) (*clientRequest, boo
 	if !e.c.Allows(cr.Model) {
 		cc.refuse(http.StatusForbidden, "permission_error", "model_not_allowed",
 			fmt.Sprintf("GatewayClient %s may not use model %q", e.id, cr.Model), 0)
-		return nil, false
-	}
-	now := cc.s.clock.Now()
-	if limit, wait := e.limiter.admit(now, e.c.Limits, cfg.auth.replicas); limit != "" {
-		e.limiter.count(cc.s.clients.metrics.limited, limit, 1)
-		cc.refuse(http.StatusTooManyRequests, "rate_limit_error", "client_rate_limit_exceeded",
-			fmt.Sprintf("GatewayClient %s reached its %s limit on this gateway", e.id, limit), wait)
 		return nil, false
 	}
 	if cr.Stream && (cc.path == "/chat/completions" || cc.path == "/completions") {
@@ -404,6 +508,7 @@ func maps2(m map[string]json.RawMessage) map[string]json.RawMessage {
 // refuse answers the client in the error shape of the endpoint called and records why.
 func (cc *clientCall) refuse(status int, kind, code, msg string, retryAfter time.Duration) {
 	cc.reason = code
+	cc.s.metrics.Rejected.WithLabelValues(code).Inc()
 	writeError(cc.w, shapeFor(cc.path), status, kind, code, msg, retryAfter)
 }
 
@@ -528,6 +633,7 @@ func (cc *clientCall) finish(requestID string) {
 		return
 	}
 	s := cc.s
+	cc.release()
 	status := cc.w.status
 	if status == 0 {
 		status = http.StatusOK // nothing written: net/http answers 200

@@ -22,10 +22,10 @@ import (
 
 // Client keys of the tests: they must never reach a provider, a log, a metric or an answer.
 const (
-	clientKeyOne = "sk-client-team-one-5b1e0c"
-	clientKeyTwo = "sk-client-team-one-rotated-88a0"
-	clientKeyOff = "sk-client-disabled-7c22"
-	clientKeyOld = "sk-client-expired-0d9f"
+	clientKeyOne = "sk-client-team-one-5b1e0c94d7a2f6e18b3c"
+	clientKeyTwo = "sk-client-team-one-rotated-88a03f1c6e9d"
+	clientKeyOff = "sk-client-disabled-7c22b5e90a4f1d38"
+	clientKeyOld = "sk-client-expired-0d9f61b8c3e2a57d4"
 )
 
 func clientsManifest(secretData, extra string) string {

@@ -39,7 +39,7 @@ func (s *Server) Handler() http.Handler {
 		case apiPaths[path]:
 			if r.Method != http.MethodPost {
 				w.Header().Set("Allow", http.MethodPost)
-				writeError(w, shape, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed",
+				s.refuseUnread(w, r, shape, http.StatusMethodNotAllowed, "method_not_allowed", "invalid_request_error",
 					fmt.Sprintf("%s %s is not supported; use POST", r.Method, path), 0)
 				return
 			}
@@ -47,19 +47,34 @@ func (s *Server) Handler() http.Handler {
 		case path == "/v1/models":
 			if r.Method != http.MethodGet {
 				w.Header().Set("Allow", http.MethodGet)
-				writeError(w, shape, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed",
+				s.refuseUnread(w, r, shape, http.StatusMethodNotAllowed, "method_not_allowed", "invalid_request_error",
 					fmt.Sprintf("%s %s is not supported; use GET", r.Method, path), 0)
 				return
 			}
-			s.serveModels(w)
+			s.serveModels(w, r)
 		default:
-			writeError(w, shape, http.StatusNotFound, "invalid_request_error", "unknown_url",
+			s.refuseUnread(w, r, shape, http.StatusNotFound, "unknown_url", "invalid_request_error",
 				fmt.Sprintf("unknown path %s %s; Switchyard serves /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/responses, /v1/messages, /v1/messages/count_tokens and /v1/models", r.Method, path), 0)
 		}
 	})
 }
 
-func (s *Server) serveModels(w http.ResponseWriter) {
+// serveModels lists the served models. With keys required it needs a key like the API and lists
+// only the models that client may call: the list must not tell one team what another routes.
+// It writes no audit line (nothing is routed), but a failed key counts as on the API.
+func (s *Server) serveModels(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength != 0 {
+		// A GET with a body: net/http discards it after the answer, within the body deadline.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.opts.BodyReadTimeout))
+	}
+	call, w := s.beginCall(w, "/models")
+	if !call.authenticate(r) {
+		return
+	}
+	var allowed func(string) bool // nil: every model (an open proxy)
+	if call != nil && call.entry != nil {
+		allowed = call.entry.c.Allows
+	}
 	type model struct {
 		ID      string `json:"id"`
 		Object  string `json:"object"`
@@ -72,7 +87,9 @@ func (s *Server) serveModels(w http.ResponseWriter) {
 	}{Object: "list", Data: []model{}}
 	if c := s.cfg.Load(); c != nil {
 		for name := range c.models {
-			out.Data = append(out.Data, model{ID: name, Object: "model", OwnedBy: "switchyard"})
+			if allowed == nil || allowed(name) {
+				out.Data = append(out.Data, model{ID: name, Object: "model", OwnedBy: "switchyard"})
+			}
 		}
 	}
 	sort.Slice(out.Data, func(i, j int) bool { return out.Data[i].ID < out.Data[j].ID })
@@ -85,11 +102,14 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
 	rc := http.NewResponseController(w)
 	// A write deadline left by the connection's previous request must not cut this one short.
 	_ = rc.SetWriteDeadline(time.Time{})
+	// The body must arrive within the body-read deadline, from now: whatever answers before it is
+	// read (closeUnread), net/http then discards it, and only this deadline bounds that wait.
+	_ = rc.SetReadDeadline(time.Now().Add(s.opts.BodyReadTimeout))
 	reqID := s.requestID(r)
 	w.Header().Set("X-Request-Id", reqID)
 	if n := s.inFlight.Add(1); n > int64(s.opts.MaxInFlight) {
 		s.inFlight.Add(-1)
-		s.reject(w, shape, http.StatusServiceUnavailable, "overloaded", "server_error",
+		s.refuseUnread(w, r, shape, http.StatusServiceUnavailable, "overloaded", "server_error",
 			fmt.Sprintf("the gateway is serving its limit of %d requests at once; retry shortly", s.opts.MaxInFlight), time.Second)
 		return
 	}
@@ -98,7 +118,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
 	// is read; call is nil, and w unchanged, on an open proxy without an audit log.
 	call, w := s.beginCall(w, path)
 	defer call.finish(reqID)
-	if call.refuseUnaudited() || !call.authenticate(r) {
+	if call.refuseUnaudited() || !call.authenticate(r) || !call.limit(r) {
 		return
 	}
 	if len(r.TransferEncoding) > 0 {
@@ -115,20 +135,22 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
 		s.rejectTooLarge(w, shape)
 		return
 	}
-	_ = rc.SetReadDeadline(time.Now().Add(s.opts.BodyReadTimeout))
-	body, held, err := s.readBody(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes), r.ContentLength)
-	_ = rc.SetReadDeadline(time.Time{})
+	body, held, err := s.readBody(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes), r.ContentLength, call)
 	defer s.bodyBytes.Add(-held)
 	if err != nil {
+		// What is left of the body is not read: the connection closes after the answer, and
+		// the read deadline stays to bound net/http's discard of it.
+		w.Header().Set("Connection", "close")
 		var tooBig *http.MaxBytesError
 		switch {
 		case errors.As(err, &tooBig):
 			s.rejectTooLarge(w, shape)
+		case errors.Is(err, errFairShare):
+			s.rejectFairShare(call)
 		case errors.Is(err, errBodyBudget):
 			s.reject(w, shape, http.StatusServiceUnavailable, "overloaded", "server_error",
 				"the gateway holds its limit of request bodies in memory; retry shortly", time.Second)
 		case errors.Is(err, os.ErrDeadlineExceeded):
-			w.Header().Set("Connection", "close")
 			s.reject(w, shape, http.StatusRequestTimeout, "body_timeout", "invalid_request_error",
 				fmt.Sprintf("the request body did not arrive within %s", s.opts.BodyReadTimeout), 0)
 		default:
@@ -136,6 +158,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
 		}
 		return
 	}
+	_ = rc.SetReadDeadline(time.Time{})
 	cr, err := parseRequest(body)
 	if err != nil {
 		code := "invalid_request"
@@ -435,6 +458,24 @@ func (s *Server) reject(w http.ResponseWriter, shape errorShape, status int, rea
 	writeError(w, shape, status, typ, reason, msg, retryAfter)
 }
 
+// refuseUnread is reject for an answer given before the request's body is read (closeUnread).
+func (s *Server) refuseUnread(w http.ResponseWriter, r *http.Request, shape errorShape, status int, reason, typ, msg string, retryAfter time.Duration) {
+	s.closeUnread(w, r)
+	s.reject(w, shape, status, reason, typ, msg, retryAfter)
+}
+
+// closeUnread readies an answer given while the request's announced body (Content-Length, or -1
+// for chunked) is still unread: net/http discards that body after the handler returns, and
+// ReadHeaderTimeout does not bound the wait, so a client that announces a body and sends none
+// would hold the goroutine and the connection forever. The body-read deadline bounds it (serveAPI
+// set it already; the Handler's own refusals set it here), and the connection closes after.
+func (s *Server) closeUnread(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength != 0 {
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.opts.BodyReadTimeout))
+		w.Header().Set("Connection", "close")
+	}
+}
+
 func (s *Server) rejectTooLarge(w http.ResponseWriter, shape errorShape) {
 	w.Header().Set("Connection", "close") // the rest of the body is not read
 	s.reject(w, shape, http.StatusRequestEntityTooLarge, "request_too_large", "invalid_request_error",
@@ -469,20 +510,39 @@ func validRequestID(v string) bool {
 // errBodyBudget: holding this body would take the request bodies in memory over the budget.
 var errBodyBudget = errors.New("request body budget exhausted")
 
+// errFairShare: holding this body would take its client over its fair share of a contended budget.
+var errFairShare = errors.New("the client's fair share of the request body budget exhausted")
+
+// rejectFairShare answers a body refused by its client's fair share of the budget (bodyShare).
+func (s *Server) rejectFairShare(call *clientCall) {
+	call.entry.limiter.count(s.clients.metrics.limited, limitFairShare, 1)
+	call.capacityExceeded("request body budget")
+}
+
 // readBody reads a request body, holding its buffer against the server-wide budget of buffered
 // body bytes (MaxBufferedBodyBytes). held is what the caller must give back (bodyBytes.Add(-held))
 // when the request is done, error or not.
-func (s *Server) readBody(r io.Reader, hint int64) (body []byte, held int64, err error) {
+func (s *Server) readBody(r io.Reader, hint int64, call *clientCall) (body []byte, held int64, err error) {
 	budget := s.opts.MaxBufferedBodyBytes
+	unfair := false
 	hold := func(n int64) bool {
-		if s.bodyBytes.Add(n) > budget {
+		global := s.bodyBytes.Add(n)
+		if global > budget {
 			s.bodyBytes.Add(-n)
+			return false
+		}
+		if !call.holdBody(n, global) {
+			s.bodyBytes.Add(-n)
+			unfair = true
 			return false
 		}
 		held += n
 		return true
 	}
 	body, err = readAllSized(r, hint, hold)
+	if unfair {
+		err = errFairShare
+	}
 	return body, held, err
 }
 

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,6 +26,8 @@ const (
 	limitRequestsPerMinute = "requestsPerMinute"
 	limitTokensPerMinute   = "tokensPerMinute"
 	limitTokensPerDay      = "tokensPerDay"
+	limitMaxInFlight       = "maxInFlight"
+	limitFairShare         = "fairShare"
 )
 
 // clientLimiter is one client's use of this replica: a sliding minute of requests and tokens in
@@ -33,6 +36,11 @@ const (
 type clientLimiter struct {
 	// namespace and name label the client's metric series.
 	namespace, name string
+
+	// inFlight and bodyBytes are the client's requests being served and the request body bytes
+	// it holds in memory (against maxInFlight and its fair share of the proxy's limits).
+	inFlight  atomic.Int64
+	bodyBytes atomic.Int64
 
 	mu sync.Mutex
 	// retired: the client left the table and its series were removed (clientsState.retire);
@@ -160,4 +168,44 @@ func (l *clientLimiter) until(now time.Time, limit int64, f func(*secondBucket) 
 		}
 	}
 	return minuteBuckets * time.Second
+}
+
+// Concurrency. A client's requests in flight are bounded by its maxInFlight (its replica's share)
+// and, while the proxy's own limits are contended, by its fair share of them: a client over
+// max/active, where active is the number of clients with a request in flight, is refused so the
+// others keep their slots. Uncontended, a single client may use all of them; the proxy's global
+// limits (503) still apply to everyone.
+
+// contended reports whether used of limit is above three quarters of it: from there on, a client
+// over its fair share gives way.
+func contended(used, limit int64) bool { return limit > 0 && used*4 > limit*3 }
+
+// fairShare is one of active clients' part of limit (rounded up; at least 1).
+func fairShare(limit, active int64) int64 {
+	return max((limit+max(active, 1)-1)/max(active, 1), 1)
+}
+
+// concurrencyInputs are what decides whether a client's request may start: its requests in
+// flight with this one, its maxInFlight share (0: none), the proxy's requests in flight (this
+// one included), --max-in-flight, and the clients with a request in flight (it included).
+type concurrencyInputs struct {
+	client, clientMax, global, globalMax, active int64
+}
+
+// concurrencyVerdict is the limit a request starting now is over ("" when it may start).
+func concurrencyVerdict(in concurrencyInputs) string {
+	switch {
+	case in.clientMax > 0 && in.client > in.clientMax:
+		return limitMaxInFlight
+	case contended(in.global, in.globalMax) && in.client > fairShare(in.globalMax, in.active):
+		return limitFairShare
+	}
+	return ""
+}
+
+// bodyShareOK reports whether a client may hold client bytes of request bodies (this request's
+// included) while the proxy holds global of its budget: always while the budget is not contended,
+// and up to its fair share of it while it is.
+func bodyShareOK(client, global, budget, active int64) bool {
+	return !contended(global, budget) || client <= fairShare(budget, active)
 }

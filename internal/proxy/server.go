@@ -92,6 +92,10 @@ type Options struct {
 	// AuditRequired says when the proxy refuses requests (503 audit_unavailable, /readyz 503)
 	// while Audit cannot be written: by default while client keys are required.
 	AuditRequired AuditRequirement
+	// AuthFailuresPerSecond is the rate at which a source address (IPv4, or IPv6 /64) may fail
+	// the key check after a burst of 20 (auththrottle.go); beyond it, 429 too_many_auth_failures.
+	// 0: DefaultAuthFailuresPerSecond (2); negative: not throttled.
+	AuthFailuresPerSecond float64
 }
 
 // Server is the proxy. Its data-plane Handler and AdminHandler are served on separate ports.
@@ -192,6 +196,9 @@ func New(opts Options) *Server {
 	}
 	if opts.JournalSize <= 0 {
 		opts.JournalSize = 1024
+	}
+	if opts.AuthFailuresPerSecond == 0 {
+		opts.AuthFailuresPerSecond = DefaultAuthFailuresPerSecond
 	}
 	b := make([]byte, 8)
 	_, _ = crand.Read(b)

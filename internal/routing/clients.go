@@ -37,6 +37,8 @@ type ClientLimits struct {
 	RequestsPerMinute int64 `json:"requestsPerMinute,omitempty"`
 	TokensPerMinute   int64 `json:"tokensPerMinute,omitempty"`
 	TokensPerDay      int64 `json:"tokensPerDay,omitempty"`
+	// MaxInFlight bounds the client's requests being served at once.
+	MaxInFlight int64 `json:"maxInFlight,omitempty"`
 }
 
 // ID is the client's namespace/name (its name alone without a namespace).
@@ -54,6 +56,49 @@ func (c *Client) Allows(model string) bool {
 
 // ReasonKeyConflict: a key of this client is also a key of another client.
 const ReasonKeyConflict = "KeyConflict"
+
+// ReasonWeakKey: a key of this client is too short or a placeholder to guess (see MinKeyLength).
+const ReasonWeakKey = "WeakKey"
+
+// MinKeyLength is the shortest client key accepted. The table holds unsalted SHA-256 of the keys,
+// which is enough only because a key is long and random: 32 characters of hex are 128 bits, too
+// many to guess at the proxy or to brute-force from a hash (docs/security.md).
+const MinKeyLength = 32
+
+// keyPlaceholder marks the samples' key values: long enough to pass the length rule, and refused
+// by name so a copied sample fails clearly instead of serving with a key anyone can read.
+const keyPlaceholder = "replace-me"
+
+// minKeyDistinct is the fewest distinct characters a key must hold: a long run of one or two
+// characters ("aaaa…", "abab…") is as guessable as a short key.
+const minKeyDistinct = 8
+
+// KeyID names a key in logs, audit lines and status without revealing it: the first 8 hex digits
+// of its SHA-256, as the proxy's audit line names the key a request presented.
+func KeyID(key string) string { return KeyHash(key)[:8] }
+
+// keyWeakness says why a key (white space trimmed) is refused, or "" when it is long and varied
+// enough. It is never given the key's value to print.
+func keyWeakness(key string) string {
+	switch {
+	case len(key) < MinKeyLength:
+		return fmt.Sprintf("is shorter than %d characters", MinKeyLength)
+	case strings.Contains(strings.ToLower(key), keyPlaceholder):
+		return fmt.Sprintf("is the samples' placeholder (it contains %q)", keyPlaceholder)
+	}
+	var seen [256]bool
+	distinct := 0
+	for i := 0; i < len(key); i++ {
+		if !seen[key[i]] {
+			seen[key[i]] = true
+			distinct++
+		}
+	}
+	if distinct < minKeyDistinct {
+		return fmt.Sprintf("repeats fewer than %d distinct characters", minKeyDistinct)
+	}
+	return ""
+}
 
 // KeyHash is the hex SHA-256 of a client key, the form the table and the proxy compare.
 func KeyHash(key string) string {
@@ -139,7 +184,13 @@ func compileClient(gc *v1alpha1.GatewayClient, secrets map[string]*corev1.Secret
 		bad(ReasonSecretNotFound, "spec.keysSecretRef: Secret %s not found", ref)
 		return Client{}, false
 	}
-	hashes := clientKeyHashes(s)
+	hashes, weak := clientKeyHashes(s)
+	if len(weak) > 0 {
+		// Named by data entry and keyId, never by value: the message lands in status and Events.
+		bad(ReasonWeakKey, "spec.keysSecretRef: Secret %s: %s; a key must be at least %d random characters (e.g. openssl rand -hex 24)",
+			ref, strings.Join(weak, "; "), MinKeyLength)
+		return Client{}, false
+	}
 	if len(hashes) == 0 {
 		bad(ReasonSecretKeyNotFound, "spec.keysSecretRef: Secret %s holds no key (every non-empty data value is one)", ref)
 		return Client{}, false
@@ -148,7 +199,10 @@ func compileClient(gc *v1alpha1.GatewayClient, secrets map[string]*corev1.Secret
 		Models: slices.Clone(spec.Models), ExpiresAt: timePtr(spec.ExpiresAt), Disabled: spec.Disabled}
 	if l := spec.Limits; l != nil {
 		c.Limits = ClientLimits{RequestsPerMinute: deref(l.RequestsPerMinute), TokensPerMinute: deref(l.TokensPerMinute), TokensPerDay: deref(l.TokensPerDay)}
-		if c.Limits.RequestsPerMinute < 0 || c.Limits.TokensPerMinute < 0 || c.Limits.TokensPerDay < 0 {
+		if l.MaxInFlight != nil {
+			c.Limits.MaxInFlight = int64(*l.MaxInFlight)
+		}
+		if c.Limits.RequestsPerMinute < 0 || c.Limits.TokensPerMinute < 0 || c.Limits.TokensPerDay < 0 || c.Limits.MaxInFlight < 0 {
 			bad(ReasonInvalidSpec, "spec.limits: limits must be positive")
 			return Client{}, false
 		}
@@ -157,23 +211,27 @@ func compileClient(gc *v1alpha1.GatewayClient, secrets map[string]*corev1.Secret
 }
 
 // clientKeyHashes hashes every non-empty value of a keys Secret (data and stringData), sorted and
-// without repeats. Surrounding white space is dropped: a key file written with a trailing newline
-// (kubectl create secret --from-file) must still match the key a client sends in a header.
-func clientKeyHashes(s *corev1.Secret) []string {
-	var out []string
-	add := func(v string) {
+// without repeats, and describes each weak one (keyWeakness) by its entry and keyId, sorted.
+// Surrounding white space is dropped: a key file written with a trailing newline (kubectl create
+// secret --from-file) must still match the key a client sends in a header.
+func clientKeyHashes(s *corev1.Secret) (hashes, weak []string) {
+	add := func(entry, v string) {
 		if v = strings.TrimSpace(v); v != "" {
-			out = append(out, KeyHash(v))
+			hashes = append(hashes, KeyHash(v))
+			if why := keyWeakness(v); why != "" {
+				weak = append(weak, fmt.Sprintf("key %q (keyId %s) %s", entry, KeyID(v), why))
+			}
 		}
 	}
-	for _, v := range s.Data {
-		add(string(v))
+	for k, v := range s.Data {
+		add(k, string(v))
 	}
-	for _, v := range s.StringData {
-		add(v)
+	for k, v := range s.StringData {
+		add(k, v)
 	}
-	slices.Sort(out)
-	return slices.Compact(out)
+	slices.Sort(hashes)
+	slices.Sort(weak)
+	return slices.Compact(hashes), slices.Compact(weak)
 }
 
 func deref(p *int64) int64 {

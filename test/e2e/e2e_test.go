@@ -454,7 +454,7 @@ func TestOnCallStory(t *testing.T) {
 
 	t.Run("10 a team's GatewayClient by kubectl: 401 without or with an unknown key, 403 off its models, 200 on them", func(t *testing.T) {
 		e.t = t
-		const key = "sk-sy-e2e-reports-4b7f1d9a"
+		const key = "sk-sy-e2e-reports-4b7f1d9a6c2e8f305d1b"
 		for _, p := range proxies {
 			if code, body := call(t, p, key, "gpt-4o"); code != 401 || !strings.Contains(body, "invalid_api_key") {
 				t.Fatalf("the team's key before its GatewayClient exists: %d %s", code, body)

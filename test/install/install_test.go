@@ -34,7 +34,7 @@ const (
 	release = "switchyard"        // Helm release name: objects named as in config/default
 	// storyClientKey is the GatewayClient "story"'s key (testdata/story.yaml.tmpl): both installs
 	// require a client key.
-	storyClientKey = "sk-switchyard-install-story"
+	storyClientKey = "sk-switchyard-install-story-7e2c9f41b8a6"
 )
 
 // The mocks' Services have fixed ClusterIPs in hack/node.sh's Service range (no cluster DNS).
