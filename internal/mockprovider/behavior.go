@@ -164,7 +164,9 @@ type Behavior struct {
 	// ToolCall, when set, makes the answer call the tool of this name with the arguments
 	// {"query": <the last user text>} streamed in two pieces: chat tool_calls deltas (the first
 	// naming the tool) and finish_reason "tool_calls"; Messages a tool_use content block with two
-	// input_json_delta events and stop_reason "tool_use". It comes after the text when Text is
+	// input_json_delta events and stop_reason "tool_use"; Responses a function_call item with two
+	// function_call_arguments.delta events. Without it, a request that offers tools calls its
+	// first one (tools.go). It comes after the text when Text is
 	// set (or the mode echoes or continues), alone otherwise. After counts the call's events as
 	// content chunks (its start, then each piece), so a cut can fall inside the arguments.
 	ToolCall string `json:"tool_call,omitempty"`

@@ -4,14 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 )
 
 // Anthropic's Messages API, as the mock speaks it: POST /v1/messages (JSON, or SSE with
 // message_start, content blocks, message_delta and message_stop, no [DONE]) and
 // /v1/messages/count_tokens; errors in Anthropic's shape ({"type":"error","error":{"type",
 // "message"}}), the key in x-api-key. A request with tools whose last message carries no
-// tool_result is answered with a tool_use of the first tool, so SDK tests exercise tool calls.
+// tool_result is answered with a tool_use of the first tool (toolToCall, tools.go).
 
 // messagesErrorType is Anthropic's error type for a status.
 func messagesErrorType(status int, code string) string {
@@ -42,28 +41,6 @@ func (x *exchange) errorEvent() string {
 		return sseEvent("error", map[string]any{"type": "error", "error": map[string]any{"type": "overloaded_error", "message": x.message("Overloaded")}})
 	}
 	return sseData(map[string]any{"error": map[string]any{"message": x.message("The server had an error while processing your request."), "type": "server_error", "param": nil, "code": nil}})
-}
-
-// toolToCall is the tool the mock calls: ToolCall's, or else the request's first one unless the
-// conversation already answered a call (its last message holds a tool_result).
-func (x *exchange) toolToCall() (string, bool) {
-	if x.b.ToolCall != "" {
-		return x.b.ToolCall, true
-	}
-	var tools []struct {
-		Name string `json:"name"`
-	}
-	if json.Unmarshal(x.req.Tools, &tools) != nil || len(tools) == 0 || tools[0].Name == "" {
-		return "", false
-	}
-	var msgs []struct {
-		Content json.RawMessage `json:"content"`
-	}
-	_ = json.Unmarshal(x.req.Messages, &msgs)
-	if n := len(msgs); n > 0 && strings.Contains(string(msgs[n-1].Content), `"tool_result"`) {
-		return "", false
-	}
-	return tools[0].Name, true
 }
 
 // toolInput is the input the mock calls its tool with: the last user text, as "query".

@@ -2,9 +2,12 @@ package mockprovider
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strings"
 	"time"
@@ -327,7 +330,7 @@ func (x *exchange) completionTokens() int {
 	if x.b.customPieces() || !x.hasText() {
 		n = len(x.pieces())
 	}
-	if x.b.ToolCall != "" {
+	if _, ok := x.toolToCall(); ok {
 		n += len(x.toolArgPieces())
 	}
 	return n
@@ -369,12 +372,12 @@ func (x *exchange) fullBody() any {
 	case epChat:
 		msg := map[string]any{"role": "assistant", "content": x.text(), "refusal": nil}
 		finish := "stop"
-		if x.b.ToolCall != "" {
+		if name, ok := x.toolToCall(); ok {
 			if !x.hasText() {
 				msg["content"] = nil
 			}
 			msg["tool_calls"] = []any{map[string]any{"id": fmt.Sprintf("call_mock%d", x.id), "type": "function",
-				"function": map[string]any{"name": x.b.ToolCall, "arguments": x.toolInput()}}}
+				"function": map[string]any{"name": name, "arguments": x.toolInput()}}}
 			finish = "tool_calls"
 		}
 		return map[string]any{
@@ -400,7 +403,7 @@ func (x *exchange) fullBody() any {
 	case epEmbeddings:
 		return x.embeddings()
 	case epResponses:
-		return x.response("completed", true)
+		return x.response("completed", x.outputItems())
 	case epMessages:
 		return x.messageBody()
 	case epCountTokens:
@@ -428,23 +431,38 @@ func (x *exchange) embeddings() any {
 	if x.req.Dimensions > 0 && x.req.Dimensions <= 4096 {
 		dims = x.req.Dimensions
 	}
+	vec := make([]float32, dims)
+	for j := range vec {
+		v := float32(j%10+1) / 100
+		if j%2 == 1 {
+			v = -v
+		}
+		vec[j] = v
+	}
+	var embedding any = vec
+	if x.req.EncodingFormat == "base64" {
+		embedding = base64Floats(vec)
+	}
 	var data []any
 	for i := 0; i < n; i++ {
-		vec := make([]float64, dims)
-		for j := range vec {
-			v := float64(j%10+1) / 100
-			if j%2 == 1 {
-				v = -v
-			}
-			vec[j] = v
-		}
-		data = append(data, map[string]any{"object": "embedding", "index": i, "embedding": vec})
+		data = append(data, map[string]any{"object": "embedding", "index": i, "embedding": embedding})
 	}
 	p := x.promptTokens()
 	return map[string]any{
 		"object": "list", "data": data, "model": x.req.Model,
 		"usage": map[string]any{"prompt_tokens": p, "total_tokens": p},
 	}
+}
+
+// base64Floats is a vector as OpenAI sends it for encoding_format "base64": its float32s,
+// little-endian, in standard base64 (the SDKs decode it with Buffer.from(s, "base64") into a
+// Float32Array, or numpy.frombuffer(..., dtype="float32")).
+func base64Floats(vec []float32) string {
+	buf := make([]byte, 0, 4*len(vec))
+	for _, v := range vec {
+		buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(v))
+	}
+	return base64.StdEncoding.EncodeToString(buf)
 }
 
 func firstByte(b []byte) byte {
@@ -454,22 +472,6 @@ func firstByte(b []byte) byte {
 		}
 	}
 	return 0
-}
-
-func (x *exchange) response(status string, complete bool) map[string]any {
-	r := map[string]any{
-		"id": fmt.Sprintf("resp_mock%d", x.id), "object": "response", "created_at": x.created(),
-		"status": status, "model": x.req.Model, "output": []any{}, "error": nil,
-	}
-	if complete {
-		p, c := x.promptTokens(), x.completionTokens()
-		r["output"] = []any{map[string]any{
-			"type": "message", "id": fmt.Sprintf("msg_mock%d", x.id), "status": "completed", "role": "assistant",
-			"content": []any{map[string]any{"type": "output_text", "text": x.text(), "annotations": []any{}}},
-		}}
-		r["usage"] = map[string]any{"input_tokens": p, "output_tokens": c, "total_tokens": p + c}
-	}
-	return r
 }
 
 // plan builds the events of a full stream for the request's endpoint.
@@ -497,12 +499,12 @@ func (x *exchange) plan() streamPlan {
 			p.content = append(p.content, deltaChunk(delta))
 		}
 		finish := "stop"
-		if x.b.ToolCall != "" {
+		if name, ok := x.toolToCall(); ok {
 			// As OpenAI streams a call: the first delta names it (id, type, name, empty
 			// arguments), the next ones carry pieces of its arguments.
 			finish = "tool_calls"
 			delta := map[string]any{"tool_calls": []any{map[string]any{"index": 0, "id": fmt.Sprintf("call_mock%d", x.id), "type": "function",
-				"function": map[string]any{"name": x.b.ToolCall, "arguments": ""}}}}
+				"function": map[string]any{"name": name, "arguments": ""}}}}
 			if len(pieces) == 0 {
 				delta["role"], delta["content"] = "assistant", nil
 			}
@@ -531,19 +533,7 @@ func (x *exchange) plan() streamPlan {
 	case epMessages:
 		p = x.messagesPlan(pieces)
 	case epResponses:
-		p.head = []string{sseEvent("response.created", map[string]any{
-			"type": "response.created", "sequence_number": 0, "response": x.response("in_progress", false),
-		})}
-		itemID := fmt.Sprintf("msg_mock%d", x.id)
-		for i, piece := range pieces {
-			p.content = append(p.content, sseEvent("response.output_text.delta", map[string]any{
-				"type": "response.output_text.delta", "sequence_number": i + 1, "item_id": itemID,
-				"output_index": 0, "content_index": 0, "delta": piece,
-			}))
-		}
-		p.final = []string{sseEvent("response.completed", map[string]any{
-			"type": "response.completed", "sequence_number": len(pieces) + 1, "response": x.response("completed", true),
-		})}
+		p = x.responsesPlan(pieces)
 	}
 	return p
 }

@@ -245,6 +245,8 @@ type apiRequest struct {
 	Prompt     json.RawMessage `json:"prompt"`
 	Input      json.RawMessage `json:"input"`
 	Dimensions int             `json:"dimensions"`
+	// EncodingFormat is the embeddings' "float" (the default) or "base64".
+	EncodingFormat string `json:"encoding_format"`
 }
 
 type endpoint int

@@ -273,7 +273,9 @@ func TestOtherEndpoints(t *testing.T) {
 				text += d
 			}
 		}
-		want := "response.created,response.output_text.delta,response.output_text.delta,response.output_text.delta,response.completed"
+		want := "response.created,response.in_progress,response.output_item.added,response.content_part.added," +
+			"response.output_text.delta,response.output_text.delta,response.output_text.delta," +
+			"response.output_text.done,response.content_part.done,response.output_item.done,response.completed"
 		if strings.Join(types, ",") != want || text != "Hello from m" {
 			t.Errorf("events %v text %q", types, text)
 		}
