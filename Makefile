@@ -3,7 +3,9 @@
 GO ?= go
 CONTROLLER_GEN ?= $(GO) tool controller-gen
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -X github.com/switchyard-io/switchyard/internal/version.Version=$(VERSION)
+# The commit `switchyard version` prints (empty outside a clone: then the build info's, if any).
+COMMIT ?= $(shell c=$$(git rev-parse HEAD 2>/dev/null) && { git diff --quiet HEAD 2>/dev/null && echo $$c || echo $$c-dirty; })
+LDFLAGS := -X github.com/switchyard-io/switchyard/internal/version.Version=$(VERSION) -X github.com/switchyard-io/switchyard/internal/version.Commit=$(COMMIT)
 # Tests that need a real API server find kube-apiserver, etcd and kubectl here (hack/envtest.sh builds them).
 ENVTEST_ASSETS = $(shell hack/envtest.sh)
 

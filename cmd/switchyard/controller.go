@@ -64,6 +64,16 @@ func runController(ctx context.Context, args []string, _, stderr io.Writer) erro
 	fs.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address of the metrics endpoint; 0 disables it")
 	fs.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints; 0 disables them")
 	fs.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: switchyard controller [flags]")
+		fmt.Fprintln(stderr, "\nThe Kubernetes controller: it watches ProviderChannels, RoutingPolicies, GatewayClients and")
+		fmt.Fprintln(stderr, "their Secrets, compiles them into the routing ConfigMap and credentials Secret the proxies read")
+		fmt.Fprintln(stderr, "(switchyard proxy --configmap), polls the proxies' admin API and writes what they saw into the")
+		fmt.Fprintln(stderr, "objects' status (phases, conditions, events). It runs in the cluster (config/default, the Helm")
+		fmt.Fprintln(stderr, "chart) or against any kubeconfig ($KUBECONFIG); --proxy-namespace or $POD_NAMESPACE is required.")
+		fmt.Fprintln(stderr, "\nFlags:")
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -39,6 +39,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
+	if args[0] == "--version" || args[0] == "-version" {
+		return run(ctx, append([]string{"version"}, args[1:]...), stdout, stderr)
+	}
 	cmd, ok := commands[args[0]]
 	if !ok {
 		fmt.Fprintf(stderr, "switchyard: unknown command %q\n\n", args[0])
@@ -72,10 +75,23 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-14s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintln(w, "\nRun 'switchyard <command> -h' for a command's flags.")
+	fmt.Fprintln(w, "\nRun 'switchyard <command> -h' for a command's flags; 'switchyard --version' is 'switchyard version'.")
 }
 
-func runVersion(_ context.Context, _ []string, stdout, _ io.Writer) error {
+func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("version", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: switchyard version")
+		fmt.Fprintln(stderr, "\nPrints the version, the commit it was built from (\"-dirty\": with uncommitted changes; from")
+		fmt.Fprintln(stderr, "the module's build info for go build and go install builds), the Go version and the platform.")
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
 	_, err := fmt.Fprintln(stdout, version.String())
 	return err
 }
