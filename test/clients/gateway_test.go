@@ -1,5 +1,14 @@
-// Package clients runs the gateway on `make run`'s own config (config/samples/standalone) in
-// front of two mock providers, over loopback, and checks what a new user's clients get from it.
+// Package clients runs the clients people use with OpenAI-compatible gateways — the Vercel AI SDK
+// (ai with @ai-sdk/openai), LangChain JS (@langchain/openai) and the openai SDK's own helpers —
+// unchanged and at the versions pinned in package-lock.json, against the gateway on `make run`'s
+// own config (config/samples/standalone) in front of two mock providers, over loopback, with
+// client keys required and the audit log on: chat streamed and not, tools, embeddings and the
+// Responses API, streamed and not (clients.test.mjs). TestStandaloneSample checks the README's
+// first steps on the same config without node.
+//
+// The clients are installed as test/sdk's are (npm ci into ~/.cache/switchyard/npm/<hash of the
+// lock>). Without node or npm, or when npm cannot reach its registry, the test is skipped and
+// says why, except under CI=true, where it fails.
 package clients
 
 import (
@@ -18,7 +27,7 @@ import (
 )
 
 // clientKey is the clients' key: the gateway requires keys, as every cluster install does.
-const clientKey = "sk-clients-4b7e19d2c08a56f3e9d1"
+const clientKey = "sk-clients-4b7e19d2c08a56f3e9d1a7c5f02b"
 
 // gateway is `make run`'s setup: the standalone sample's channels on two mock providers.
 type gateway struct {

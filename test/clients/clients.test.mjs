@@ -1,0 +1,162 @@
+// The Vercel AI SDK, LangChain JS and the openai SDK's helpers, unchanged, against the gateway on
+// `make run`'s config. Run by clients_test.go, which starts the mocks and the gateway and passes its
+// URL in SWITCHYARD_URL. maxRetries is 0 everywhere: a failover must be the gateway's, never a
+// client's retry. The mock answers "Hello from provider-a", calls the first tool it is offered
+// with {"query": <the last user text>} until the conversation holds the tool's result, and embeds
+// every input as [0.01, -0.02, 0.03, ...].
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { generateText, streamText, embed, embedMany, tool, jsonSchema, stepCountIs } from 'ai';
+import { createOpenAI } from '@ai-sdk/openai';
+import { ChatOpenAI, OpenAIEmbeddings } from '@langchain/openai';
+import { ToolMessage } from '@langchain/core/messages';
+import OpenAI from 'openai';
+
+const base = process.env.SWITCHYARD_URL;
+assert.ok(base, 'SWITCHYARD_URL is not set');
+const apiKey = process.env.SWITCHYARD_CLIENT_KEY;
+assert.ok(apiKey, 'SWITCHYARD_CLIENT_KEY is not set');
+const hello = /^Hello from provider-a/;
+const vector = [0.01, -0.02, 0.03, -0.04, 0.05, -0.06, 0.07, -0.08];
+const closeTo = (got) => {
+  assert.equal(got.length, vector.length, `embedding ${JSON.stringify(got)}`);
+  got.forEach((v, i) => assert.ok(Math.abs(v - vector[i]) < 1e-6, `embedding ${JSON.stringify(got)}`));
+};
+
+// --- Vercel AI SDK ---
+const ai = createOpenAI({ baseURL: `${base}/v1`, apiKey });
+const lookup = tool({
+  description: 'Look something up',
+  inputSchema: jsonSchema({ type: 'object', properties: { query: { type: 'string' } }, required: ['query'] }),
+  execute: async ({ query }) => `three results for ${query}`,
+});
+
+for (const [api, model] of [['chat', () => ai.chat('gpt-4o')], ['responses', () => ai.responses('gpt-4o')], ['default (responses)', () => ai('gpt-4o')]]) {
+  test(`ai: generateText, ${api}`, async () => {
+    const r = await generateText({ model: model(), prompt: 'hello', maxRetries: 0 });
+    assert.match(r.text, hello);
+    assert.equal(r.finishReason, 'stop');
+    assert.ok(r.usage.outputTokens > 0, JSON.stringify(r.usage));
+  });
+
+  test(`ai: streamText, ${api}`, async () => {
+    const r = streamText({ model: model(), prompt: 'hello', maxRetries: 0, onError: ({ error }) => { throw error; } });
+    let text = '';
+    for await (const delta of r.textStream) text += delta;
+    assert.match(text, hello);
+    assert.equal(await r.finishReason, 'stop');
+  });
+
+  test(`ai: tools, ${api}`, async () => {
+    const r = await generateText({ model: model(), prompt: 'find cats', tools: { lookup }, stopWhen: stepCountIs(3), maxRetries: 0 });
+    assert.equal(r.steps.length, 2, JSON.stringify(r.steps.map((s) => s.finishReason)));
+    const [call] = r.steps[0].toolCalls;
+    assert.equal(call.toolName, 'lookup');
+    assert.deepEqual(call.input, { query: 'find cats' });
+    assert.equal(r.steps[0].toolResults[0].output, 'three results for find cats');
+    assert.equal(r.steps[0].finishReason, 'tool-calls');
+    assert.match(r.text, hello);
+  });
+
+  test(`ai: streamed tools, ${api}`, async () => {
+    const r = streamText({ model: model(), prompt: 'find dogs', tools: { lookup }, stopWhen: stepCountIs(3), maxRetries: 0, onError: ({ error }) => { throw error; } });
+    let text = '';
+    for await (const delta of r.textStream) text += delta;
+    const steps = await r.steps;
+    assert.equal(steps.length, 2);
+    assert.equal(steps[0].toolCalls[0].toolName, 'lookup');
+    assert.deepEqual(steps[0].toolCalls[0].input, { query: 'find dogs' });
+    assert.match(steps[1].text, hello);
+  });
+}
+
+test('ai: embed and embedMany', async () => {
+  const one = await embed({ model: ai.embedding('text-embedding-3-small'), value: 'hello', maxRetries: 0 });
+  closeTo(one.embedding);
+  const many = await embedMany({ model: ai.embedding('text-embedding-3-small'), values: ['a', 'b', 'c'], maxRetries: 0 });
+  assert.equal(many.embeddings.length, 3);
+  many.embeddings.forEach(closeTo);
+});
+
+// --- LangChain JS ---
+const lcTools = [{ type: 'function', function: { name: 'lookup', description: 'Look something up', parameters: { type: 'object', properties: { query: { type: 'string' } }, required: ['query'] } } }];
+
+for (const useResponsesApi of [false, true]) {
+  const api = useResponsesApi ? 'responses' : 'chat';
+  const chat = () => new ChatOpenAI({ model: 'gpt-4o', apiKey, maxRetries: 0, useResponsesApi, configuration: { baseURL: `${base}/v1` } });
+
+  test(`langchain: invoke, ${api}`, async () => {
+    const m = await chat().invoke('hello');
+    assert.match(m.text, hello);
+    assert.ok(m.usage_metadata?.output_tokens > 0, JSON.stringify(m.usage_metadata));
+  });
+
+  test(`langchain: stream, ${api}`, async () => {
+    let text = '';
+    for await (const chunk of await chat().stream('hello')) text += chunk.text;
+    assert.match(text, hello);
+  });
+
+  test(`langchain: tools, then the tool result, ${api}`, async () => {
+    const model = chat().bindTools(lcTools);
+    const m = await model.invoke('find cats');
+    assert.equal(m.tool_calls.length, 1, JSON.stringify(m));
+    assert.equal(m.tool_calls[0].name, 'lookup');
+    assert.deepEqual(m.tool_calls[0].args, { query: 'find cats' });
+    const m2 = await model.invoke(['find cats', m, new ToolMessage({ tool_call_id: m.tool_calls[0].id, content: 'three cats' })]);
+    assert.equal(m2.tool_calls.length, 0);
+    assert.match(m2.text, hello);
+  });
+
+  test(`langchain: streamed tools, ${api}`, async () => {
+    let acc;
+    for await (const chunk of await chat().bindTools(lcTools).stream('find dogs')) acc = acc ? acc.concat(chunk) : chunk;
+    assert.equal(acc.tool_calls.length, 1, JSON.stringify(acc));
+    assert.equal(acc.tool_calls[0].name, 'lookup');
+    assert.deepEqual(acc.tool_calls[0].args, { query: 'find dogs' });
+  });
+}
+
+test('langchain: embeddings (the openai SDK\'s default base64)', async () => {
+  const e = new OpenAIEmbeddings({ model: 'text-embedding-3-small', apiKey, maxRetries: 0, configuration: { baseURL: `${base}/v1` } });
+  closeTo(await e.embedQuery('hello'));
+  const docs = await e.embedDocuments(['a', 'b']);
+  assert.equal(docs.length, 2);
+  docs.forEach(closeTo);
+});
+
+// --- the openai SDK's own helpers ---
+const openai = new OpenAI({ baseURL: `${base}/v1`, apiKey, maxRetries: 0, timeout: 20000 });
+const responsesTools = [{ type: 'function', name: 'lookup', description: 'Look something up', parameters: lcTools[0].function.parameters, strict: false }];
+
+test('openai: responses.stream().finalResponse()', async () => {
+  const stream = openai.responses.stream({ model: 'gpt-4o', input: 'hello' });
+  let deltas = '';
+  stream.on('response.output_text.delta', (e) => { deltas += e.delta; });
+  const r = await stream.finalResponse();
+  assert.match(r.output_text, hello);
+  assert.equal(deltas, r.output_text);
+  assert.equal(r.status, 'completed');
+});
+
+test('openai: responses with a function_call, streamed and not, then its output', async () => {
+  const r = await openai.responses.create({ model: 'gpt-4o', input: 'find cats', tools: responsesTools });
+  const call = r.output.find((o) => o.type === 'function_call');
+  assert.ok(call, JSON.stringify(r.output));
+  assert.equal(call.name, 'lookup');
+  assert.deepEqual(JSON.parse(call.arguments), { query: 'find cats' });
+  const s = await openai.responses.stream({ model: 'gpt-4o', input: 'find dogs', tools: responsesTools }).finalResponse();
+  const scall = s.output.find((o) => o.type === 'function_call');
+  assert.ok(scall, JSON.stringify(s.output));
+  assert.deepEqual(JSON.parse(scall.arguments), { query: 'find dogs' });
+  const r2 = await openai.responses.create({ model: 'gpt-4o', tools: responsesTools, input: [
+    { role: 'user', content: 'find cats' }, call, { type: 'function_call_output', call_id: call.call_id, output: 'three cats' }] });
+  assert.equal(r2.output.filter((o) => o.type === 'function_call').length, 0);
+  assert.match(r2.output_text, hello);
+});
+
+test('openai: embeddings, base64 by default', async () => {
+  const r = await openai.embeddings.create({ model: 'text-embedding-3-small', input: ['a', 'b'] });
+  assert.equal(r.data.length, 2);
+  r.data.forEach((d) => closeTo(d.embedding));
+});
