@@ -71,6 +71,9 @@ type streamPlan struct {
 	content []string // one per content chunk
 	final   []string // finish_reason chunk, usage chunk, response.completed
 	done    bool     // end with data: [DONE]
+	// errors, when set, is ModeErrorEvent's event before content[i] (and at the end, i ==
+	// len(content)), for streams whose events are numbered; else errorEvent().
+	errors []string
 }
 
 // stream plays a plan, with the timing and faults of the behaviour.
@@ -131,7 +134,11 @@ func (x *exchange) stream(p streamPlan) {
 					return
 				}
 			case ModeErrorEvent:
-				send(x.errorEvent())
+				ev := x.errorEvent()
+				if i < len(p.errors) {
+					ev = p.errors[i]
+				}
+				send(ev)
 				x.abort(false)
 				return
 			}

@@ -17,7 +17,8 @@ import "fmt"
 //	response.completed (the whole response)
 //
 // The SDKs refuse an event for an item that was never added ("missing output at index 0"),
-// and an item_id that is not the item's.
+// and an item_id that is not the item's. An in-band error (ModeErrorEvent) is OpenAI's: an
+// "error" event with the next sequence_number, which the SDKs throw as an APIError.
 
 func (x *exchange) messageItemID() string { return fmt.Sprintf("msg_mock%d", x.id) }
 func (x *exchange) callItemID() string    { return fmt.Sprintf("fc_mock%d", x.id) }
@@ -99,8 +100,14 @@ func (x *exchange) responsesPlan(pieces []string) streamPlan {
 			ev("response.output_item.added", map[string]any{"output_index": 0, "item": x.messageItem(false)}),
 			ev("response.content_part.added", map[string]any{"item_id": msgID, "output_index": 0, "content_index": 0, "part": outputText("")}))
 	}
+	// bounds[i] is the sequence_number of the event after content[i-1]: an error's there.
+	bounds := []int{seq}
+	add := func(chunk string) {
+		p.content = append(p.content, chunk)
+		bounds = append(bounds, seq)
+	}
 	for _, piece := range pieces {
-		p.content = append(p.content, ev("response.output_text.delta", map[string]any{"item_id": msgID, "output_index": 0,
+		add(ev("response.output_text.delta", map[string]any{"item_id": msgID, "output_index": 0,
 			"content_index": 0, "delta": x.streamText(piece), "logprobs": []any{}}))
 	}
 	// endMessage is the message item's last three events.
@@ -118,9 +125,9 @@ func (x *exchange) responsesPlan(pieces []string) streamPlan {
 			index = 1
 		}
 		begin += ev("response.output_item.added", map[string]any{"output_index": index, "item": x.callItem(name, false)})
-		p.content = append(p.content, begin)
+		add(begin)
 		for _, args := range x.toolArgPieces() {
-			p.content = append(p.content, ev("response.function_call_arguments.delta", map[string]any{"item_id": x.callItemID(),
+			add(ev("response.function_call_arguments.delta", map[string]any{"item_id": x.callItemID(),
 				"output_index": index, "delta": args}))
 		}
 		p.final = []string{
@@ -132,5 +139,9 @@ func (x *exchange) responsesPlan(pieces []string) streamPlan {
 		p.final = []string{endMessage()}
 	}
 	p.final = append(p.final, ev("response.completed", map[string]any{"response": x.response("completed", x.outputItems())}))
+	for _, n := range bounds {
+		p.errors = append(p.errors, sseEvent("error", map[string]any{"type": "error", "code": "server_error",
+			"message": x.message("The server had an error while processing your request."), "param": nil, "sequence_number": n}))
+	}
 	return p
 }

@@ -284,7 +284,8 @@ func TestResponsesStreamAccumulates(t *testing.T) {
 // message or inside the call's arguments, before response.completed.
 func TestResponsesStreamBreaks(t *testing.T) {
 	_, ts, c := start(t, Options{Name: "m"})
-	for _, behavior := range []string{"cut;after=1", "cut;tool_call=lookup;after=2", "error_event;after=2", "garbage;after=1"} {
+	for _, behavior := range []string{"cut;after=1", "cut;tool_call=lookup;after=2", "error_event;after=2",
+		"error_event;text=Hi;tool_call=lookup;after=2", "error_event;after=0", "garbage;after=1"} {
 		resp, err := do(t, c, ts, reqOpts{path: "/v1/responses", body: map[string]any{"model": "gpt-4o", "input": "hi", "stream": true},
 			headers: map[string]string{BehaviorHeader: behavior}})
 		if err != nil {
@@ -297,6 +298,25 @@ func TestResponsesStreamBreaks(t *testing.T) {
 		}
 		if len(evs) < 3 {
 			t.Errorf("%s: the stream broke before its first item: %+v", behavior, evs)
+			continue
+		}
+		if !strings.HasPrefix(behavior, "error_event") {
+			continue
+		}
+		// OpenAI's in-band error: an "error" event numbered after the last one sent.
+		last := evs[len(evs)-1]
+		var ev struct {
+			Type           string `json:"type"`
+			Code           string `json:"code"`
+			Message        string `json:"message"`
+			SequenceNumber *int   `json:"sequence_number"`
+		}
+		if err := json.Unmarshal([]byte(last.data), &ev); err != nil || last.event != "error" || ev.Type != "error" || ev.Message == "" ||
+			ev.SequenceNumber == nil || *ev.SequenceNumber != len(evs)-1 {
+			t.Errorf("%s: the last event %+v", behavior, last)
+		}
+		if _, err := accumulateResponse(evs[:len(evs)-1]); err == nil || !strings.Contains(err.Error(), "without response.completed") {
+			t.Errorf("%s: the events before the error: %v", behavior, err)
 		}
 	}
 }
