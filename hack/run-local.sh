@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Runs the standalone gateway on its embedded default (config/samples/standalone) with the two
 # local mock providers the samples point at. Ctrl-C stops all three.
-#   API:   http://127.0.0.1:8080/v1/chat/completions
+#   API:   http://127.0.0.1:8080/v1/chat/completions, /v1/responses, /v1/embeddings (gpt-4o,
+#          gpt-4o-mini, text-embedding-3-small), /v1/messages
 #   Admin: http://127.0.0.1:9090/admin/v1/channels, /admin/v1/events, /metrics
+#   Mocks: http://127.0.0.1:9101/_mock/behavior breaks provider A (README); end the outage with
+#          curl -s localhost:9101/_mock/behavior -d '{"model":"gpt-4o-2024-08-06","behavior":null}'
+#          or curl -s -X POST 'localhost:9101/_mock/reset?behaviors=1' (every model back to normal)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=bin/switchyard
