@@ -43,12 +43,6 @@ func (x *exchange) errorEvent() string {
 	return sseData(map[string]any{"error": map[string]any{"message": x.message("The server had an error while processing your request."), "type": "server_error", "param": nil, "code": nil}})
 }
 
-// toolInput is the input the mock calls its tool with: the last user text, as "query".
-func (x *exchange) toolInput() string {
-	b, _ := json.Marshal(map[string]string{"query": x.echo()})
-	return string(b)
-}
-
 func (x *exchange) messagesUsage() map[string]any {
 	return map[string]any{"input_tokens": x.promptTokens(), "output_tokens": x.completionTokens()}
 }

@@ -247,6 +247,11 @@ type apiRequest struct {
 	Dimensions int             `json:"dimensions"`
 	// EncodingFormat is the embeddings' "float" (the default) or "base64".
 	EncodingFormat string `json:"encoding_format"`
+	// Structured output (structured.go) and the tool to call (tools.go).
+	ResponseFormat json.RawMessage `json:"response_format"` // chat
+	TextConfig     json.RawMessage `json:"text"`            // Responses: {"format"}
+	OutputFormat   json.RawMessage `json:"output_format"`   // Messages
+	ToolChoice     json.RawMessage `json:"tool_choice"`
 }
 
 type endpoint int
@@ -353,6 +358,7 @@ func (x *exchange) serve() {
 		return
 	}
 	x.b = b.normalized()
+	x.structure()
 
 	if !x.authorized() {
 		x.errorJSON(http.StatusUnauthorized, "invalid_request_error", "", "invalid_api_key",

@@ -3,14 +3,17 @@
 // URL in SWITCHYARD_URL. maxRetries is 0 everywhere: a failover must be the gateway's, never a
 // client's retry. The mock answers "Hello from provider-a", calls the first tool it is offered
 // with {"query": <the last user text>} until the conversation holds the tool's result, and embeds
-// every input as [0.01, -0.02, 0.03, ...].
+// every input as [0.01, -0.02, 0.03, ...]. Asked for JSON of a schema, it answers an instance of
+// the schema whose strings are the last user text: {"city": "Paris", "days": 1} here.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { generateText, streamText, embed, embedMany, tool, jsonSchema, stepCountIs } from 'ai';
+import { generateText, streamText, generateObject, streamObject, embed, embedMany, tool, jsonSchema, stepCountIs } from 'ai';
 import { createOpenAI } from '@ai-sdk/openai';
 import { ChatOpenAI, OpenAIEmbeddings } from '@langchain/openai';
 import { ToolMessage } from '@langchain/core/messages';
 import OpenAI from 'openai';
+import { zodResponseFormat, zodTextFormat } from 'openai/helpers/zod';
+import { z } from 'zod';
 
 const base = process.env.SWITCHYARD_URL;
 assert.ok(base, 'SWITCHYARD_URL is not set');
@@ -70,6 +73,24 @@ for (const [api, model] of [['chat', () => ai.chat('gpt-4o')], ['responses', () 
   });
 }
 
+const trip = { type: 'object', properties: { city: { type: 'string' }, days: { type: 'integer' } }, required: ['city', 'days'], additionalProperties: false };
+const parisTrip = { city: 'Paris', days: 1 };
+
+for (const [api, model] of [['chat', () => ai.chat('gpt-4o')], ['responses', () => ai.responses('gpt-4o')]]) {
+  test(`ai: generateObject, ${api}`, async () => {
+    const r = await generateObject({ model: model(), schema: jsonSchema(trip), prompt: 'Paris', maxRetries: 0 });
+    assert.deepEqual(r.object, parisTrip);
+  });
+
+  test(`ai: streamObject, ${api}`, async () => {
+    const r = streamObject({ model: model(), schema: jsonSchema(trip), prompt: 'Paris', maxRetries: 0, onError: ({ error }) => { throw error; } });
+    let partials = 0;
+    for await (const _ of r.partialObjectStream) partials++;
+    assert.deepEqual(await r.object, parisTrip);
+    assert.ok(partials >= 1);
+  });
+}
+
 test('ai: embed and embedMany', async () => {
   const one = await embed({ model: ai.embedding('text-embedding-3-small'), value: 'hello', maxRetries: 0 });
   closeTo(one.embedding);
@@ -117,6 +138,14 @@ for (const useResponsesApi of [false, true]) {
   });
 }
 
+for (const useResponsesApi of [false, true]) {
+  test(`langchain: withStructuredOutput, ${useResponsesApi ? 'responses' : 'chat'}`, async () => {
+    const chat = new ChatOpenAI({ model: 'gpt-4o', apiKey, maxRetries: 0, useResponsesApi, configuration: { baseURL: `${base}/v1` } });
+    const r = await chat.withStructuredOutput(trip, { name: 'trip' }).invoke('Paris');
+    assert.deepEqual(r, parisTrip);
+  });
+}
+
 test('langchain: embeddings (the openai SDK\'s default base64)', async () => {
   const e = new OpenAIEmbeddings({ model: 'text-embedding-3-small', apiKey, maxRetries: 0, configuration: { baseURL: `${base}/v1` } });
   closeTo(await e.embedQuery('hello'));
@@ -153,6 +182,20 @@ test('openai: responses with a function_call, streamed and not, then its output'
     { role: 'user', content: 'find cats' }, call, { type: 'function_call_output', call_id: call.call_id, output: 'three cats' }] });
   assert.equal(r2.output.filter((o) => o.type === 'function_call').length, 0);
   assert.match(r2.output_text, hello);
+});
+
+const Trip = z.object({ city: z.string(), days: z.number().int() });
+
+test('openai: chat.completions.parse with a zod schema', async () => {
+  const r = await openai.chat.completions.parse({ model: 'gpt-4o', messages: [{ role: 'user', content: 'Paris' }], response_format: zodResponseFormat(Trip, 'trip') });
+  assert.deepEqual(r.choices[0].message.parsed, parisTrip);
+});
+
+test('openai: responses.parse and responses.stream with a zod text format', async () => {
+  const r = await openai.responses.parse({ model: 'gpt-4o', input: 'Paris', text: { format: zodTextFormat(Trip, 'trip') } });
+  assert.deepEqual(r.output_parsed, parisTrip);
+  const s = await openai.responses.stream({ model: 'gpt-4o', input: 'Paris', text: { format: zodTextFormat(Trip, 'trip') } }).finalResponse();
+  assert.deepEqual(s.output_parsed, parisTrip);
 });
 
 test('openai: embeddings, base64 by default', async () => {
