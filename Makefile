@@ -120,7 +120,7 @@ IMG ?= switchyard:latest
 
 .PHONY: image
 image: ## Build the image without a Docker engine (static binary on scratch, non-root) into bin/switchyard-image.tar, and verify it.
-	$(GO) run ./hack/image --out bin/switchyard-image.tar --tag $(IMG) --version $(VERSION)
+	$(GO) run ./hack/image --out bin/switchyard-image.tar --tag $(IMG) --version $(VERSION) --commit "$(COMMIT)"
 
 .PHONY: docker-build
 docker-build: ## Build the container image $(IMG) (needs a Docker engine; none runs on the dev machines).

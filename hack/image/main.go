@@ -32,23 +32,26 @@ func main() {
 	out := flag.String("out", "bin/switchyard-image.tar", "image tarball to write")
 	tag := flag.String("tag", "switchyard:dev", "image reference recorded in the tarball")
 	version := flag.String("version", "dev", "version stamped into the binary")
+	commit := flag.String("commit", "", "commit stamped into the binary (default: the build info's, if the toolchain records one)")
 	flag.Parse()
-	if err := run(*out, *tag, *version); err != nil {
+	if err := run(*out, *tag, *version, *commit); err != nil {
 		fmt.Fprintln(os.Stderr, "image:", err)
 		os.Exit(1)
 	}
 }
 
-func run(out, tag, version string) error {
+func run(out, tag, version, commit string) error {
 	dir, err := os.MkdirTemp("", "switchyard-image-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
 	bin := filepath.Join(dir, "switchyard")
-	build := exec.Command("go", "build", "-trimpath",
-		"-ldflags", "-s -w -X github.com/switchyard-io/switchyard/internal/version.Version="+version,
-		"-o", bin, "./cmd/switchyard")
+	ldflags := "-s -w -X github.com/switchyard-io/switchyard/internal/version.Version=" + version
+	if commit != "" {
+		ldflags += " -X github.com/switchyard-io/switchyard/internal/version.Commit=" + commit
+	}
+	build := exec.Command("go", "build", "-trimpath", "-ldflags", ldflags, "-o", bin, "./cmd/switchyard")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
