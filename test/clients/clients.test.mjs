@@ -19,7 +19,10 @@ const base = process.env.SWITCHYARD_URL;
 assert.ok(base, 'SWITCHYARD_URL is not set');
 const apiKey = process.env.SWITCHYARD_CLIENT_KEY;
 assert.ok(apiKey, 'SWITCHYARD_CLIENT_KEY is not set');
-const hello = /^Hello from provider-a/;
+// The chat model and the mock that answers it: gpt-4o on provider-a (make run's config) unless
+// CHAT_MODEL and CHAT_MOCK say otherwise (a Claude channel's, say).
+const chatModel = process.env.CHAT_MODEL || 'gpt-4o';
+const hello = new RegExp(`^Hello from ${process.env.CHAT_MOCK || 'provider-a'}`);
 const vector = [0.01, -0.02, 0.03, -0.04, 0.05, -0.06, 0.07, -0.08];
 const closeTo = (got) => {
   assert.equal(got.length, vector.length, `embedding ${JSON.stringify(got)}`);
@@ -34,7 +37,7 @@ const lookup = tool({
   execute: async ({ query }) => `three results for ${query}`,
 });
 
-for (const [api, model] of [['chat', () => ai.chat('gpt-4o')], ['responses', () => ai.responses('gpt-4o')], ['default (responses)', () => ai('gpt-4o')]]) {
+for (const [api, model] of [['chat', () => ai.chat(chatModel)], ['responses', () => ai.responses(chatModel)], ['default (responses)', () => ai(chatModel)]]) {
   test(`ai: generateText, ${api}`, async () => {
     const r = await generateText({ model: model(), prompt: 'hello', maxRetries: 0 });
     assert.match(r.text, hello);
@@ -76,7 +79,7 @@ for (const [api, model] of [['chat', () => ai.chat('gpt-4o')], ['responses', () 
 const trip = { type: 'object', properties: { city: { type: 'string' }, days: { type: 'integer' } }, required: ['city', 'days'], additionalProperties: false };
 const parisTrip = { city: 'Paris', days: 1 };
 
-for (const [api, model] of [['chat', () => ai.chat('gpt-4o')], ['responses', () => ai.responses('gpt-4o')]]) {
+for (const [api, model] of [['chat', () => ai.chat(chatModel)], ['responses', () => ai.responses(chatModel)]]) {
   test(`ai: generateObject, ${api}`, async () => {
     const r = await generateObject({ model: model(), schema: jsonSchema(trip), prompt: 'Paris', maxRetries: 0 });
     assert.deepEqual(r.object, parisTrip);
@@ -104,7 +107,7 @@ const lcTools = [{ type: 'function', function: { name: 'lookup', description: 'L
 
 for (const useResponsesApi of [false, true]) {
   const api = useResponsesApi ? 'responses' : 'chat';
-  const chat = () => new ChatOpenAI({ model: 'gpt-4o', apiKey, maxRetries: 0, useResponsesApi, configuration: { baseURL: `${base}/v1` } });
+  const chat = () => new ChatOpenAI({ model: chatModel, apiKey, maxRetries: 0, useResponsesApi, configuration: { baseURL: `${base}/v1` } });
 
   test(`langchain: invoke, ${api}`, async () => {
     const m = await chat().invoke('hello');
@@ -140,7 +143,7 @@ for (const useResponsesApi of [false, true]) {
 
 for (const useResponsesApi of [false, true]) {
   test(`langchain: withStructuredOutput, ${useResponsesApi ? 'responses' : 'chat'}`, async () => {
-    const chat = new ChatOpenAI({ model: 'gpt-4o', apiKey, maxRetries: 0, useResponsesApi, configuration: { baseURL: `${base}/v1` } });
+    const chat = new ChatOpenAI({ model: chatModel, apiKey, maxRetries: 0, useResponsesApi, configuration: { baseURL: `${base}/v1` } });
     const r = await chat.withStructuredOutput(trip, { name: 'trip' }).invoke('Paris');
     assert.deepEqual(r, parisTrip);
   });
@@ -159,7 +162,7 @@ const openai = new OpenAI({ baseURL: `${base}/v1`, apiKey, maxRetries: 0, timeou
 const responsesTools = [{ type: 'function', name: 'lookup', description: 'Look something up', parameters: lcTools[0].function.parameters, strict: false }];
 
 test('openai: responses.stream().finalResponse()', async () => {
-  const stream = openai.responses.stream({ model: 'gpt-4o', input: 'hello' });
+  const stream = openai.responses.stream({ model: chatModel, input: 'hello' });
   let deltas = '';
   stream.on('response.output_text.delta', (e) => { deltas += e.delta; });
   const r = await stream.finalResponse();
@@ -169,16 +172,16 @@ test('openai: responses.stream().finalResponse()', async () => {
 });
 
 test('openai: responses with a function_call, streamed and not, then its output', async () => {
-  const r = await openai.responses.create({ model: 'gpt-4o', input: 'find cats', tools: responsesTools });
+  const r = await openai.responses.create({ model: chatModel, input: 'find cats', tools: responsesTools });
   const call = r.output.find((o) => o.type === 'function_call');
   assert.ok(call, JSON.stringify(r.output));
   assert.equal(call.name, 'lookup');
   assert.deepEqual(JSON.parse(call.arguments), { query: 'find cats' });
-  const s = await openai.responses.stream({ model: 'gpt-4o', input: 'find dogs', tools: responsesTools }).finalResponse();
+  const s = await openai.responses.stream({ model: chatModel, input: 'find dogs', tools: responsesTools }).finalResponse();
   const scall = s.output.find((o) => o.type === 'function_call');
   assert.ok(scall, JSON.stringify(s.output));
   assert.deepEqual(JSON.parse(scall.arguments), { query: 'find dogs' });
-  const r2 = await openai.responses.create({ model: 'gpt-4o', tools: responsesTools, input: [
+  const r2 = await openai.responses.create({ model: chatModel, tools: responsesTools, input: [
     { role: 'user', content: 'find cats' }, call, { type: 'function_call_output', call_id: call.call_id, output: 'three cats' }] });
   assert.equal(r2.output.filter((o) => o.type === 'function_call').length, 0);
   assert.match(r2.output_text, hello);
@@ -187,14 +190,14 @@ test('openai: responses with a function_call, streamed and not, then its output'
 const Trip = z.object({ city: z.string(), days: z.number().int() });
 
 test('openai: chat.completions.parse with a zod schema', async () => {
-  const r = await openai.chat.completions.parse({ model: 'gpt-4o', messages: [{ role: 'user', content: 'Paris' }], response_format: zodResponseFormat(Trip, 'trip') });
+  const r = await openai.chat.completions.parse({ model: chatModel, messages: [{ role: 'user', content: 'Paris' }], response_format: zodResponseFormat(Trip, 'trip') });
   assert.deepEqual(r.choices[0].message.parsed, parisTrip);
 });
 
 test('openai: responses.parse and responses.stream with a zod text format', async () => {
-  const r = await openai.responses.parse({ model: 'gpt-4o', input: 'Paris', text: { format: zodTextFormat(Trip, 'trip') } });
+  const r = await openai.responses.parse({ model: chatModel, input: 'Paris', text: { format: zodTextFormat(Trip, 'trip') } });
   assert.deepEqual(r.output_parsed, parisTrip);
-  const s = await openai.responses.stream({ model: 'gpt-4o', input: 'Paris', text: { format: zodTextFormat(Trip, 'trip') } }).finalResponse();
+  const s = await openai.responses.stream({ model: chatModel, input: 'Paris', text: { format: zodTextFormat(Trip, 'trip') } }).finalResponse();
   assert.deepEqual(s.output_parsed, parisTrip);
 });
 

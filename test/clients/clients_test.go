@@ -17,7 +17,26 @@ import (
 // TestNodeClients runs clients.test.mjs with node --test against the gateway on the standalone
 // sample, keys required and the audit log on.
 func TestNodeClients(t *testing.T) {
-	node, errNode := exec.LookPath("node")
+	modules := requireClients(t)
+	g := startSample(t, true)
+	runClients(t, modules, g.url)
+	g.close() // every request has finished, and written its audit line
+	if err := g.auditClose(); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := audit.Verify(g.auditPath); err != nil || rep.Lines == 0 {
+		t.Errorf("the audit log of the run: %v, %+v", err, rep)
+	}
+	if g.a.Requests("gpt-4o-2024-08-06") == 0 || g.a.Requests("text-embedding-3-small") == 0 {
+		t.Errorf("provider-a was not asked for chat and embeddings: %v", g.a.Counts())
+	}
+}
+
+// requireClients returns the installed clients' node_modules, or skips the test (see the package
+// doc).
+func requireClients(t *testing.T) string {
+	t.Helper()
+	_, errNode := exec.LookPath("node")
 	npm, errNpm := exec.LookPath("npm")
 	if errNode != nil || errNpm != nil {
 		if os.Getenv("CI") != "" {
@@ -25,9 +44,14 @@ func TestNodeClients(t *testing.T) {
 		}
 		t.Skip("node or npm not installed")
 	}
-	modules := install(t, npm)
-	g := startSample(t, true)
+	return install(t, npm)
+}
 
+// runClients runs clients.test.mjs against the gateway at url with the environment env added
+// (CHAT_MODEL and CHAT_MOCK name another chat model and the mock that answers it), and fails the
+// test when a client test fails.
+func runClients(t *testing.T, modules, url string, env ...string) {
+	t.Helper()
 	// The script runs from a directory whose node_modules is the cached install.
 	run := t.TempDir()
 	for _, f := range []string{"clients.test.mjs", "package.json"} {
@@ -44,23 +68,13 @@ func TestNodeClients(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "--test", "--test-reporter=spec", "clients.test.mjs")
+	cmd := exec.CommandContext(ctx, "node", "--test", "--test-reporter=spec", "clients.test.mjs")
 	cmd.Dir = run
-	cmd.Env = append(os.Environ(), "SWITCHYARD_URL="+g.url, "SWITCHYARD_CLIENT_KEY="+clientKey, "NO_COLOR=1")
+	cmd.Env = append(append(os.Environ(), "SWITCHYARD_URL="+url, "SWITCHYARD_CLIENT_KEY="+clientKey, "NO_COLOR=1"), env...)
 	out, err := cmd.CombinedOutput()
 	t.Logf("node --test:\n%s", out)
 	if err != nil {
 		t.Fatalf("the client tests failed: %v", err)
-	}
-	g.close() // every request has finished, and written its audit line
-	if err := g.auditClose(); err != nil {
-		t.Fatal(err)
-	}
-	if rep, err := audit.Verify(g.auditPath); err != nil || rep.Lines == 0 {
-		t.Errorf("the audit log of the run: %v, %+v", err, rep)
-	}
-	if g.a.Requests("gpt-4o-2024-08-06") == 0 || g.a.Requests("text-embedding-3-small") == 0 {
-		t.Errorf("provider-a was not asked for chat and embeddings: %v", g.a.Counts())
 	}
 }
 
