@@ -5,7 +5,11 @@
 // A *Server is an http.Handler. It answers POST /v1/chat/completions (streamed
 // or not), /v1/completions, /v1/embeddings, /v1/responses, /v1/messages (streamed
 // or not), /v1/messages/count_tokens and GET /v1/models,
-// also under a prefix (the path is matched on what follows its last "/v1/").
+// also under a prefix (the path is matched on what follows its last "/v1/"),
+// in each API's wire format as its official SDKs parse it: embeddings as floats
+// or base64, the Responses API's full event sequence (responses.go), tool calls
+// when tools are offered (tools.go), an instance of the schema when structured
+// output is asked for (structured.go).
 // How it answers is a Behavior, set per model (SetBehavior), by default
 // (SetDefault), per request (header X-Mock-Behavior, see ParseBehavior), or at
 // run time through the control endpoints under /_mock/.
