@@ -254,7 +254,8 @@ type apiRequest struct {
 	// Structured output (structured.go) and the tool to call (tools.go).
 	ResponseFormat json.RawMessage `json:"response_format"` // chat
 	TextConfig     json.RawMessage `json:"text"`            // Responses: {"format"}
-	OutputFormat   json.RawMessage `json:"output_format"`   // Messages
+	OutputConfig   json.RawMessage `json:"output_config"`   // Messages: {"format"}
+	OutputFormat   json.RawMessage `json:"output_format"`   // Messages, beta
 	ToolChoice     json.RawMessage `json:"tool_choice"`
 }
 

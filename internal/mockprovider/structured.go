@@ -8,8 +8,8 @@ import (
 
 // Structured output, as the mock answers it: a request that asks for JSON of a schema — chat's
 // response_format {"type":"json_schema","json_schema":{"schema"}}, the Responses API's text.format
-// {"type":"json_schema","schema"}, the Messages API's output_format {"type":"json_schema",
-// "schema"} — is answered with an instance of the schema as the text (streamed in pieces); one
+// {"type":"json_schema","schema"}, the Messages API's output_config.format {"type":"json_schema",
+// "schema"} (output_format in its beta) — is answered with an instance of the schema as the text (streamed in pieces); one
 // that asks for any JSON object ({"type":"json_object"}) with {"text": <the mock's answer>}. Tool
 // arguments are an instance of the tool's parameters too, and a tool_choice that names a tool (or
 // requires one) is obeyed, so the SDKs' generateObject, withStructuredOutput and parse helpers get
@@ -36,7 +36,14 @@ func (x *exchange) structuredText() (string, bool) {
 		_ = json.Unmarshal(x.req.TextConfig, &text)
 		raw = text.Format
 	case epMessages:
-		raw = x.req.OutputFormat
+		var config struct {
+			Format json.RawMessage `json:"format"`
+		}
+		_ = json.Unmarshal(x.req.OutputConfig, &config)
+		raw = config.Format
+		if raw == nil {
+			raw = x.req.OutputFormat // the beta's name
+		}
 	case epChat:
 	default:
 		return "", false

@@ -53,6 +53,8 @@ func TestStructuredOutput(t *testing.T) {
 			`{"city":"Paris","days":1}`},
 		{"messages output_format", "/v1/messages", map[string]any{"messages": msgs, "max_tokens": 100,
 			"output_format": map[string]any{"type": "json_schema", "schema": schema}}, `{"city":"Paris","days":1}`},
+		{"messages output_config.format", "/v1/messages", map[string]any{"messages": msgs, "max_tokens": 100,
+			"output_config": map[string]any{"effort": "low", "format": map[string]any{"type": "json_schema", "schema": schema}}}, `{"city":"Paris","days":1}`},
 		{"chat text", "/v1/chat/completions", map[string]any{"messages": msgs, "response_format": map[string]any{"type": "text"}}, "Hello from m"},
 	} {
 		for _, stream := range []bool{false, true} {

@@ -14,8 +14,8 @@ import (
 	"github.com/switchyard-io/switchyard/internal/audit"
 )
 
-// TestNodeClients runs clients.test.mjs with node --test against the gateway on the standalone
-// sample, keys required and the audit log on.
+// TestNodeClients runs clients.test.mjs and anthropic.test.mjs with node --test against the
+// gateway on the standalone sample (and an Anthropic channel), keys required and the audit log on.
 func TestNodeClients(t *testing.T) {
 	modules := requireClients(t)
 	g := startSample(t, true)
@@ -29,6 +29,9 @@ func TestNodeClients(t *testing.T) {
 	}
 	if g.a.Requests("gpt-4o-2024-08-06") == 0 || g.a.Requests("text-embedding-3-small") == 0 {
 		t.Errorf("provider-a was not asked for chat and embeddings: %v", g.a.Counts())
+	}
+	if g.claude.Requests("claude-sonnet") == 0 {
+		t.Errorf("the Anthropic channel was never asked: %v", g.claude.Counts())
 	}
 }
 
@@ -54,7 +57,7 @@ func runClients(t *testing.T, modules, url string, env ...string) {
 	t.Helper()
 	// The script runs from a directory whose node_modules is the cached install.
 	run := t.TempDir()
-	for _, f := range []string{"clients.test.mjs", "package.json"} {
+	for _, f := range []string{"clients.test.mjs", "anthropic.test.mjs", "package.json"} {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
@@ -68,7 +71,7 @@ func runClients(t *testing.T, modules, url string, env ...string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "--test", "--test-reporter=spec", "clients.test.mjs")
+	cmd := exec.CommandContext(ctx, "node", "--test", "--test-reporter=spec", "clients.test.mjs", "anthropic.test.mjs")
 	cmd.Dir = run
 	cmd.Env = append(append(os.Environ(), "SWITCHYARD_URL="+url, "SWITCHYARD_CLIENT_KEY="+clientKey, "NO_COLOR=1"), env...)
 	out, err := cmd.CombinedOutput()
