@@ -2,22 +2,20 @@ package clients
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"testing"
 	"time"
 
 	"github.com/switchyard-io/switchyard/internal/audit"
+	"github.com/switchyard-io/switchyard/internal/testutil"
 )
 
 // TestNodeClients runs clients.test.mjs and anthropic.test.mjs with node --test against the
 // gateway on the standalone sample (and an Anthropic channel), keys required and the audit log on.
 func TestNodeClients(t *testing.T) {
-	modules := requireClients(t)
+	modules := testutil.NPMInstall(t)
 	g := startSample(t, true)
 	runClients(t, modules, g.url)
 	g.close() // every request has finished, and written its audit line
@@ -33,21 +31,6 @@ func TestNodeClients(t *testing.T) {
 	if g.claude.Requests("claude-sonnet") == 0 {
 		t.Errorf("the Anthropic channel was never asked: %v", g.claude.Counts())
 	}
-}
-
-// requireClients returns the installed clients' node_modules, or skips the test (see the package
-// doc).
-func requireClients(t *testing.T) string {
-	t.Helper()
-	_, errNode := exec.LookPath("node")
-	npm, errNpm := exec.LookPath("npm")
-	if errNode != nil || errNpm != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("node and npm are required in CI (node: %v, npm: %v)", errNode, errNpm)
-		}
-		t.Skip("node or npm not installed")
-	}
-	return install(t, npm)
 }
 
 // runClients runs clients.test.mjs against the gateway at url with the environment env added
@@ -79,75 +62,4 @@ func runClients(t *testing.T, modules, url string, env ...string) {
 	if err != nil {
 		t.Fatalf("the client tests failed: %v", err)
 	}
-}
-
-// cacheRoot is where test/sdk, hack/envtest.sh and hack/node.sh keep their builds too:
-// $SWITCHYARD_CACHE, else $XDG_CACHE_HOME/switchyard, else ~/.cache/switchyard.
-func cacheRoot(t *testing.T) string {
-	if d := os.Getenv("SWITCHYARD_CACHE"); d != "" {
-		return d
-	}
-	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
-		return filepath.Join(d, "switchyard")
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return filepath.Join(home, ".cache", "switchyard")
-}
-
-// unreachable matches npm's errors for a registry it cannot reach.
-var unreachable = regexp.MustCompile(`ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENETUNREACH|EHOSTUNREACH|network request .* failed`)
-
-// install returns the node_modules of package-lock.json, installed with npm ci into the cache
-// when it is not there yet (as test/sdk does). The install goes to a temporary directory renamed
-// into place, so an interrupted one is never taken for complete. When npm cannot reach its
-// registry the test is skipped, naming the error, except under CI.
-func install(t *testing.T, npm string) string {
-	t.Helper()
-	lock, err := os.ReadFile("package-lock.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256(lock)
-	cache := filepath.Join(cacheRoot(t), "npm", hex.EncodeToString(sum[:8]))
-	modules := filepath.Join(cache, "node_modules")
-	if _, err := os.Stat(filepath.Join(modules, ".package-lock.json")); err == nil {
-		return modules
-	}
-	if err := os.MkdirAll(filepath.Dir(cache), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	tmp, err := os.MkdirTemp(filepath.Dir(cache), "install-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(tmp)
-	for _, f := range []string{"package.json", "package-lock.json", ".npmrc"} {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(tmp, f), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund", "--loglevel=error")
-	cmd.Dir = tmp
-	if out, err := cmd.CombinedOutput(); err != nil {
-		if unreachable.Match(out) && os.Getenv("CI") == "" {
-			t.Skipf("npm cannot reach its registry to install the pinned clients: %s", unreachable.Find(out))
-		}
-		t.Fatalf("npm ci failed: %v\n%s", err, out)
-	}
-	_ = os.RemoveAll(cache) // a half-written one from an older run
-	if err := os.Rename(tmp, cache); err != nil && !os.IsExist(err) {
-		if _, statErr := os.Stat(modules); statErr != nil {
-			t.Fatalf("failed to move the install into the cache: %v", err)
-		}
-	}
-	return modules
 }

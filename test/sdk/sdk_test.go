@@ -13,9 +13,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
-	"crypto/sha256"
 	"crypto/x509"
-	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
@@ -33,6 +31,7 @@ import (
 	"github.com/switchyard-io/switchyard/internal/audit"
 	"github.com/switchyard-io/switchyard/internal/mockprovider"
 	"github.com/switchyard-io/switchyard/internal/proxy"
+	"github.com/switchyard-io/switchyard/internal/testutil"
 )
 
 // recoveredText is the answer of the streams cut after their first text (claude-broken,
@@ -43,15 +42,7 @@ const recoveredText = "A broken stream, finished: every byte once — and in ord
 const clientKey = "sk-sdk-client-8d41c07e5b2f96a3e1d0"
 
 func TestNodeSDKs(t *testing.T) {
-	node, errNode := exec.LookPath("node")
-	npm, errNpm := exec.LookPath("npm")
-	if errNode != nil || errNpm != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("node and npm are required in CI (node: %v, npm: %v)", errNode, errNpm)
-		}
-		t.Skip("node or npm not installed")
-	}
-	modules := install(t, npm)
+	modules := testutil.NPMInstall(t)
 
 	a := mockprovider.New(mockprovider.Options{Name: "claude-a", APIKey: "sk-ant-a"})
 	b := mockprovider.New(mockprovider.Options{Name: "claude-b", APIKey: "sk-ant-b"})
@@ -268,7 +259,7 @@ spec:
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "--test", "--test-reporter=spec", "sdk.test.mjs")
+	cmd := exec.CommandContext(ctx, "node", "--test", "--test-reporter=spec", "sdk.test.mjs")
 	cmd.Dir = run
 	cmd.Env = append(os.Environ(), "SWITCHYARD_URL="+gw.URL, "SWITCHYARD_CLIENT_KEY="+clientKey, "NO_COLOR=1", "RECOVERED_TEXT="+recoveredText)
 	out, err := cmd.CombinedOutput()
@@ -294,68 +285,4 @@ spec:
 		t.Errorf("the clouds: bedrock answered %d, refused %d signatures; vertex issued %d tokens",
 			bedrock.Requests("us.anthropic.claude-sonnet-4-5-20250929-v1:0"), bedrock.Refused(), vertex.TokensIssued())
 	}
-}
-
-// cacheRoot is where hack/envtest.sh and hack/node.sh keep their builds too: $SWITCHYARD_CACHE,
-// else $XDG_CACHE_HOME/switchyard, else ~/.cache/switchyard.
-func cacheRoot(t *testing.T) string {
-	if d := os.Getenv("SWITCHYARD_CACHE"); d != "" {
-		return d
-	}
-	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
-		return filepath.Join(d, "switchyard")
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return filepath.Join(home, ".cache", "switchyard")
-}
-
-// install returns the node_modules of package-lock.json, installed with npm ci into the cache
-// when it is not there yet. The install goes to a temporary directory renamed into place, so an
-// interrupted one is never taken for complete.
-func install(t *testing.T, npm string) string {
-	t.Helper()
-	lock, err := os.ReadFile("package-lock.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256(lock)
-	cache := filepath.Join(cacheRoot(t), "npm", hex.EncodeToString(sum[:8]))
-	modules := filepath.Join(cache, "node_modules")
-	if _, err := os.Stat(filepath.Join(modules, ".package-lock.json")); err == nil {
-		return modules
-	}
-	if err := os.MkdirAll(filepath.Dir(cache), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	tmp, err := os.MkdirTemp(filepath.Dir(cache), "install-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(tmp)
-	for _, f := range []string{"package.json", "package-lock.json", ".npmrc"} {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(tmp, f), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund", "--loglevel=error")
-	cmd.Dir = tmp
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm ci failed: %v\n%s", err, out)
-	}
-	_ = os.RemoveAll(cache) // a half-written one from an older run
-	if err := os.Rename(tmp, cache); err != nil && !os.IsExist(err) {
-		if _, statErr := os.Stat(modules); statErr != nil {
-			t.Fatalf("failed to move the install into the cache: %v", err)
-		}
-	}
-	return modules
 }
