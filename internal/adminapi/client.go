@@ -3,11 +3,14 @@ package adminapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
+	"unique"
 )
 
 // Client reads one proxy replica's admin API. The controller's poller and the demo use it.
@@ -26,33 +29,81 @@ func (c *Client) Channels(ctx context.Context) (*ChannelsResponse, error) {
 	return &out, c.get(ctx, ChannelsPath, &out)
 }
 
+// ChannelsSince is GET ChannelsPath?since=cursor: the changes after cursor, or the full view
+// when cursor is "" or unknown to the replica (see ChannelsResponse.Delta). Proxies that
+// predate cursors ignore it and answer the full view.
+func (c *Client) ChannelsSince(ctx context.Context, cursor string) (*ChannelsResponse, error) {
+	var out ChannelsResponse
+	return &out, c.get(ctx, ChannelsPath+"?since="+url.QueryEscape(cursor), &out)
+}
+
+// ErrNotServed is a path the replica does not serve (a proxy older than the path).
+var ErrNotServed = errors.New("not served by this proxy version")
+
+// Config is GET ConfigPath with If-None-Match: etag. It returns nil and the same etag when the
+// config did not change (304), ErrNotServed from a proxy without the endpoint.
+func (c *Client) Config(ctx context.Context, etag string) (*ConfigState, string, error) {
+	u := strings.TrimRight(c.BaseURL, "/") + ConfigPath
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, "", err
+	}
+	if etag != "" {
+		req.Header.Set("If-None-Match", etag)
+	}
+	resp, err := c.httpClient().Do(req)
+	if err != nil {
+		return nil, "", err
+	}
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusNotModified:
+		return nil, etag, nil
+	case http.StatusNotFound, http.StatusMethodNotAllowed:
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+		return nil, "", fmt.Errorf("GET %s: %w", u, ErrNotServed)
+	case http.StatusOK:
+	default:
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+		return nil, "", fmt.Errorf("GET %s: %s", u, resp.Status)
+	}
+	var out ConfigState
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxResponse)).Decode(&out); err != nil {
+		return nil, "", fmt.Errorf("GET %s: %w", u, err)
+	}
+	return &out, resp.Header.Get("ETag"), nil
+}
+
 // Events is GET EventsPath?since=since.
 func (c *Client) Events(ctx context.Context, since uint64) (*EventsResponse, error) {
 	var out EventsResponse
 	return &out, c.get(ctx, EventsPath+"?since="+strconv.FormatUint(since, 10), &out)
 }
 
+func (c *Client) httpClient() *http.Client {
+	if c.HTTP == nil {
+		return http.DefaultClient
+	}
+	return c.HTTP
+}
+
 func (c *Client) get(ctx context.Context, path string, into any) error {
-	url := strings.TrimRight(c.BaseURL, "/") + path
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	u := strings.TrimRight(c.BaseURL, "/") + path
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return err
 	}
-	hc := c.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	resp, err := hc.Do(req)
+	resp, err := c.httpClient().Do(req)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
-		return fmt.Errorf("GET %s: %s", url, resp.Status)
+		return fmt.Errorf("GET %s: %s", u, resp.Status)
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, maxResponse)).Decode(into); err != nil {
-		return fmt.Errorf("GET %s: %w", url, err)
+		return fmt.Errorf("GET %s: %w", u, err)
 	}
 	return nil
 }
@@ -93,3 +144,56 @@ func (c *Cursor) Next(ev *EventsResponse) (events []Event, restarted bool) {
 
 // BootID is the boot the cursor has read ("" before the first Next).
 func (c *Cursor) BootID() string { return c.bootID }
+
+// ChannelsView is one replica's channel×models kept current from its answers: a full view
+// replaces it, a delta is merged in. Names are interned, so a controller that keeps the views of
+// hundreds of replicas holds each channel's and model's name once.
+type ChannelsView struct {
+	cursor string
+	index  map[ChannelKey]int
+	states []ChannelState
+}
+
+// Cursor is where the view stands, to ask for the next delta with ("" before the first answer).
+func (v *ChannelsView) Cursor() string { return v.cursor }
+
+// Channels are the replica's states as merged. The slice is the view's: read it, do not keep it
+// across Apply.
+func (v *ChannelsView) Channels() []ChannelState { return v.states }
+
+// Apply merges one answer. A delta on a view that has not read a full one (it cannot be, but a
+// misbehaving replica could send one) is taken as what it says: a view of those keys.
+func (v *ChannelsView) Apply(resp *ChannelsResponse) {
+	v.cursor = resp.Cursor
+	if !resp.Delta || v.index == nil {
+		v.index = make(map[ChannelKey]int, len(resp.Channels))
+		v.states = v.states[:0]
+	}
+	for _, k := range resp.Removed {
+		i, ok := v.index[k]
+		if !ok {
+			continue
+		}
+		last := len(v.states) - 1
+		if i != last {
+			v.states[i] = v.states[last]
+			v.index[ChannelKey{v.states[i].Channel, v.states[i].Model}] = i
+		}
+		v.states[last] = ChannelState{}
+		v.states = v.states[:last]
+		delete(v.index, k)
+	}
+	for _, s := range resp.Channels {
+		s.Channel, s.Model = intern(s.Channel), intern(s.Model)
+		s.Provider, s.Phase = intern(s.Provider), intern(s.Phase)
+		k := ChannelKey{s.Channel, s.Model}
+		if i, ok := v.index[k]; ok {
+			v.states[i] = s
+			continue
+		}
+		v.index[k] = len(v.states)
+		v.states = append(v.states, s)
+	}
+}
+
+func intern(s string) string { return unique.Make(s).Value() }
