@@ -23,11 +23,15 @@ type replicaReport struct {
 
 // modelAggregate is one channel×model as all replicas together see it.
 type modelAggregate struct {
-	// Phase is the dominant phase: the one most replicas report, the more severe on a tie.
+	// Phase is the fleet's phase: the verdict the fleet store holds when a replica reports one
+	// (FleetKeyState.VerdictBy set), else the phase most of the traffic sees, each replica's
+	// view weighted by its traffic (replicaWeights); the more severe phase on a tie.
 	Phase v1alpha1.Phase
-	// Replicas counts the replicas reporting each phase.
+	// Replicas counts the replicas reporting each phase (their own, local phase).
 	Replicas map[string]int32
-	// HealthScore and TrafficPercent are the lowest across replicas: status shows the worst view.
+	// HealthScore and TrafficPercent are weighted by each replica's traffic, rounded down: what
+	// the traffic as a whole gets. One replica of 200 ejecting a channel is 99%, not 0% beside
+	// a Healthy phase (the minimum was), nor 100%.
 	HealthScore    int32
 	TrafficPercent int32
 	// WindowRequests and WindowFailures are summed; ErrorRatePercent is computed from the sums so a
@@ -39,7 +43,7 @@ type modelAggregate struct {
 	P95LatencyMillis int64
 	Ejections        int64
 	Panic            bool
-	// LastTransition is the latest transition among the replicas in the dominant phase.
+	// LastTransition is the latest transition among the replicas in the fleet's phase.
 	LastTransition *adminapi.Transition
 	// DryRunPhase is the dominant would-be phase of a DryRun policy's channel×model ("" when no
 	// replica reports one) and DryRunReason the latest would-be transition's rule among the
@@ -48,27 +52,44 @@ type modelAggregate struct {
 	DryRunReason string
 }
 
+// replicaWeights is each report's traffic: the requests in its detection windows over every
+// channel×model it reports. A replica's view of one key is weighted by its traffic as a whole,
+// not by its traffic on that key: an ejected key carries none on the replicas that ejected it.
+func replicaWeights(reports []replicaReport) []int64 {
+	w := make([]int64, len(reports))
+	for i, r := range reports {
+		for _, s := range r.Channels {
+			w[i] += int64(max(s.WindowRequests, 0))
+		}
+	}
+	return w
+}
+
 // aggregate merges the replicas' reports per channel×model. It is pure and order-independent.
 func aggregate(reports []replicaReport) map[modelKey]modelAggregate {
-	type acc struct {
-		agg    modelAggregate
-		states []adminapi.ChannelState
-		dry    map[string]int32 // replicas per would-be phase
+	type view struct {
+		state  adminapi.ChannelState
+		weight int64
 	}
+	type acc struct {
+		agg     modelAggregate
+		views   []view
+		dry     map[string]int32 // replicas per would-be phase
+		verdict map[string]int32 // replicas per fleet verdict held in the store
+	}
+	weights := replicaWeights(reports)
 	accs := map[modelKey]*acc{}
-	for _, r := range reports {
+	for ri, r := range reports {
 		for _, s := range r.Channels {
 			k := modelKey{s.Channel, s.Model}
 			a := accs[k]
 			if a == nil {
-				a = &acc{agg: modelAggregate{Replicas: map[string]int32{}, HealthScore: math.MaxInt32, TrafficPercent: math.MaxInt32}}
+				a = &acc{agg: modelAggregate{Replicas: map[string]int32{}}}
 				accs[k] = a
 			}
-			a.states = append(a.states, s)
+			a.views = append(a.views, view{s, weights[ri]})
 			g := &a.agg
 			g.Replicas[normalPhase(s.Phase)]++
-			g.HealthScore = min(g.HealthScore, clampPercent(s.HealthScore))
-			g.TrafficPercent = min(g.TrafficPercent, clampPercent(s.TrafficPercent))
 			g.WindowRequests += int64(max(s.WindowRequests, 0))
 			g.WindowFailures += int64(max(s.WindowFailures, 0))
 			g.P95LatencyMillis = max(g.P95LatencyMillis, s.P95LatencyMillis)
@@ -80,16 +101,49 @@ func aggregate(reports []replicaReport) map[modelKey]modelAggregate {
 				}
 				a.dry[normalPhase(s.DryRun.Phase)]++
 			}
+			if s.Fleet != nil && s.Fleet.VerdictBy != "" {
+				if a.verdict == nil {
+					a.verdict = map[string]int32{}
+				}
+				a.verdict[normalPhase(s.Fleet.Phase)]++
+			}
 		}
 	}
 	out := make(map[modelKey]modelAggregate, len(accs))
 	for k, a := range accs {
 		g := a.agg
-		g.Phase = dominantPhase(g.Replicas)
+		// An idle fleet (no traffic in any window) counts heads: every view weighs one.
+		var total int64
+		for _, v := range a.views {
+			total += v.weight
+		}
+		weight := func(v view) int64 {
+			if total == 0 {
+				return 1
+			}
+			return v.weight
+		}
+		byTraffic := map[string]int64{}
+		var sum, score, traffic int64
+		for _, v := range a.views {
+			w := weight(v)
+			byTraffic[normalPhase(v.state.Phase)] += w
+			sum += w
+			score += w * int64(clampPercent(v.state.HealthScore))
+			traffic += w * int64(clampPercent(v.state.TrafficPercent))
+		}
+		g.Phase = dominantPhase(byTraffic)
+		if a.verdict != nil {
+			g.Phase = dominantPhase(a.verdict)
+		}
+		if sum > 0 {
+			g.HealthScore, g.TrafficPercent = int32(score/sum), int32(traffic/sum)
+		}
 		if g.WindowRequests > 0 {
 			g.ErrorRatePercent = int32(math.Round(float64(g.WindowFailures) * 100 / float64(g.WindowRequests)))
 		}
-		for _, s := range a.states {
+		for _, v := range a.views {
+			s := v.state
 			if normalPhase(s.Phase) != string(g.Phase) || s.LastTransition == nil {
 				continue
 			}
@@ -101,7 +155,8 @@ func aggregate(reports []replicaReport) map[modelKey]modelAggregate {
 		if a.dry != nil {
 			g.DryRunPhase = dominantPhase(a.dry)
 			var latest *adminapi.Transition
-			for _, s := range a.states {
+			for _, v := range a.views {
+				s := v.state
 				if s.DryRun == nil || normalPhase(s.DryRun.Phase) != string(g.DryRunPhase) || s.DryRun.LastTransition == nil {
 					continue
 				}
@@ -184,8 +239,9 @@ func severity(p v1alpha1.Phase) int {
 	return hp.Severity()
 }
 
-// dominantPhase is the phase most replicas report; a tie goes to the more severe phase.
-func dominantPhase(counts map[string]int32) v1alpha1.Phase {
+// dominantPhase is the phase with the most weight (replicas, or their traffic); a tie goes to
+// the more severe phase.
+func dominantPhase[N int32 | int64](counts map[string]N) v1alpha1.Phase {
 	phases := make([]string, 0, len(counts))
 	for p := range counts {
 		phases = append(phases, p)

@@ -214,6 +214,7 @@ func channelStatus(in channelInputs) v1alpha1.ProviderChannelStatus {
 		st.Phase = v1alpha1.PhaseDisabled
 	}
 	st.Disabled = disabled
+	st.Replicas = replicasColumn(st.Phase, st.Models)
 
 	setOptional(&st.Conditions, in.Accepted, pc.Generation, in.Now)
 	setOptional(&st.Conditions, in.Programmed, pc.Generation, in.Now)
@@ -268,6 +269,23 @@ func nextModels(in channelInputs) []v1alpha1.ModelStatus {
 	return out
 }
 
+// replicasColumn is the REPLICAS column: "37/200", the replicas that see the channel's phase
+// on its first model in that phase whose replicas disagree, of all that report it; empty while
+// they agree, so that the replica count is in status only when it says something.
+func replicasColumn(phase v1alpha1.Phase, models []v1alpha1.ModelStatus) string {
+	for _, m := range models {
+		if m.Phase != phase || len(m.Replicas) < 2 {
+			continue
+		}
+		var all int32
+		for _, n := range m.Replicas {
+			all += n
+		}
+		return fmt.Sprintf("%d/%d", m.Replicas[string(phase)], all)
+	}
+	return ""
+}
+
 func sameJSON(a, b any) bool {
 	ja, errA := json.Marshal(a)
 	jb, errB := json.Marshal(b)
@@ -290,10 +308,19 @@ func modelFromAggregate(name string, agg modelAggregate, prev v1alpha1.ModelStat
 		ErrorRatePercent: agg.ErrorRatePercent,
 		P95LatencyMillis: agg.P95LatencyMillis,
 		Ejections:        agg.Ejections,
-		Replicas:         maps.Clone(agg.Replicas),
 		Panic:            agg.Panic,
 	}
+	if len(agg.Replicas) > 1 {
+		// Only while the replicas disagree: counts that agree would change with every pod of
+		// a rolling update and rewrite every channel's status for nothing.
+		m.Replicas = maps.Clone(agg.Replicas)
+	}
 	switch {
+	case agg.LastTransition != nil && hadPrev && prev.Phase == m.Phase && prev.LastTransitionTime != nil &&
+		!seconds(agg.LastTransition.Time).After(prev.LastTransitionTime.Time):
+		// The same phase, and no newer transition: the replica that held the latest one may
+		// have gone (a rolling update); what status said stays true.
+		m.LastTransitionTime, m.Reason, m.Message = prev.LastTransitionTime.DeepCopy(), prev.Reason, prev.Message
 	case agg.LastTransition != nil:
 		t := seconds(agg.LastTransition.Time)
 		m.LastTransitionTime, m.Reason, m.Message = &t, agg.LastTransition.Reason, agg.LastTransition.Message
@@ -337,8 +364,10 @@ func disabledModel(m v1alpha1.ModelStatus, prev v1alpha1.ModelStatus, hadPrev bo
 // meaningful step. Small drifts of score, error rate, volume and latency are not news; writing
 // them would rewrite status on every poll.
 func significant(prev, next v1alpha1.ModelStatus, step int32) bool {
+	// Ejections are written when they grow: the sum falls when a replica restarts (its count
+	// starts again), which is no news.
 	if prev.Phase != next.Phase || prev.TrafficPercent != next.TrafficPercent || prev.Panic != next.Panic ||
-		prev.Ejections != next.Ejections || prev.Reason != next.Reason || prev.Message != next.Message ||
+		next.Ejections > prev.Ejections || prev.Reason != next.Reason || prev.Message != next.Message ||
 		!maps.Equal(prev.Replicas, next.Replicas) ||
 		!equality.Semantic.DeepEqual(prev.LastTransitionTime, next.LastTransitionTime) {
 		return true
@@ -406,7 +435,8 @@ func reportingCondition(replicas []replicaInfo) metav1.Condition {
 	case n == 0:
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonNoReplicas, "no proxy replica found to poll; status is not live"
 	case len(down) == 0:
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, ReasonAllReporting, fmt.Sprintf("%d of %d proxy replicas reporting", n, n)
+		// No count: the message would change with the replica set alone, on every channel.
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, ReasonAllReporting, "every proxy replica reports"
 	case len(down) == n:
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonNoneReachable,
 			"no proxy replica reachable: "+strings.Join(down, "; ")+"; status shows the last data seen and is not live"
@@ -668,7 +698,7 @@ func programmedCondition(key string, generation int64, accepted bool, res *SyncR
 		}
 	default:
 		c.Status, c.Reason = metav1.ConditionTrue, ReasonProgrammed
-		c.Message = fmt.Sprintf("generation %d is served by %d proxy replica(s)", generation, len(serving))
+		c.Message = fmt.Sprintf("generation %d is served by every proxy replica that reports", generation)
 	}
 	return c
 }
