@@ -56,6 +56,8 @@ func runController(ctx context.Context, args []string, _, stderr io.Writer) erro
 	fs.StringVar(&opts.AdminPortName, "proxy-admin-port-name", controller.DefaultAdminPortName, "name of the admin API port of --proxy-service")
 	fs.Var(&adminURLs, "proxy-admin-url", "admin API root of a proxy replica outside the cluster, e.g. http://10.0.0.5:9090 (repeatable)")
 	fs.DurationVar(&opts.PollInterval, "poll-interval", controller.DefaultPollInterval, "how often to poll the proxies' admin API")
+	fs.DurationVar(&opts.PollTimeout, "poll-timeout", 0, "how long one replica's answers may take in a poll, from when its turn comes (default: the poll interval, at most 5s)")
+	fs.IntVar(&opts.PollConcurrency, "poll-concurrency", controller.DefaultPollConcurrency, "how many proxy replicas are polled at once")
 	fs.DurationVar(&opts.CompileDelay, "compile-delay", controller.DefaultCompileDelay,
 		"how long the first change of a burst (a kubectl apply of many objects) waits for the rest before the table is compiled and published once (0 or less: the default)")
 	fs.BoolVar(&leaderElect, "leader-elect", false, "elect a leader so that only one controller replica is active")
