@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"unique"
@@ -146,53 +147,74 @@ func (c *Cursor) Next(ev *EventsResponse) (events []Event, restarted bool) {
 func (c *Cursor) BootID() string { return c.bootID }
 
 // ChannelsView is one replica's channel×models kept current from its answers: a full view
-// replaces it, a delta is merged in. Names are interned, so a controller that keeps the views of
-// hundreds of replicas holds each channel's and model's name once.
+// replaces it, a delta is merged in. It holds the states sorted by key, with no index beside
+// them, and interns names, so a controller that keeps the views of hundreds of replicas holds
+// each state once and each channel's and model's name once.
 type ChannelsView struct {
 	cursor string
-	index  map[ChannelKey]int
 	states []ChannelState
 }
 
 // Cursor is where the view stands, to ask for the next delta with ("" before the first answer).
 func (v *ChannelsView) Cursor() string { return v.cursor }
 
-// Channels are the replica's states as merged. The slice is the view's: read it, do not keep it
-// across Apply.
+// Channels are the replica's states as merged, sorted by channel and model. The slice is the
+// view's: read it, do not keep it across Apply.
 func (v *ChannelsView) Channels() []ChannelState { return v.states }
 
-// Apply merges one answer. A delta on a view that has not read a full one (it cannot be, but a
-// misbehaving replica could send one) is taken as what it says: a view of those keys.
+func compareStates(a, b ChannelState) int {
+	if c := strings.Compare(a.Channel, b.Channel); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Model, b.Model)
+}
+
+func (v *ChannelsView) find(channel, model string) (int, bool) {
+	return slices.BinarySearchFunc(v.states, ChannelState{Channel: channel, Model: model}, compareStates)
+}
+
+// Apply merges one answer.
 func (v *ChannelsView) Apply(resp *ChannelsResponse) {
 	v.cursor = resp.Cursor
-	if !resp.Delta || v.index == nil {
-		v.index = make(map[ChannelKey]int, len(resp.Channels))
+	if !resp.Delta {
 		v.states = v.states[:0]
 	}
-	for _, k := range resp.Removed {
-		i, ok := v.index[k]
-		if !ok {
-			continue
+	if len(resp.Removed) > 0 {
+		gone := make(map[int]bool, len(resp.Removed))
+		for _, k := range resp.Removed {
+			if i, ok := v.find(k.Channel, k.Model); ok {
+				gone[i] = true
+			}
 		}
-		last := len(v.states) - 1
-		if i != last {
-			v.states[i] = v.states[last]
-			v.index[ChannelKey{v.states[i].Channel, v.states[i].Model}] = i
+		kept := v.states[:0]
+		for i, s := range v.states {
+			if !gone[i] {
+				kept = append(kept, s)
+			}
 		}
-		v.states[last] = ChannelState{}
-		v.states = v.states[:last]
-		delete(v.index, k)
+		clear(v.states[len(kept):])
+		v.states = kept
 	}
+	added := false
 	for _, s := range resp.Channels {
 		s.Channel, s.Model = intern(s.Channel), intern(s.Model)
 		s.Provider, s.Phase = intern(s.Provider), intern(s.Phase)
-		k := ChannelKey{s.Channel, s.Model}
-		if i, ok := v.index[k]; ok {
-			v.states[i] = s
-			continue
+		if resp.Delta {
+			if i, ok := v.find(s.Channel, s.Model); ok {
+				v.states[i] = s
+				continue
+			}
 		}
-		v.index[k] = len(v.states)
 		v.states = append(v.states, s)
+		added = true
+	}
+	if added {
+		// A full view, or keys new in a delta: sort once. A key repeated (no replica sends one)
+		// is kept once.
+		slices.SortStableFunc(v.states, compareStates)
+		n := len(v.states)
+		v.states = slices.CompactFunc(v.states, func(a, b ChannelState) bool { return compareStates(a, b) == 0 })
+		clear(v.states[len(v.states):n])
 	}
 }
 

@@ -181,8 +181,8 @@ func TestLiveStatus(t *testing.T) {
 
 		g.Expect(h.c.Get(ctx, h.key("chat"), chat)).To(Succeed())
 		g.Expect(chat.Status.Channels).To(Equal([]v1alpha1.PolicyChannelStatus{
-			{Channel: "openai-direct", Model: "gpt-4o", Phase: v1alpha1.PhaseHealthy, HealthScore: 45, TrafficPercent: 100},
-			{Channel: "azure-eastus", Model: "gpt-4o", Phase: v1alpha1.PhaseEjected, HealthScore: 15, TrafficPercent: 0},
+			{Channel: "openai-direct", Model: "gpt-4o", Phase: v1alpha1.PhaseHealthy, HealthScore: 73, TrafficPercent: 100},
+			{Channel: "azure-eastus", Model: "gpt-4o", Phase: v1alpha1.PhaseEjected, HealthScore: 34, TrafficPercent: 21},
 		}))
 		g.Expect(condition(chat.Status.Conditions, v1alpha1.ConditionAvailable).Status).To(Equal(metav1.ConditionTrue))
 		degraded := condition(chat.Status.Conditions, v1alpha1.ConditionDegraded)

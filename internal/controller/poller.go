@@ -51,6 +51,9 @@ type Poller struct {
 	pending []reportedEvent
 	// rolloutSent is when each rolled-out policy was last enqueued for its live figures.
 	rolloutSent map[string]time.Time
+	// generations are the served generations by config hash: replicas that serve one table
+	// share one map (2,200 objects' generations, 200 times over, were tens of MB).
+	generations map[string]map[string]int64
 }
 
 // replicaState is what the poll loop remembers of one replica.
@@ -151,6 +154,7 @@ func (p *Poller) poll(ctx context.Context) {
 	var infos []replicaInfo
 	var news []reportedEvent
 	seen := map[string]bool{}
+	generations := map[string]map[string]int64{}
 	for _, r := range results {
 		seen[r.target.URL] = true
 		st := p.replicas[r.target.URL]
@@ -179,7 +183,15 @@ func (p *Poller) poll(ctx context.Context) {
 		}
 		info := replicaInfo{Name: r.target.Name, Reachable: reachable}
 		if reachable {
-			info.Hash, info.Generations = st.last.Config.Hash, st.last.Config.Generations
+			cfg := &st.last.Config
+			if cfg.Hash != "" && cfg.Generations != nil {
+				// The hash covers the table, generations included.
+				if shared, ok := p.generations[cfg.Hash]; ok {
+					cfg.Generations, st.config.Generations = shared, shared
+				}
+				generations[cfg.Hash] = cfg.Generations
+			}
+			info.Hash, info.Generations = cfg.Hash, cfg.Generations
 		}
 		if !reachable {
 			info.Error = orDefault(st.lastErr, "no answer yet")
@@ -191,6 +203,7 @@ func (p *Poller) poll(ctx context.Context) {
 			delete(p.replicas, url)
 		}
 	}
+	p.generations = generations
 	recordReplicas(p.opts.ProxyNamespace, infos)
 	view := liveView{Polled: true, Replicas: infos, Models: aggregate(reports), Clients: aggregateClients(usage, now), Rollouts: aggregateRollouts(reports)}
 	if err != nil {

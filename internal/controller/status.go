@@ -680,7 +680,7 @@ func programmedCondition(key string, generation int64, accepted bool, res *SyncR
 	switch {
 	case len(serving)+len(pending)+len(stale) == 0:
 		c.Reason = ReasonNoProxies
-		c.Message = fmt.Sprintf("no proxy replica reports a config (%d discovered)", len(live.Replicas))
+		c.Message = "no proxy replica reports a config"
 		if live.DiscoveryError != "" {
 			c.Message += ": " + live.DiscoveryError
 		}

@@ -230,6 +230,8 @@ type standIn struct {
 	states  []adminapi.ChannelState
 	journal []adminapi.Event
 	down    bool
+	// polls counts the answers of ChannelsPath.
+	polls atomic.Int64
 }
 
 func newStandIn(t *testing.T, replica string) *standIn {
@@ -237,6 +239,7 @@ func newStandIn(t *testing.T, replica string) *standIn {
 	mux := http.NewServeMux()
 	// The proxy's own handlers: the poller reads the encoding proxies write (deltas included).
 	channels := &adminapi.ChannelsHandler{State: func() adminapi.ChannelsResponse {
+		s.polls.Add(1)
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return adminapi.ChannelsResponse{Replica: s.replica, BootID: s.bootID, Now: time.Now(),
