@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -77,6 +79,7 @@ func runController(ctx context.Context, args []string, _, stderr io.Writer) erro
 		return fmt.Errorf("--log-level: %w", err)
 	}
 	ctrl.SetLogger(logr.FromSlogHandler(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level})))
+	setMemoryLimit(os.Getenv)
 	if opts.ProxyNamespace == "" {
 		return fmt.Errorf("--proxy-namespace is required (or set $POD_NAMESPACE)")
 	}
@@ -130,4 +133,21 @@ func runController(ctx context.Context, args []string, _, stderr io.Writer) erro
 	ctrl.Log.Info("Starting the controller", "version", version.String(), "proxyNamespace", opts.ProxyNamespace,
 		"configMap", opts.ConfigMapName, "proxyService", opts.ProxyService, "adminURLs", opts.AdminURLs)
 	return mgr.Start(ctx)
+}
+
+// setMemoryLimit sets the Go runtime's soft memory limit to 80% of the container's
+// ($SWITCHYARD_MEMORY_LIMIT, in bytes, which the chart and manifests fill from limits.memory),
+// unless $GOMEMLIMIT says otherwise: the poller's views of hundreds of replicas are most of the
+// heap, and without a soft limit the heap grows to twice them before a collection.
+func setMemoryLimit(getenv func(string) string) int64 {
+	if getenv("GOMEMLIMIT") != "" {
+		return -1
+	}
+	limit, err := strconv.ParseInt(getenv("SWITCHYARD_MEMORY_LIMIT"), 10, 64)
+	if err != nil || limit <= 0 {
+		return -1
+	}
+	soft := limit / 10 * 8
+	debug.SetMemoryLimit(soft)
+	return soft
 }
