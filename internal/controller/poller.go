@@ -192,6 +192,9 @@ func (p *Poller) poll(ctx context.Context) {
 				generations[cfg.Hash] = cfg.Generations
 			}
 			info.Hash, info.Generations = cfg.Hash, cfg.Generations
+			if f := st.last.Fleet; f != nil {
+				info.Fleet = &fleetLink{Connected: f.Connected}
+			}
 		}
 		if !reachable {
 			info.Error = orDefault(st.lastErr, "no answer yet")
@@ -319,7 +322,7 @@ func replicasMoved(prev, next liveView) bool {
 	}
 	for i := range prev.Replicas {
 		a, b := prev.Replicas[i], next.Replicas[i]
-		if a.Name != b.Name || a.Reachable != b.Reachable || a.Error != b.Error {
+		if a.Name != b.Name || a.Reachable != b.Reachable || a.Error != b.Error || !equality.Semantic.DeepEqual(a.Fleet, b.Fleet) {
 			return true
 		}
 	}

@@ -23,6 +23,19 @@ import (
 // condition added to the contract's Ready/Available/Degraded, so stale data is marked as such.
 const ConditionProxiesReporting = "ProxiesReporting"
 
+// ConditionFleetShared says whether every proxy replica shares evidence and verdicts through
+// the fleet store (--fleet-redis): False while some run on their local evidence alone (the
+// store slow, down or unreachable from them), naming them. Absent when no replica uses a store.
+// It sits beside ProxiesReporting, the other condition about the proxies rather than the
+// channel.
+const ConditionFleetShared = "FleetShared"
+
+// Reasons of FleetShared.
+const (
+	ReasonFleetShared = "Shared"
+	ReasonLocalMode   = "LocalMode"
+)
+
 // Condition and model reasons the controller sets (compile problems use routing's reasons).
 const (
 	ReasonCompiled          = "Compiled"
@@ -77,7 +90,13 @@ type replicaInfo struct {
 	// the field).
 	Hash        string
 	Generations map[string]int64
+	// Fleet is the replica's link to the fleet store (nil without one); only whether it is
+	// connected is kept, so that the view moves when a replica leaves or rejoins the fleet.
+	Fleet *fleetLink
 }
+
+// fleetLink is what the controller keeps of a replica's adminapi.FleetLink.
+type fleetLink struct{ Connected bool }
 
 // fresh reports whether the view carries live data.
 func (v liveView) fresh() bool {
@@ -227,8 +246,47 @@ func channelStatus(in channelInputs) v1alpha1.ProviderChannelStatus {
 	}
 	if in.Live.Polled {
 		setCondition(&st.Conditions, reportingCondition(in.Live.Replicas), pc.Generation, in.Now)
+		if c, ok := fleetCondition(in.Live.Replicas); ok {
+			setCondition(&st.Conditions, c, pc.Generation, in.Now)
+		} else {
+			meta.RemoveStatusCondition(&st.Conditions, ConditionFleetShared)
+		}
 	}
 	return st
+}
+
+// fleetCondition is FleetShared from the reachable replicas' links to the fleet store; ok is
+// false when none reports one (no --fleet-redis). The message names the replicas in local mode
+// and no count, nor the store's error (it varies from poll to poll; /admin/v1/channels has it),
+// so that it changes only when a replica leaves or rejoins the fleet.
+func fleetCondition(replicas []replicaInfo) (metav1.Condition, bool) {
+	var local []string
+	linked := false
+	for _, r := range replicas {
+		if !r.Reachable {
+			continue
+		}
+		switch {
+		case r.Fleet == nil:
+			local = append(local, r.Name+" (no fleet store)")
+		case !r.Fleet.Connected:
+			linked = true
+			local = append(local, r.Name)
+		default:
+			linked = true
+		}
+	}
+	if !linked {
+		return metav1.Condition{}, false
+	}
+	c := metav1.Condition{Type: ConditionFleetShared, Status: metav1.ConditionTrue, Reason: ReasonFleetShared,
+		Message: "every proxy replica shares evidence and verdicts through the fleet store"}
+	if len(local) > 0 {
+		slices.Sort(local)
+		c.Status, c.Reason = metav1.ConditionFalse, ReasonLocalMode
+		c.Message = "in local mode, judging on their own evidence (see fleet in their /admin/v1/channels): " + strings.Join(local, ", ")
+	}
+	return c, true
 }
 
 // nextModels are a channel's model statuses from the live view: a model whose figures did not

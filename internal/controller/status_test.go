@@ -440,3 +440,39 @@ func TestOnlyObjectsWhoseServedGenerationChangedAreReconciled(t *testing.T) {
 		t.Error("a replica without generations that loads another config changes every object")
 	}
 }
+
+// TestFleetCondition: FleetShared is absent without a fleet store, True while every reachable
+// replica shares, False naming those in local mode; its message holds no count and no error.
+func TestFleetCondition(t *testing.T) {
+	shared, local := &fleetLink{Connected: true}, &fleetLink{}
+	cases := []struct {
+		name     string
+		replicas []replicaInfo
+		present  bool
+		status   metav1.ConditionStatus
+		msg      string
+	}{
+		{"no store", allReporting(3), false, "", ""},
+		{"all shared", []replicaInfo{{Name: "a", Reachable: true, Fleet: shared}, {Name: "b", Reachable: true, Fleet: shared}}, true,
+			metav1.ConditionTrue, "every proxy replica shares evidence and verdicts through the fleet store"},
+		{"two in local mode, one unreachable", []replicaInfo{{Name: "c", Reachable: true, Fleet: local}, {Name: "a", Reachable: true, Fleet: shared},
+			{Name: "b", Reachable: true, Fleet: local}, {Name: "d", Error: "timeout"}}, true,
+			metav1.ConditionFalse, "in local mode, judging on their own evidence (see fleet in their /admin/v1/channels): b, c"},
+		{"one without a store", []replicaInfo{{Name: "a", Reachable: true, Fleet: shared}, {Name: "b", Reachable: true}}, true,
+			metav1.ConditionFalse, "in local mode, judging on their own evidence (see fleet in their /admin/v1/channels): b (no fleet store)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, ok := fleetCondition(tc.replicas)
+			if ok != tc.present || c.Status != tc.status || c.Message != tc.msg {
+				t.Errorf("got %v %+v; want present %v, %s %q", ok, c, tc.present, tc.status, tc.msg)
+			}
+			pc := channel("gpt-4o")
+			st := channelStatus(channelInputs{Channel: pc, Now: testStart, Ready: readyTrue, ScoreStep: 5,
+				Live: liveView{Polled: true, Replicas: tc.replicas}})
+			if got := meta.FindStatusCondition(st.Conditions, ConditionFleetShared); (got != nil) != tc.present {
+				t.Errorf("status carries FleetShared: %v, want %v", got != nil, tc.present)
+			}
+		})
+	}
+}
