@@ -149,40 +149,65 @@ func (c *Cursor) BootID() string { return c.bootID }
 // ChannelsView is one replica's channel×models kept current from its answers: a full view
 // replaces it, a delta is merged in. It holds the states sorted by key, with no index beside
 // them, and interns names, so a controller that keeps the views of hundreds of replicas holds
-// each state once and each channel's and model's name once.
-type ChannelsView struct {
+// each channel's and model's name once.
+type ChannelsView = View[ChannelState]
+
+// View is ChannelsView holding what Keep makes of each state (the controller keeps only what
+// it aggregates: a fifth of a ChannelState per replica × key). The zero View[ChannelState]
+// keeps the states as they are.
+type View[T any] struct {
+	// Keep makes what the view holds of a state, its names interned already; Key names it back.
+	Keep func(ChannelState) T
+	Key  func(*T) ChannelKey
+
 	cursor string
-	states []ChannelState
+	states []T
 }
 
 // Cursor is where the view stands, to ask for the next delta with ("" before the first answer).
-func (v *ChannelsView) Cursor() string { return v.cursor }
+func (v *View[T]) Cursor() string { return v.cursor }
 
 // Channels are the replica's states as merged, sorted by channel and model. The slice is the
 // view's: read it, do not keep it across Apply.
-func (v *ChannelsView) Channels() []ChannelState { return v.states }
+func (v *View[T]) Channels() []T { return v.states }
 
-func compareStates(a, b ChannelState) int {
+func (v *View[T]) key(t *T) ChannelKey {
+	if v.Key == nil {
+		s := any(t).(*ChannelState)
+		return ChannelKey{s.Channel, s.Model}
+	}
+	return v.Key(t)
+}
+
+func (v *View[T]) keep(s ChannelState) T {
+	if v.Keep == nil {
+		return any(s).(T)
+	}
+	return v.Keep(s)
+}
+
+func compareKeys(a, b ChannelKey) int {
 	if c := strings.Compare(a.Channel, b.Channel); c != 0 {
 		return c
 	}
 	return strings.Compare(a.Model, b.Model)
 }
 
-func (v *ChannelsView) find(channel, model string) (int, bool) {
-	return slices.BinarySearchFunc(v.states, ChannelState{Channel: channel, Model: model}, compareStates)
+func (v *View[T]) find(k ChannelKey) (int, bool) {
+	return slices.BinarySearchFunc(v.states, k, func(t T, k ChannelKey) int { return compareKeys(v.key(&t), k) })
 }
 
 // Apply merges one answer.
-func (v *ChannelsView) Apply(resp *ChannelsResponse) {
+func (v *View[T]) Apply(resp *ChannelsResponse) {
 	v.cursor = resp.Cursor
 	if !resp.Delta {
+		clear(v.states)
 		v.states = v.states[:0]
 	}
 	if len(resp.Removed) > 0 {
 		gone := make(map[int]bool, len(resp.Removed))
 		for _, k := range resp.Removed {
-			if i, ok := v.find(k.Channel, k.Model); ok {
+			if i, ok := v.find(k); ok {
 				gone[i] = true
 			}
 		}
@@ -200,22 +225,26 @@ func (v *ChannelsView) Apply(resp *ChannelsResponse) {
 		s.Channel, s.Model = intern(s.Channel), intern(s.Model)
 		s.Provider, s.Phase = intern(s.Provider), intern(s.Phase)
 		if resp.Delta {
-			if i, ok := v.find(s.Channel, s.Model); ok {
-				v.states[i] = s
+			if i, ok := v.find(ChannelKey{s.Channel, s.Model}); ok {
+				v.states[i] = v.keep(s)
 				continue
 			}
 		}
-		v.states = append(v.states, s)
+		v.states = append(v.states, v.keep(s))
 		added = true
 	}
 	if added {
 		// A full view, or keys new in a delta: sort once. A key repeated (no replica sends one)
 		// is kept once.
-		slices.SortStableFunc(v.states, compareStates)
+		cmp := func(a, b T) int { return compareKeys(v.key(&a), v.key(&b)) }
+		slices.SortStableFunc(v.states, cmp)
 		n := len(v.states)
-		v.states = slices.CompactFunc(v.states, func(a, b ChannelState) bool { return compareStates(a, b) == 0 })
+		v.states = slices.CompactFunc(v.states, func(a, b T) bool { return cmp(a, b) == 0 })
 		clear(v.states[len(v.states):n])
 	}
 }
+
+// Intern returns the one copy of s that views share.
+func Intern(s string) string { return intern(s) }
 
 func intern(s string) string { return unique.Make(s).Value() }

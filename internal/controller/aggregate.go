@@ -17,9 +17,64 @@ type modelKey struct{ Channel, Model string }
 // replicaReport is one proxy replica's answer to GET /admin/v1/channels.
 type replicaReport struct {
 	Replica  string
-	Channels []adminapi.ChannelState
+	Channels []liveState
 	Rollouts []adminapi.RolloutState
 }
+
+// liveState is what the poller keeps of one replica's channel×model: what aggregate reads, in
+// under half of an adminapi.ChannelState (200 replicas × 5,000 keys are a million of them).
+type liveState struct {
+	// Channel, Model and Phase are interned (adminapi.View); Phase is normalPhase's.
+	Channel, Model, Phase string
+	LastTransition        *adminapi.Transition
+	// rare holds what few states carry (nil for the others).
+	rare                           *rareState
+	WindowRequests, WindowFailures int32
+	P95LatencyMillis               int32
+	Ejections                      int32
+	HealthScore, TrafficPercent    int8
+	Panic                          bool
+}
+
+type rareState struct {
+	DryRun *adminapi.DryRunState
+	Fleet  *adminapi.FleetKeyState
+}
+
+// keepLive is what the poller keeps of a state.
+func keepLive(s adminapi.ChannelState) liveState {
+	l := liveState{Channel: s.Channel, Model: s.Model, Phase: adminapi.Intern(normalPhase(s.Phase)), LastTransition: s.LastTransition,
+		WindowRequests: clampInt32(s.WindowRequests), WindowFailures: clampInt32(s.WindowFailures),
+		P95LatencyMillis: int32(min(max(s.P95LatencyMillis, 0), math.MaxInt32)), Ejections: clampInt32(s.Ejections),
+		HealthScore: int8(clampPercent(s.HealthScore)), TrafficPercent: int8(clampPercent(s.TrafficPercent)), Panic: s.Panic}
+	if l.LastTransition != nil {
+		l.LastTransition.Reason = adminapi.Intern(l.LastTransition.Reason)
+	}
+	if s.DryRun != nil || s.Fleet != nil {
+		l.rare = &rareState{DryRun: s.DryRun, Fleet: s.Fleet}
+	}
+	return l
+}
+
+func liveKey(l *liveState) adminapi.ChannelKey {
+	return adminapi.ChannelKey{Channel: l.Channel, Model: l.Model}
+}
+
+// newLiveView is a replica's view as the poller keeps it.
+func newLiveView() adminapi.View[liveState] {
+	return adminapi.View[liveState]{Keep: keepLive, Key: liveKey}
+}
+
+// liveStates is keepLive of each state (for tests and callers holding full documents).
+func liveStates(states ...adminapi.ChannelState) []liveState {
+	out := make([]liveState, len(states))
+	for i, s := range states {
+		out[i] = keepLive(s)
+	}
+	return out
+}
+
+func clampInt32(v int) int32 { return int32(min(max(v, 0), math.MaxInt32)) }
 
 // modelAggregate is one channel×model as all replicas together see it.
 type modelAggregate struct {
@@ -59,7 +114,7 @@ func replicaWeights(reports []replicaReport) []int64 {
 	w := make([]int64, len(reports))
 	for i, r := range reports {
 		for _, s := range r.Channels {
-			w[i] += int64(max(s.WindowRequests, 0))
+			w[i] += int64(s.WindowRequests)
 		}
 	}
 	return w
@@ -99,31 +154,34 @@ func aggregate(reports []replicaReport) map[modelKey]modelAggregate {
 				accs[k] = a
 			}
 			g := &a.agg
-			phase := normalPhase(s.Phase)
+			phase := s.Phase
 			g.Replicas[phase]++
 			a.byTraffic[phase] += w
-			score, traffic := int64(clampPercent(s.HealthScore)), int64(clampPercent(s.TrafficPercent))
+			score, traffic := int64(s.HealthScore), int64(s.TrafficPercent)
 			a.weight, a.score, a.traffic = a.weight+w, a.score+w*score, a.traffic+w*traffic
 			a.heads, a.hScore, a.hTraffic = a.heads+1, a.hScore+score, a.hTraffic+traffic
 			later(a.latest, phase, s.LastTransition)
-			g.WindowRequests += int64(max(s.WindowRequests, 0))
-			g.WindowFailures += int64(max(s.WindowFailures, 0))
-			g.P95LatencyMillis = max(g.P95LatencyMillis, s.P95LatencyMillis)
-			g.Ejections += int64(max(s.Ejections, 0))
+			g.WindowRequests += int64(s.WindowRequests)
+			g.WindowFailures += int64(s.WindowFailures)
+			g.P95LatencyMillis = max(g.P95LatencyMillis, int64(s.P95LatencyMillis))
+			g.Ejections += int64(s.Ejections)
 			g.Panic = g.Panic || s.Panic
-			if s.DryRun != nil {
+			if s.rare == nil {
+				continue
+			}
+			if s.rare.DryRun != nil {
 				if a.dry == nil {
 					a.dry, a.dryLatest = map[string]int32{}, map[string]*adminapi.Transition{}
 				}
-				dp := normalPhase(s.DryRun.Phase)
+				dp := normalPhase(s.rare.DryRun.Phase)
 				a.dry[dp]++
-				later(a.dryLatest, dp, s.DryRun.LastTransition)
+				later(a.dryLatest, dp, s.rare.DryRun.LastTransition)
 			}
-			if s.Fleet != nil && s.Fleet.VerdictBy != "" {
+			if f := s.rare.Fleet; f != nil && f.VerdictBy != "" {
 				if a.verdict == nil {
 					a.verdict = map[string]int32{}
 				}
-				a.verdict[normalPhase(s.Fleet.Phase)]++
+				a.verdict[normalPhase(f.Phase)]++
 			}
 		}
 	}

@@ -1,8 +1,12 @@
 package controller
 
 import (
+	"context"
 	"maps"
+	"net/http/httptest"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,17 +30,17 @@ func TestAggregate(t *testing.T) {
 	}{
 		{
 			name: "one replica",
-			reports: []replicaReport{{Replica: "a", Channels: []adminapi.ChannelState{
-				state("c", "m", "Healthy", 97, 100, 240, 5, 1840)}}},
+			reports: []replicaReport{{Replica: "a", Channels: liveStates(
+				state("c", "m", "Healthy", 97, 100, 240, 5, 1840))}},
 			want: modelAggregate{Phase: v1alpha1.PhaseHealthy, Replicas: map[string]int32{"Healthy": 1}, HealthScore: 97,
 				TrafficPercent: 100, WindowRequests: 240, WindowFailures: 5, ErrorRatePercent: 2, P95LatencyMillis: 1840},
 		},
 		{
 			name: "the phase most traffic sees; score and share weighted by traffic; sums; worst p95",
 			reports: []replicaReport{
-				{Replica: "a", Channels: []adminapi.ChannelState{state("c", "m", "Healthy", 97, 100, 100, 0, 1000)}},
-				{Replica: "b", Channels: []adminapi.ChannelState{state("c", "m", "Healthy", 90, 100, 100, 10, 1200)}},
-				{Replica: "c", Channels: []adminapi.ChannelState{withTransition(state("c", "m", "RampingUp", 80, 15, 100, 20, 3000), 5, "ProbesPassed")}},
+				{Replica: "a", Channels: liveStates(state("c", "m", "Healthy", 97, 100, 100, 0, 1000))},
+				{Replica: "b", Channels: liveStates(state("c", "m", "Healthy", 90, 100, 100, 10, 1200))},
+				{Replica: "c", Channels: liveStates(withTransition(state("c", "m", "RampingUp", 80, 15, 100, 20, 3000), 5, "ProbesPassed"))},
 			},
 			want: modelAggregate{Phase: v1alpha1.PhaseHealthy, Replicas: map[string]int32{"Healthy": 2, "RampingUp": 1}, HealthScore: 89,
 				TrafficPercent: 71, WindowRequests: 300, WindowFailures: 30, ErrorRatePercent: 10, P95LatencyMillis: 3000},
@@ -44,10 +48,10 @@ func TestAggregate(t *testing.T) {
 		{
 			name: "a tie goes to the worse phase; its latest transition",
 			reports: []replicaReport{
-				{Replica: "a", Channels: []adminapi.ChannelState{withTransition(state("c", "m", "Ejected", 10, 0, 10, 9, 100), 1, "ConsecutiveFailures")}},
-				{Replica: "b", Channels: []adminapi.ChannelState{withTransition(state("c", "m", "Ejected", 20, 0, 10, 8, 100), 3, "ErrorRateExceeded")}},
-				{Replica: "c", Channels: []adminapi.ChannelState{withTransition(state("c", "m", "Healthy", 90, 100, 10, 0, 100), 9, "RampCompleted")}},
-				{Replica: "d", Channels: []adminapi.ChannelState{state("c", "m", "Healthy", 95, 100, 10, 0, 100)}},
+				{Replica: "a", Channels: liveStates(withTransition(state("c", "m", "Ejected", 10, 0, 10, 9, 100), 1, "ConsecutiveFailures"))},
+				{Replica: "b", Channels: liveStates(withTransition(state("c", "m", "Ejected", 20, 0, 10, 8, 100), 3, "ErrorRateExceeded"))},
+				{Replica: "c", Channels: liveStates(withTransition(state("c", "m", "Healthy", 90, 100, 10, 0, 100), 9, "RampCompleted"))},
+				{Replica: "d", Channels: liveStates(state("c", "m", "Healthy", 95, 100, 10, 0, 100))},
 			},
 			want: modelAggregate{Phase: v1alpha1.PhaseEjected, Replicas: map[string]int32{"Ejected": 2, "Healthy": 2}, HealthScore: 53,
 				TrafficPercent: 50, WindowRequests: 40, WindowFailures: 17, ErrorRatePercent: 43, P95LatencyMillis: 100,
@@ -56,8 +60,8 @@ func TestAggregate(t *testing.T) {
 		{
 			name: "ejections and panic add up; a phase this version does not know is Unknown; idle replicas count heads",
 			reports: []replicaReport{
-				{Replica: "a", Channels: []adminapi.ChannelState{{Channel: "c", Model: "m", Phase: "Sleeping", HealthScore: 150, TrafficPercent: -5, Ejections: 2, Panic: true}}},
-				{Replica: "b", Channels: []adminapi.ChannelState{{Channel: "c", Model: "m", Phase: "Ejected", HealthScore: 5, Ejections: 1}}},
+				{Replica: "a", Channels: liveStates(adminapi.ChannelState{Channel: "c", Model: "m", Phase: "Sleeping", HealthScore: 150, TrafficPercent: -5, Ejections: 2, Panic: true})},
+				{Replica: "b", Channels: liveStates(adminapi.ChannelState{Channel: "c", Model: "m", Phase: "Ejected", HealthScore: 5, Ejections: 1})},
 			},
 			want: modelAggregate{Phase: v1alpha1.PhaseEjected, Replicas: map[string]int32{"Unknown": 1, "Ejected": 1}, HealthScore: 52,
 				TrafficPercent: 0, Ejections: 3, Panic: true},
@@ -95,7 +99,7 @@ func fleetOf(n int, phase string, traffic, busy int, fleet *adminapi.FleetKeySta
 		}
 		s.Fleet = fleet
 		other := state("c", "other-"+phase+strconv.Itoa(i), "Healthy", 100, 100, busy, 0, 100)
-		out[i] = replicaReport{Replica: phase + strconv.Itoa(i), Channels: []adminapi.ChannelState{s, other}}
+		out[i] = replicaReport{Replica: phase + strconv.Itoa(i), Channels: liveStates(s, other)}
 	}
 	return out
 }
@@ -197,6 +201,46 @@ func TestFleetStatus(t *testing.T) {
 	for _, n := range []int{199, 150, 201, 250} {
 		if next := fleetStatus(pc, busy(n)); !equality.Semantic.DeepEqual(agree, next) {
 			t.Errorf("%d replicas instead of 200 changed the status:\n%s", n, cmp.Diff(agree, next))
+		}
+	}
+}
+
+// TestLiveViewFollowsDeltas: the poller's compact view of a replica, merged from deltas of the
+// proxy's handler, is keepLive of the replica's full state after each change.
+func TestLiveViewFollowsDeltas(t *testing.T) {
+	var states []adminapi.ChannelState
+	for i := range 20 {
+		states = append(states, state("llm/c-"+strconv.Itoa(i), "m", "Healthy", 98, 100, 10, 0, 800))
+	}
+	h := &adminapi.ChannelsHandler{State: func() adminapi.ChannelsResponse {
+		return adminapi.ChannelsResponse{Channels: slices.Clone(states)}
+	}}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	c := adminapi.Client{BaseURL: srv.URL}
+	view := newLiveView()
+	for step := range 4 {
+		switch step {
+		case 1:
+			states[3].Phase, states[3].TrafficPercent = "Ejected", 0
+			states[3].Fleet = &adminapi.FleetKeyState{Phase: "Ejected", VerdictBy: "proxy-1"}
+		case 2:
+			states = append(states[:5], states[6:]...)
+		case 3:
+			states = append(states, state("llm/a-new", "m", "RampingUp", 70, 15, 3, 0, 900))
+		}
+		resp, err := c.ChannelsSince(context.Background(), view.Cursor())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if step > 0 && !resp.Delta {
+			t.Fatalf("step %d: not a delta", step)
+		}
+		view.Apply(resp)
+		want := liveStates(states...)
+		slices.SortFunc(want, func(a, b liveState) int { return strings.Compare(a.Channel, b.Channel) })
+		if diff := cmp.Diff(want, view.Channels(), cmp.AllowUnexported(liveState{}, rareState{})); diff != "" {
+			t.Errorf("step %d (-want +got):\n%s", step, diff)
 		}
 	}
 }

@@ -64,8 +64,9 @@ type replicaState struct {
 	misses  int
 	lastErr string
 	last    *adminapi.ChannelsResponse
-	// view is the replica's channel×models, merged from its deltas (?since=cursor).
-	view adminapi.ChannelsView
+	// view is the replica's channel×models, merged from its deltas (?since=cursor), as
+	// aggregate reads them.
+	view adminapi.View[liveState]
 	// config is the replica's config state as last read, etag its ETag on ConfigPath ("" when
 	// it came with a full view, or from a proxy without the endpoint).
 	config adminapi.ConfigState
@@ -137,7 +138,7 @@ func (p *Poller) poll(ctx context.Context) {
 	for i, t := range targets {
 		st := p.replicas[t.URL]
 		if st == nil {
-			st = &replicaState{}
+			st = &replicaState{view: newLiveView()}
 			p.replicas[t.URL] = st
 		}
 		wg.Go(func() {
@@ -178,7 +179,7 @@ func (p *Poller) poll(ctx context.Context) {
 		// One missed poll keeps the replica's last report: a blip is not news worth a status write.
 		reachable := st.last != nil && st.misses < p.opts.UnreachableAfter
 		if reachable {
-			reports = append(reports, replicaReport{Replica: r.target.Name, Channels: st.last.Channels, Rollouts: st.last.Rollouts})
+			reports = append(reports, replicaReport{Replica: r.target.Name, Channels: st.view.Channels(), Rollouts: st.last.Rollouts})
 			usage = append(usage, st.last)
 		}
 		info := replicaInfo{Name: r.target.Name, Reachable: reachable}
@@ -398,7 +399,8 @@ func (p *Poller) pollReplica(ctx context.Context, t target, st *replicaState) po
 	}
 	st.view.Apply(resp)
 	st.config, st.etag = config, etag
-	resp.Channels, resp.Removed, resp.Config = st.view.Channels(), nil, config
+	// The states live in st.view alone.
+	resp.Channels, resp.Removed, resp.Config = nil, nil, config
 	res.channels = resp
 	ev, err := c.Events(ctx, st.cursor.Since(resp.BootID))
 	if err != nil {
