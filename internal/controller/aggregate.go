@@ -36,9 +36,15 @@ type liveState struct {
 	Panic                          bool
 }
 
+// rareState is what only some states carry: a DryRun policy's would-be phase, and a verdict the
+// fleet store holds. Nothing else of FleetKeyState is kept: with a store, every state carries
+// one, and its per-phase counts were a map per replica × key.
 type rareState struct {
-	DryRun *adminapi.DryRunState
-	Fleet  *adminapi.FleetKeyState
+	// DryRunPhase is normalPhase's ("" without a dry run); DryRunTransition its last transition.
+	DryRunPhase      string
+	DryRunTransition *adminapi.Transition
+	// Verdict is the fleet verdict's phase (normalPhase's) when the store holds one, else "".
+	Verdict string
 }
 
 // keepLive is what the poller keeps of a state.
@@ -50,8 +56,15 @@ func keepLive(s adminapi.ChannelState) liveState {
 	if l.LastTransition != nil {
 		l.LastTransition.Reason = adminapi.Intern(l.LastTransition.Reason)
 	}
-	if s.DryRun != nil || s.Fleet != nil {
-		l.rare = &rareState{DryRun: s.DryRun, Fleet: s.Fleet}
+	verdict := s.Fleet != nil && s.Fleet.VerdictBy != ""
+	if s.DryRun != nil || verdict {
+		l.rare = &rareState{}
+		if s.DryRun != nil {
+			l.rare.DryRunPhase, l.rare.DryRunTransition = adminapi.Intern(normalPhase(s.DryRun.Phase)), s.DryRun.LastTransition
+		}
+		if verdict {
+			l.rare.Verdict = adminapi.Intern(normalPhase(s.Fleet.Phase))
+		}
 	}
 	return l
 }
@@ -169,19 +182,18 @@ func aggregate(reports []replicaReport) map[modelKey]modelAggregate {
 			if s.rare == nil {
 				continue
 			}
-			if s.rare.DryRun != nil {
+			if dp := s.rare.DryRunPhase; dp != "" {
 				if a.dry == nil {
 					a.dry, a.dryLatest = map[string]int32{}, map[string]*adminapi.Transition{}
 				}
-				dp := normalPhase(s.rare.DryRun.Phase)
 				a.dry[dp]++
-				later(a.dryLatest, dp, s.rare.DryRun.LastTransition)
+				later(a.dryLatest, dp, s.rare.DryRunTransition)
 			}
-			if f := s.rare.Fleet; f != nil && f.VerdictBy != "" {
+			if v := s.rare.Verdict; v != "" {
 				if a.verdict == nil {
 					a.verdict = map[string]int32{}
 				}
-				a.verdict[normalPhase(f.Phase)]++
+				a.verdict[v]++
 			}
 		}
 	}

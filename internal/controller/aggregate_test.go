@@ -67,6 +67,28 @@ func TestAggregate(t *testing.T) {
 				TrafficPercent: 0, Ejections: 3, Panic: true},
 		},
 	}
+	dry := func(phase string, sec int, reason string) adminapi.ChannelState {
+		s := state("c", "m", "Healthy", 100, 100, 10, 0, 100)
+		s.DryRun = &adminapi.DryRunState{Phase: phase}
+		if reason != "" {
+			s.DryRun.LastTransition = &adminapi.Transition{Time: at(sec), Reason: reason}
+		}
+		return s
+	}
+	cases = append(cases, struct {
+		name    string
+		reports []replicaReport
+		want    modelAggregate
+	}{
+		name: "dry run: the would-be phase most replicas report, and its latest rule",
+		reports: []replicaReport{
+			{Replica: "a", Channels: liveStates(dry("Ejected", 1, "DryRunErrorRateExceeded"))},
+			{Replica: "b", Channels: liveStates(dry("Ejected", 4, "DryRunConsecutiveFailures"))},
+			{Replica: "c", Channels: liveStates(dry("Healthy", 9, "DryRunRampCompleted"))},
+		},
+		want: modelAggregate{Phase: v1alpha1.PhaseHealthy, Replicas: map[string]int32{"Healthy": 3}, HealthScore: 100, TrafficPercent: 100,
+			WindowRequests: 30, P95LatencyMillis: 100, DryRunPhase: v1alpha1.PhaseEjected, DryRunReason: "DryRunConsecutiveFailures"},
+	})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got := aggregate(tc.reports)
