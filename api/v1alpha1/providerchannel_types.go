@@ -301,6 +301,11 @@ type ProviderChannelStatus struct {
 	// +kubebuilder:validation:Maximum=100
 	TrafficPercent *int32 `json:"trafficPercent,omitempty"`
 
+	// replicas is the REPLICAS column while the proxy replicas disagree on the channel's
+	// phase: those that see it, of all that report, e.g. "37/200"; empty while they agree.
+	// +optional
+	Replicas string `json:"replicas,omitempty"`
+
 	// disabled is the on-call override in effect now: spec.disabled, unless its disabledUntil has
 	// passed. This is what the DISABLED column shows.
 	// +optional
@@ -326,16 +331,18 @@ type ModelStatus struct {
 	// +required
 	Name string `json:"name"`
 
-	// phase is the dominant phase across proxy replicas.
+	// phase is the fleet's phase: the verdict the fleet store holds when there is one, else the
+	// phase most of the traffic sees (each replica's view weighted by its traffic).
 	// +optional
 	Phase Phase `json:"phase,omitempty"`
 
-	// healthScore is the lowest score (0-100) across proxy replicas.
+	// healthScore is the score (0-100) weighted by each proxy replica's traffic.
 	// +optional
 	HealthScore int32 `json:"healthScore"`
 
-	// trafficPercent is the lowest traffic share across proxy replicas: 5/15/50/100 while ramping,
-	// 0 while ejected or disabled.
+	// trafficPercent is the traffic share weighted by each proxy replica's traffic, rounded down:
+	// 5/15/50/100 while ramping, 0 while ejected or disabled everywhere, 99 when one replica of
+	// 200 ejected it.
 	// +optional
 	TrafficPercent int32 `json:"trafficPercent"`
 
@@ -355,7 +362,8 @@ type ModelStatus struct {
 	// +optional
 	Ejections int64 `json:"ejections,omitempty"`
 
-	// replicas counts the proxy replicas reporting each phase.
+	// replicas counts the proxy replicas reporting each phase, e.g. {"Healthy": 37,
+	// "Ejected": 163}, while they disagree; absent while they agree.
 	// +optional
 	Replicas map[string]int32 `json:"replicas,omitempty"`
 
@@ -382,6 +390,7 @@ type ModelStatus struct {
 // +kubebuilder:resource:shortName=pch,categories=switchyard
 // +kubebuilder:printcolumn:name="Provider",type=string,JSONPath=`.spec.provider`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Replicas",type=string,JSONPath=`.status.replicas`,description="Replicas in the shown phase / all, while they disagree"
 // +kubebuilder:printcolumn:name="Score",type=integer,JSONPath=`.status.healthScore`
 // +kubebuilder:printcolumn:name="Traffic",type=integer,JSONPath=`.status.trafficPercent`
 // +kubebuilder:printcolumn:name="Disabled",type=boolean,JSONPath=`.status.disabled`

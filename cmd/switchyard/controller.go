@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -56,6 +58,8 @@ func runController(ctx context.Context, args []string, _, stderr io.Writer) erro
 	fs.StringVar(&opts.AdminPortName, "proxy-admin-port-name", controller.DefaultAdminPortName, "name of the admin API port of --proxy-service")
 	fs.Var(&adminURLs, "proxy-admin-url", "admin API root of a proxy replica outside the cluster, e.g. http://10.0.0.5:9090 (repeatable)")
 	fs.DurationVar(&opts.PollInterval, "poll-interval", controller.DefaultPollInterval, "how often to poll the proxies' admin API")
+	fs.DurationVar(&opts.PollTimeout, "poll-timeout", 0, "how long one replica's answers may take in a poll, from when its turn comes (default: the poll interval, at most 5s)")
+	fs.IntVar(&opts.PollConcurrency, "poll-concurrency", controller.DefaultPollConcurrency, "how many proxy replicas are polled at once")
 	fs.DurationVar(&opts.CompileDelay, "compile-delay", controller.DefaultCompileDelay,
 		"how long the first change of a burst (a kubectl apply of many objects) waits for the rest before the table is compiled and published once (0 or less: the default)")
 	fs.BoolVar(&leaderElect, "leader-elect", false, "elect a leader so that only one controller replica is active")
@@ -85,6 +89,7 @@ func runController(ctx context.Context, args []string, _, stderr io.Writer) erro
 		return fmt.Errorf("--log-level: %w", err)
 	}
 	ctrl.SetLogger(logr.FromSlogHandler(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level})))
+	setMemoryLimit(os.Getenv)
 	if opts.ProxyNamespace == "" {
 		return fmt.Errorf("--proxy-namespace is required (or set $POD_NAMESPACE)")
 	}
@@ -138,4 +143,21 @@ func runController(ctx context.Context, args []string, _, stderr io.Writer) erro
 	ctrl.Log.Info("Starting the controller", "version", version.String(), "proxyNamespace", opts.ProxyNamespace,
 		"configMap", opts.ConfigMapName, "proxyService", opts.ProxyService, "adminURLs", opts.AdminURLs)
 	return mgr.Start(ctx)
+}
+
+// setMemoryLimit sets the Go runtime's soft memory limit to 80% of the container's
+// ($SWITCHYARD_MEMORY_LIMIT, in bytes, which the chart and manifests fill from limits.memory),
+// unless $GOMEMLIMIT says otherwise: the poller's views of hundreds of replicas are most of the
+// heap, and without a soft limit the heap grows to twice them before a collection.
+func setMemoryLimit(getenv func(string) string) int64 {
+	if getenv("GOMEMLIMIT") != "" {
+		return -1
+	}
+	limit, err := strconv.ParseInt(getenv("SWITCHYARD_MEMORY_LIMIT"), 10, 64)
+	if err != nil || limit <= 0 {
+		return -1
+	}
+	soft := limit / 10 * 8
+	debug.SetMemoryLimit(soft)
+	return soft
 }

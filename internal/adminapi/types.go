@@ -13,6 +13,8 @@ import (
 const (
 	ChannelsPath = "/admin/v1/channels"
 	EventsPath   = "/admin/v1/events"
+	// ConfigPath serves the ConfigState alone, with an ETag (see ConfigHandler).
+	ConfigPath = "/admin/v1/config"
 )
 
 // ChannelsResponse is GET /admin/v1/channels.
@@ -22,9 +24,18 @@ type ChannelsResponse struct {
 	// BootID changes on every proxy start; event sequence numbers restart with it.
 	BootID string `json:"bootID"`
 	// Now is the replica's clock when it answered.
-	Now      time.Time      `json:"now"`
-	Config   ConfigState    `json:"config"`
+	Now time.Time `json:"now"`
+	// Config is the served config's load state; absent from a delta (read ConfigPath).
+	Config   ConfigState    `json:"config,omitzero"`
 	Channels []ChannelState `json:"channels"`
+	// Cursor is this answer's point in the replica's numbering of changes: GET
+	// ChannelsPath?since=CURSOR answers with what changed after it.
+	Cursor string `json:"cursor,omitempty"`
+	// Delta is true when Channels holds only the channel×models that changed after the cursor
+	// asked for, and Removed those gone since; false for the full view (the first call, an
+	// unknown cursor: a restarted replica, or one older than the removals it remembers).
+	Delta   bool         `json:"delta,omitempty"`
+	Removed []ChannelKey `json:"removed,omitempty"`
 	// ClientAuth says whether the proxy requires a GatewayClient key, and why.
 	ClientAuth *ClientAuthState `json:"clientAuth,omitempty"`
 	// Clients are the GatewayClients' use of this replica today (UTC), one entry per client
@@ -113,6 +124,12 @@ type ConfigState struct {
 	// to the metadata.generation it was compiled from: the controller's Programmed condition
 	// compares it with the object's.
 	Generations map[string]int64 `json:"generations,omitempty"`
+}
+
+// ChannelKey names one channel×model.
+type ChannelKey struct {
+	Channel string `json:"channel"`
+	Model   string `json:"model"`
 }
 
 // ChannelState is the live health of one channel×model on one replica.

@@ -17,17 +17,89 @@ type modelKey struct{ Channel, Model string }
 // replicaReport is one proxy replica's answer to GET /admin/v1/channels.
 type replicaReport struct {
 	Replica  string
-	Channels []adminapi.ChannelState
+	Channels []liveState
 	Rollouts []adminapi.RolloutState
 }
 
+// liveState is what the poller keeps of one replica's channel×model: what aggregate reads, in
+// under half of an adminapi.ChannelState (200 replicas × 5,000 keys are a million of them).
+type liveState struct {
+	// Channel, Model and Phase are interned (adminapi.View); Phase is normalPhase's.
+	Channel, Model, Phase string
+	LastTransition        *adminapi.Transition
+	// rare holds what few states carry (nil for the others).
+	rare                           *rareState
+	WindowRequests, WindowFailures int32
+	P95LatencyMillis               int32
+	Ejections                      int32
+	HealthScore, TrafficPercent    int8
+	Panic                          bool
+}
+
+// rareState is what only some states carry: a DryRun policy's would-be phase, and a verdict the
+// fleet store holds. Nothing else of FleetKeyState is kept: with a store, every state carries
+// one, and its per-phase counts were a map per replica × key.
+type rareState struct {
+	// DryRunPhase is normalPhase's ("" without a dry run); DryRunTransition its last transition.
+	DryRunPhase      string
+	DryRunTransition *adminapi.Transition
+	// Verdict is the fleet verdict's phase (normalPhase's) when the store holds one, else "".
+	Verdict string
+}
+
+// keepLive is what the poller keeps of a state.
+func keepLive(s adminapi.ChannelState) liveState {
+	l := liveState{Channel: s.Channel, Model: s.Model, Phase: adminapi.Intern(normalPhase(s.Phase)), LastTransition: s.LastTransition,
+		WindowRequests: clampInt32(s.WindowRequests), WindowFailures: clampInt32(s.WindowFailures),
+		P95LatencyMillis: int32(min(max(s.P95LatencyMillis, 0), math.MaxInt32)), Ejections: clampInt32(s.Ejections),
+		HealthScore: int8(clampPercent(s.HealthScore)), TrafficPercent: int8(clampPercent(s.TrafficPercent)), Panic: s.Panic}
+	if l.LastTransition != nil {
+		l.LastTransition.Reason = adminapi.Intern(l.LastTransition.Reason)
+	}
+	verdict := s.Fleet != nil && s.Fleet.VerdictBy != ""
+	if s.DryRun != nil || verdict {
+		l.rare = &rareState{}
+		if s.DryRun != nil {
+			l.rare.DryRunPhase, l.rare.DryRunTransition = adminapi.Intern(normalPhase(s.DryRun.Phase)), s.DryRun.LastTransition
+		}
+		if verdict {
+			l.rare.Verdict = adminapi.Intern(normalPhase(s.Fleet.Phase))
+		}
+	}
+	return l
+}
+
+func liveKey(l *liveState) adminapi.ChannelKey {
+	return adminapi.ChannelKey{Channel: l.Channel, Model: l.Model}
+}
+
+// newLiveView is a replica's view as the poller keeps it.
+func newLiveView() adminapi.View[liveState] {
+	return adminapi.View[liveState]{Keep: keepLive, Key: liveKey}
+}
+
+// liveStates is keepLive of each state (for tests and callers holding full documents).
+func liveStates(states ...adminapi.ChannelState) []liveState {
+	out := make([]liveState, len(states))
+	for i, s := range states {
+		out[i] = keepLive(s)
+	}
+	return out
+}
+
+func clampInt32(v int) int32 { return int32(min(max(v, 0), math.MaxInt32)) }
+
 // modelAggregate is one channel×model as all replicas together see it.
 type modelAggregate struct {
-	// Phase is the dominant phase: the one most replicas report, the more severe on a tie.
+	// Phase is the fleet's phase: the verdict the fleet store holds when a replica reports one
+	// (FleetKeyState.VerdictBy set), else the phase most of the traffic sees, each replica's
+	// view weighted by its traffic (replicaWeights); the more severe phase on a tie.
 	Phase v1alpha1.Phase
-	// Replicas counts the replicas reporting each phase.
+	// Replicas counts the replicas reporting each phase (their own, local phase).
 	Replicas map[string]int32
-	// HealthScore and TrafficPercent are the lowest across replicas: status shows the worst view.
+	// HealthScore and TrafficPercent are weighted by each replica's traffic, rounded down: what
+	// the traffic as a whole gets. One replica of 200 ejecting a channel is 99%, not 0% beside
+	// a Healthy phase (the minimum was), nor 100%.
 	HealthScore    int32
 	TrafficPercent int32
 	// WindowRequests and WindowFailures are summed; ErrorRatePercent is computed from the sums so a
@@ -39,7 +111,7 @@ type modelAggregate struct {
 	P95LatencyMillis int64
 	Ejections        int64
 	Panic            bool
-	// LastTransition is the latest transition among the replicas in the dominant phase.
+	// LastTransition is the latest transition among the replicas in the fleet's phase.
 	LastTransition *adminapi.Transition
 	// DryRunPhase is the dominant would-be phase of a DryRun policy's channel×model ("" when no
 	// replica reports one) and DryRunReason the latest would-be transition's rule among the
@@ -48,69 +120,108 @@ type modelAggregate struct {
 	DryRunReason string
 }
 
-// aggregate merges the replicas' reports per channel×model. It is pure and order-independent.
+// replicaWeights is each report's traffic: the requests in its detection windows over every
+// channel×model it reports. A replica's view of one key is weighted by its traffic as a whole,
+// not by its traffic on that key: an ejected key carries none on the replicas that ejected it.
+func replicaWeights(reports []replicaReport) []int64 {
+	w := make([]int64, len(reports))
+	for i, r := range reports {
+		for _, s := range r.Channels {
+			w[i] += int64(s.WindowRequests)
+		}
+	}
+	return w
+}
+
+// aggregate merges the replicas' reports per channel×model. It is pure and order-independent,
+// and makes one pass over the states without copying them: at 200 replicas × 5,000 keys a copy
+// per state was most of a poll's CPU and memory.
 func aggregate(reports []replicaReport) map[modelKey]modelAggregate {
 	type acc struct {
-		agg    modelAggregate
-		states []adminapi.ChannelState
-		dry    map[string]int32 // replicas per would-be phase
+		agg modelAggregate
+		// byTraffic and byCount weigh each phase by the replicas' traffic and by head.
+		byTraffic map[string]int64
+		// weighted and plain sums of score and share, for the two weightings.
+		weight, score, traffic  int64
+		heads, hScore, hTraffic int64
+		latest                  map[string]*adminapi.Transition // per phase
+		dry                     map[string]int32                // replicas per would-be phase
+		dryLatest               map[string]*adminapi.Transition
+		verdict                 map[string]int32 // replicas per fleet verdict held in the store
 	}
+	later := func(m map[string]*adminapi.Transition, phase string, t *adminapi.Transition) {
+		if t != nil && (m[phase] == nil || t.Time.After(m[phase].Time)) {
+			m[phase] = t
+		}
+	}
+	weights := replicaWeights(reports)
 	accs := map[modelKey]*acc{}
-	for _, r := range reports {
-		for _, s := range r.Channels {
+	for ri, r := range reports {
+		w := weights[ri]
+		for i := range r.Channels {
+			s := &r.Channels[i]
 			k := modelKey{s.Channel, s.Model}
 			a := accs[k]
 			if a == nil {
-				a = &acc{agg: modelAggregate{Replicas: map[string]int32{}, HealthScore: math.MaxInt32, TrafficPercent: math.MaxInt32}}
+				a = &acc{agg: modelAggregate{Replicas: map[string]int32{}}, byTraffic: map[string]int64{}, latest: map[string]*adminapi.Transition{}}
 				accs[k] = a
 			}
-			a.states = append(a.states, s)
 			g := &a.agg
-			g.Replicas[normalPhase(s.Phase)]++
-			g.HealthScore = min(g.HealthScore, clampPercent(s.HealthScore))
-			g.TrafficPercent = min(g.TrafficPercent, clampPercent(s.TrafficPercent))
-			g.WindowRequests += int64(max(s.WindowRequests, 0))
-			g.WindowFailures += int64(max(s.WindowFailures, 0))
-			g.P95LatencyMillis = max(g.P95LatencyMillis, s.P95LatencyMillis)
-			g.Ejections += int64(max(s.Ejections, 0))
+			phase := s.Phase
+			g.Replicas[phase]++
+			a.byTraffic[phase] += w
+			score, traffic := int64(s.HealthScore), int64(s.TrafficPercent)
+			a.weight, a.score, a.traffic = a.weight+w, a.score+w*score, a.traffic+w*traffic
+			a.heads, a.hScore, a.hTraffic = a.heads+1, a.hScore+score, a.hTraffic+traffic
+			later(a.latest, phase, s.LastTransition)
+			g.WindowRequests += int64(s.WindowRequests)
+			g.WindowFailures += int64(s.WindowFailures)
+			g.P95LatencyMillis = max(g.P95LatencyMillis, int64(s.P95LatencyMillis))
+			g.Ejections += int64(s.Ejections)
 			g.Panic = g.Panic || s.Panic
-			if s.DryRun != nil {
+			if s.rare == nil {
+				continue
+			}
+			if dp := s.rare.DryRunPhase; dp != "" {
 				if a.dry == nil {
-					a.dry = map[string]int32{}
+					a.dry, a.dryLatest = map[string]int32{}, map[string]*adminapi.Transition{}
 				}
-				a.dry[normalPhase(s.DryRun.Phase)]++
+				a.dry[dp]++
+				later(a.dryLatest, dp, s.rare.DryRunTransition)
+			}
+			if v := s.rare.Verdict; v != "" {
+				if a.verdict == nil {
+					a.verdict = map[string]int32{}
+				}
+				a.verdict[v]++
 			}
 		}
 	}
 	out := make(map[modelKey]modelAggregate, len(accs))
 	for k, a := range accs {
 		g := a.agg
-		g.Phase = dominantPhase(g.Replicas)
+		if a.weight > 0 {
+			g.Phase = dominantPhase(a.byTraffic)
+			g.HealthScore, g.TrafficPercent = int32(a.score/a.weight), int32(a.traffic/a.weight)
+		} else {
+			// An idle fleet (no traffic in any window) counts heads.
+			g.Phase = dominantPhase(g.Replicas)
+			g.HealthScore, g.TrafficPercent = int32(a.hScore/a.heads), int32(a.hTraffic/a.heads)
+		}
+		if a.verdict != nil {
+			g.Phase = dominantPhase(a.verdict)
+		}
 		if g.WindowRequests > 0 {
 			g.ErrorRatePercent = int32(math.Round(float64(g.WindowFailures) * 100 / float64(g.WindowRequests)))
 		}
-		for _, s := range a.states {
-			if normalPhase(s.Phase) != string(g.Phase) || s.LastTransition == nil {
-				continue
-			}
-			if g.LastTransition == nil || s.LastTransition.Time.After(g.LastTransition.Time) {
-				t := *s.LastTransition
-				g.LastTransition = &t
-			}
+		if t := a.latest[string(g.Phase)]; t != nil {
+			c := *t
+			g.LastTransition = &c
 		}
 		if a.dry != nil {
 			g.DryRunPhase = dominantPhase(a.dry)
-			var latest *adminapi.Transition
-			for _, s := range a.states {
-				if s.DryRun == nil || normalPhase(s.DryRun.Phase) != string(g.DryRunPhase) || s.DryRun.LastTransition == nil {
-					continue
-				}
-				if latest == nil || s.DryRun.LastTransition.Time.After(latest.Time) {
-					latest = s.DryRun.LastTransition
-				}
-			}
-			if latest != nil {
-				g.DryRunReason = latest.Reason
+			if t := a.dryLatest[string(g.DryRunPhase)]; t != nil {
+				g.DryRunReason = t.Reason
 			}
 		}
 		out[k] = g
@@ -184,8 +295,9 @@ func severity(p v1alpha1.Phase) int {
 	return hp.Severity()
 }
 
-// dominantPhase is the phase most replicas report; a tie goes to the more severe phase.
-func dominantPhase(counts map[string]int32) v1alpha1.Phase {
+// dominantPhase is the phase with the most weight (replicas, or their traffic); a tie goes to
+// the more severe phase.
+func dominantPhase[N int32 | int64](counts map[string]N) v1alpha1.Phase {
 	phases := make([]string, 0, len(counts))
 	for p := range counts {
 		phases = append(phases, p)

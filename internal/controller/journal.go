@@ -182,8 +182,10 @@ func newer(a, b metav1.ManagedFieldsEntry) bool {
 	return a.Time.After(b.Time.Time)
 }
 
-// transitionKey is one transition as every replica reports it.
-type transitionKey struct{ Channel, Model, From, To, Reason string }
+// transitionKey is one fleet transition as every replica reports it: replicas reach the same
+// phase from different ones and by different rules (one trips on its counts, the others adopt
+// the fleet verdict), so the target phase alone names it.
+type transitionKey struct{ Channel, Model, To string }
 
 // reportedEvent is a journal entry from one replica.
 type reportedEvent struct {
@@ -212,7 +214,7 @@ func (d *deduper) filter(events []reportedEvent, now time.Time) []reportedEvent 
 		if now.Sub(e.Time) > d.maxAge {
 			continue
 		}
-		k := transitionKey{e.Channel, e.Model, e.From, e.To, e.Reason}
+		k := transitionKey{e.Channel, e.Model, e.To}
 		if last, ok := d.seen[k]; ok && absDuration(e.Time.Sub(last)) < d.window {
 			continue
 		}

@@ -186,6 +186,15 @@ func TestDeduper(t *testing.T) {
 	if len(got) != 1 || got[0].Event.Seq != 9 {
 		t.Errorf("second batch: %+v", got)
 	}
+	// One fleet transition reached by other routes: a replica adopting the fleet verdict from
+	// Probing, another tripping on the consecutive rule; within the window, the same target.
+	adopted := ev("d", 4, 21*time.Minute, "m")
+	adopted.Event.From, adopted.Event.Reason = "Probing", "FleetVerdict"
+	tripped := ev("e", 5, 21*time.Minute+30*time.Second, "m")
+	tripped.Event.Reason = "ConsecutiveFailures"
+	if again := d.filter([]reportedEvent{adopted, tripped}, testStart.Add(22*time.Minute)); len(again) != 0 {
+		t.Errorf("one fleet ejection journaled again: %+v", again)
+	}
 	e := transitionEntry(got[0])
 	if e.Type != corev1.EventTypeWarning || e.Reason != "ErrorRateExceeded" || e.Key != "transition/boot-a/9" || !strings.HasPrefix(e.Note, "m: Healthy -> Ejected") {
 		t.Errorf("entry: %+v", e)

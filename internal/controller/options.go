@@ -43,6 +43,8 @@ const (
 	DefaultProxyService  = "switchyard-proxy-admin"
 	DefaultAdminPortName = "admin"
 	DefaultPollInterval  = 5 * time.Second
+	// DefaultPollConcurrency is how many replicas are polled at once.
+	DefaultPollConcurrency = 16
 	// DefaultCompileDelay is how long the first event of a burst waits for the rest before the
 	// table is compiled: the events of a `kubectl apply` of a directory arrive within it.
 	DefaultCompileDelay = 100 * time.Millisecond
@@ -84,8 +86,11 @@ type Options struct {
 	CompileDelay time.Duration
 	// PollInterval between polls of the admin API (default 5s).
 	PollInterval time.Duration
-	// PollTimeout bounds one replica's answer (default: the poll interval, at most 5s).
+	// PollTimeout bounds one replica's answers (live state, config and journal), from when its
+	// turn comes (default: the poll interval, at most 5s).
 	PollTimeout time.Duration
+	// PollConcurrency is how many replicas are polled at once (default 16).
+	PollConcurrency int
 	// UnreachableAfter polls missed in a row make a replica unreachable (default 2).
 	UnreachableAfter int
 	// ScoreStep is the smallest health-score move that is written to status (default 5).
@@ -129,6 +134,9 @@ func (o *Options) complete() error {
 	}
 	if o.PollTimeout <= 0 {
 		o.PollTimeout = min(o.PollInterval, 5*time.Second)
+	}
+	if o.PollConcurrency <= 0 {
+		o.PollConcurrency = DefaultPollConcurrency
 	}
 	if o.UnreachableAfter <= 0 {
 		o.UnreachableAfter = DefaultUnreachableAfter

@@ -51,6 +51,9 @@ type Poller struct {
 	pending []reportedEvent
 	// rolloutSent is when each rolled-out policy was last enqueued for its live figures.
 	rolloutSent map[string]time.Time
+	// generations are the served generations by config hash: replicas that serve one table
+	// share one map (2,200 objects' generations, 200 times over, were tens of MB).
+	generations map[string]map[string]int64
 }
 
 // replicaState is what the poll loop remembers of one replica.
@@ -61,6 +64,13 @@ type replicaState struct {
 	misses  int
 	lastErr string
 	last    *adminapi.ChannelsResponse
+	// view is the replica's channel×models, merged from its deltas (?since=cursor), as
+	// aggregate reads them.
+	view adminapi.View[liveState]
+	// config is the replica's config state as last read, etag its ETag on ConfigPath ("" when
+	// it came with a full view, or from a proxy without the endpoint).
+	config adminapi.ConfigState
+	etag   string
 }
 
 // target is one replica's admin API root.
@@ -120,17 +130,22 @@ func (p *Poller) poll(ctx context.Context) {
 		log.Error(err, "Failed to discover proxy replicas", "service", p.opts.ProxyNamespace+"/"+p.opts.ProxyService)
 	}
 	results := make([]pollResult, len(targets))
+	// At most PollConcurrency replicas at a time, each with its own PollTimeout from when its
+	// turn comes: hundreds of replicas polled at once held hundreds of answers in memory, and
+	// one timeout for the whole poll failed the slowest replicas for the others' sake.
+	sem := make(chan struct{}, p.opts.PollConcurrency)
 	var wg sync.WaitGroup
 	for i, t := range targets {
-		var cursor adminapi.Cursor
-		if st := p.replicas[t.URL]; st != nil {
-			cursor = st.cursor
+		st := p.replicas[t.URL]
+		if st == nil {
+			st = &replicaState{view: newLiveView()}
+			p.replicas[t.URL] = st
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			results[i] = p.pollReplica(ctx, t, cursor)
-		}()
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			results[i] = p.pollReplica(ctx, t, st)
+		})
 	}
 	wg.Wait()
 
@@ -140,13 +155,10 @@ func (p *Poller) poll(ctx context.Context) {
 	var infos []replicaInfo
 	var news []reportedEvent
 	seen := map[string]bool{}
+	generations := map[string]map[string]int64{}
 	for _, r := range results {
 		seen[r.target.URL] = true
 		st := p.replicas[r.target.URL]
-		if st == nil {
-			st = &replicaState{}
-			p.replicas[r.target.URL] = st
-		}
 		if r.err != nil {
 			st.misses++
 			st.lastErr = r.err.Error()
@@ -167,12 +179,23 @@ func (p *Poller) poll(ctx context.Context) {
 		// One missed poll keeps the replica's last report: a blip is not news worth a status write.
 		reachable := st.last != nil && st.misses < p.opts.UnreachableAfter
 		if reachable {
-			reports = append(reports, replicaReport{Replica: r.target.Name, Channels: st.last.Channels, Rollouts: st.last.Rollouts})
+			reports = append(reports, replicaReport{Replica: r.target.Name, Channels: st.view.Channels(), Rollouts: st.last.Rollouts})
 			usage = append(usage, st.last)
 		}
 		info := replicaInfo{Name: r.target.Name, Reachable: reachable}
 		if reachable {
-			info.Hash, info.Generations = st.last.Config.Hash, st.last.Config.Generations
+			cfg := &st.last.Config
+			if cfg.Hash != "" && cfg.Generations != nil {
+				// The hash covers the table, generations included.
+				if shared, ok := p.generations[cfg.Hash]; ok {
+					cfg.Generations, st.config.Generations = shared, shared
+				}
+				generations[cfg.Hash] = cfg.Generations
+			}
+			info.Hash, info.Generations = cfg.Hash, cfg.Generations
+			if f := st.last.Fleet; f != nil {
+				info.Fleet = &fleetLink{Connected: f.Connected}
+			}
 		}
 		if !reachable {
 			info.Error = orDefault(st.lastErr, "no answer yet")
@@ -184,6 +207,7 @@ func (p *Poller) poll(ctx context.Context) {
 			delete(p.replicas, url)
 		}
 	}
+	p.generations = generations
 	recordReplicas(p.opts.ProxyNamespace, infos)
 	view := liveView{Polled: true, Replicas: infos, Models: aggregate(reports), Clients: aggregateClients(usage, now), Rollouts: aggregateRollouts(reports)}
 	if err != nil {
@@ -299,7 +323,7 @@ func replicasMoved(prev, next liveView) bool {
 	}
 	for i := range prev.Replicas {
 		a, b := prev.Replicas[i], next.Replicas[i]
-		if a.Name != b.Name || a.Reachable != b.Reachable || a.Error != b.Error {
+		if a.Name != b.Name || a.Reachable != b.Reachable || a.Error != b.Error || !equality.Semantic.DeepEqual(a.Fleet, b.Fleet) {
 			return true
 		}
 	}
@@ -345,18 +369,40 @@ func namespacesOrAll(ns []string) []string {
 	return ns
 }
 
-// pollReplica reads one replica's live state and its journal from where cursor stands (all of
-// it after a restart).
-func (p *Poller) pollReplica(ctx context.Context, t target, cursor adminapi.Cursor) pollResult {
+// pollReplica reads one replica's live state, merged into st.view from what changed since its
+// cursor, its config when that changed (ConfigPath, with its ETag), and its journal from where
+// st.cursor stands (all of it after a restart). It runs beside other replicas' polls and is the
+// only one to touch st.view, st.config and st.etag while it runs; the rest of st is read only.
+func (p *Poller) pollReplica(ctx context.Context, t target, st *replicaState) pollResult {
 	ctx, cancel := context.WithTimeout(ctx, p.opts.PollTimeout)
 	defer cancel()
 	res := pollResult{target: t}
 	c := adminapi.Client{HTTP: p.opts.HTTPClient, BaseURL: t.URL}
-	if res.channels, res.err = c.Channels(ctx); res.err != nil {
-		res.channels = nil
+	resp, err := c.ChannelsSince(ctx, st.view.Cursor())
+	if err != nil {
+		res.err = err
 		return res
 	}
-	ev, err := c.Events(ctx, cursor.Since(res.channels.BootID))
+	config, etag := resp.Config, ""
+	if resp.Delta {
+		// A delta carries no config; a replica that answers deltas serves ConfigPath.
+		cfg, tag, err := c.Config(ctx, st.etag)
+		if err != nil {
+			// The delta is not merged: the next poll asks again from the same cursor.
+			res.err = err
+			return res
+		}
+		config, etag = st.config, tag
+		if cfg != nil {
+			config = *cfg
+		}
+	}
+	st.view.Apply(resp)
+	st.config, st.etag = config, etag
+	// The states live in st.view alone.
+	resp.Channels, resp.Removed, resp.Config = nil, nil, config
+	res.channels = resp
+	ev, err := c.Events(ctx, st.cursor.Since(resp.BootID))
 	if err != nil {
 		// Live state without the journal is still live; the journal is read again next time.
 		logf.FromContext(ctx).Info("Failed to read a proxy journal", "replica", t.Name, "error", err.Error())

@@ -23,6 +23,19 @@ import (
 // condition added to the contract's Ready/Available/Degraded, so stale data is marked as such.
 const ConditionProxiesReporting = "ProxiesReporting"
 
+// ConditionFleetShared says whether every proxy replica shares evidence and verdicts through
+// the fleet store (--fleet-redis): False while some run on their local evidence alone (the
+// store slow, down or unreachable from them), naming them. Absent when no replica uses a store.
+// It sits beside ProxiesReporting, the other condition about the proxies rather than the
+// channel.
+const ConditionFleetShared = "FleetShared"
+
+// Reasons of FleetShared.
+const (
+	ReasonFleetShared = "Shared"
+	ReasonLocalMode   = "LocalMode"
+)
+
 // Condition and model reasons the controller sets (compile problems use routing's reasons).
 const (
 	ReasonCompiled          = "Compiled"
@@ -77,7 +90,13 @@ type replicaInfo struct {
 	// the field).
 	Hash        string
 	Generations map[string]int64
+	// Fleet is the replica's link to the fleet store (nil without one); only whether it is
+	// connected is kept, so that the view moves when a replica leaves or rejoins the fleet.
+	Fleet *fleetLink
 }
+
+// fleetLink is what the controller keeps of a replica's adminapi.FleetLink.
+type fleetLink struct{ Connected bool }
 
 // fresh reports whether the view carries live data.
 func (v liveView) fresh() bool {
@@ -214,6 +233,7 @@ func channelStatus(in channelInputs) v1alpha1.ProviderChannelStatus {
 		st.Phase = v1alpha1.PhaseDisabled
 	}
 	st.Disabled = disabled
+	st.Replicas = replicasColumn(st.Phase, st.Models)
 
 	setOptional(&st.Conditions, in.Accepted, pc.Generation, in.Now)
 	setOptional(&st.Conditions, in.Programmed, pc.Generation, in.Now)
@@ -226,8 +246,47 @@ func channelStatus(in channelInputs) v1alpha1.ProviderChannelStatus {
 	}
 	if in.Live.Polled {
 		setCondition(&st.Conditions, reportingCondition(in.Live.Replicas), pc.Generation, in.Now)
+		if c, ok := fleetCondition(in.Live.Replicas); ok {
+			setCondition(&st.Conditions, c, pc.Generation, in.Now)
+		} else {
+			meta.RemoveStatusCondition(&st.Conditions, ConditionFleetShared)
+		}
 	}
 	return st
+}
+
+// fleetCondition is FleetShared from the reachable replicas' links to the fleet store; ok is
+// false when none reports one (no --fleet-redis). The message names the replicas in local mode
+// and no count, nor the store's error (it varies from poll to poll; /admin/v1/channels has it),
+// so that it changes only when a replica leaves or rejoins the fleet.
+func fleetCondition(replicas []replicaInfo) (metav1.Condition, bool) {
+	var local []string
+	linked := false
+	for _, r := range replicas {
+		if !r.Reachable {
+			continue
+		}
+		switch {
+		case r.Fleet == nil:
+			local = append(local, r.Name+" (no fleet store)")
+		case !r.Fleet.Connected:
+			linked = true
+			local = append(local, r.Name)
+		default:
+			linked = true
+		}
+	}
+	if !linked {
+		return metav1.Condition{}, false
+	}
+	c := metav1.Condition{Type: ConditionFleetShared, Status: metav1.ConditionTrue, Reason: ReasonFleetShared,
+		Message: "every proxy replica shares evidence and verdicts through the fleet store"}
+	if len(local) > 0 {
+		slices.Sort(local)
+		c.Status, c.Reason = metav1.ConditionFalse, ReasonLocalMode
+		c.Message = "in local mode, judging on their own evidence (see fleet in their /admin/v1/channels): " + strings.Join(local, ", ")
+	}
+	return c, true
 }
 
 // nextModels are a channel's model statuses from the live view: a model whose figures did not
@@ -268,6 +327,23 @@ func nextModels(in channelInputs) []v1alpha1.ModelStatus {
 	return out
 }
 
+// replicasColumn is the REPLICAS column: "37/200", the replicas that see the channel's phase
+// on its first model in that phase whose replicas disagree, of all that report it; empty while
+// they agree, so that the replica count is in status only when it says something.
+func replicasColumn(phase v1alpha1.Phase, models []v1alpha1.ModelStatus) string {
+	for _, m := range models {
+		if m.Phase != phase || len(m.Replicas) < 2 {
+			continue
+		}
+		var all int32
+		for _, n := range m.Replicas {
+			all += n
+		}
+		return fmt.Sprintf("%d/%d", m.Replicas[string(phase)], all)
+	}
+	return ""
+}
+
 func sameJSON(a, b any) bool {
 	ja, errA := json.Marshal(a)
 	jb, errB := json.Marshal(b)
@@ -290,10 +366,19 @@ func modelFromAggregate(name string, agg modelAggregate, prev v1alpha1.ModelStat
 		ErrorRatePercent: agg.ErrorRatePercent,
 		P95LatencyMillis: agg.P95LatencyMillis,
 		Ejections:        agg.Ejections,
-		Replicas:         maps.Clone(agg.Replicas),
 		Panic:            agg.Panic,
 	}
+	if len(agg.Replicas) > 1 {
+		// Only while the replicas disagree: counts that agree would change with every pod of
+		// a rolling update and rewrite every channel's status for nothing.
+		m.Replicas = maps.Clone(agg.Replicas)
+	}
 	switch {
+	case agg.LastTransition != nil && hadPrev && prev.Phase == m.Phase && prev.LastTransitionTime != nil &&
+		!seconds(agg.LastTransition.Time).After(prev.LastTransitionTime.Time):
+		// The same phase, and no newer transition: the replica that held the latest one may
+		// have gone (a rolling update); what status said stays true.
+		m.LastTransitionTime, m.Reason, m.Message = prev.LastTransitionTime.DeepCopy(), prev.Reason, prev.Message
 	case agg.LastTransition != nil:
 		t := seconds(agg.LastTransition.Time)
 		m.LastTransitionTime, m.Reason, m.Message = &t, agg.LastTransition.Reason, agg.LastTransition.Message
@@ -337,8 +422,10 @@ func disabledModel(m v1alpha1.ModelStatus, prev v1alpha1.ModelStatus, hadPrev bo
 // meaningful step. Small drifts of score, error rate, volume and latency are not news; writing
 // them would rewrite status on every poll.
 func significant(prev, next v1alpha1.ModelStatus, step int32) bool {
+	// Ejections are written when they grow: the sum falls when a replica restarts (its count
+	// starts again), which is no news.
 	if prev.Phase != next.Phase || prev.TrafficPercent != next.TrafficPercent || prev.Panic != next.Panic ||
-		prev.Ejections != next.Ejections || prev.Reason != next.Reason || prev.Message != next.Message ||
+		next.Ejections > prev.Ejections || prev.Reason != next.Reason || prev.Message != next.Message ||
 		!maps.Equal(prev.Replicas, next.Replicas) ||
 		!equality.Semantic.DeepEqual(prev.LastTransitionTime, next.LastTransitionTime) {
 		return true
@@ -406,7 +493,8 @@ func reportingCondition(replicas []replicaInfo) metav1.Condition {
 	case n == 0:
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonNoReplicas, "no proxy replica found to poll; status is not live"
 	case len(down) == 0:
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, ReasonAllReporting, fmt.Sprintf("%d of %d proxy replicas reporting", n, n)
+		// No count: the message would change with the replica set alone, on every channel.
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, ReasonAllReporting, "every proxy replica reports"
 	case len(down) == n:
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonNoneReachable,
 			"no proxy replica reachable: "+strings.Join(down, "; ")+"; status shows the last data seen and is not live"
@@ -650,7 +738,7 @@ func programmedCondition(key string, generation int64, accepted bool, res *SyncR
 	switch {
 	case len(serving)+len(pending)+len(stale) == 0:
 		c.Reason = ReasonNoProxies
-		c.Message = fmt.Sprintf("no proxy replica reports a config (%d discovered)", len(live.Replicas))
+		c.Message = "no proxy replica reports a config"
 		if live.DiscoveryError != "" {
 			c.Message += ": " + live.DiscoveryError
 		}
@@ -668,7 +756,7 @@ func programmedCondition(key string, generation int64, accepted bool, res *SyncR
 		}
 	default:
 		c.Status, c.Reason = metav1.ConditionTrue, ReasonProgrammed
-		c.Message = fmt.Sprintf("generation %d is served by %d proxy replica(s)", generation, len(serving))
+		c.Message = fmt.Sprintf("generation %d is served by every proxy replica that reports", generation)
 	}
 	return c
 }

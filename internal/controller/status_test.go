@@ -60,12 +60,13 @@ func TestChannelStatusContract(t *testing.T) {
 		Phase:              v1alpha1.PhaseEjected,
 		HealthScore:        ptr32(12),
 		TrafficPercent:     ptr32(0),
+		Replicas:           "2/3",
 		Models: []v1alpha1.ModelStatus{
 			{Name: "gpt-4o", Phase: v1alpha1.PhaseEjected, HealthScore: 12, TrafficPercent: 0, WindowRequests: 240, ErrorRatePercent: 22,
 				P95LatencyMillis: 2900, Ejections: 2, Replicas: map[string]int32{"Ejected": 2, "Healthy": 1},
 				LastTransitionTime: &ltt, Reason: "ErrorRateExceeded", Message: "error rate 21.7% (52/240) >= 18% over 120s"},
 			{Name: "gpt-4o-mini", Phase: v1alpha1.PhaseHealthy, HealthScore: 97, TrafficPercent: 100, WindowRequests: 100,
-				P95LatencyMillis: 1800, Replicas: map[string]int32{"Healthy": 3}, LastTransitionTime: &now},
+				P95LatencyMillis: 1800, LastTransitionTime: &now},
 		},
 	}
 	conds := st.Conditions
@@ -267,7 +268,7 @@ func TestReportingCondition(t *testing.T) {
 		msg      string
 	}{
 		{nil, ReasonNoReplicas, "no proxy replica found"},
-		{allReporting(2), ReasonAllReporting, "2 of 2 proxy replicas reporting"},
+		{allReporting(2), ReasonAllReporting, "every proxy replica reports"},
 		{[]replicaInfo{{Name: "a", Reachable: true}, {Name: "b", Error: "timeout"}}, ReasonSomeUnreachable, "1 of 2 proxy replicas unreachable: b (timeout)"},
 		{[]replicaInfo{{Name: "b", Error: "timeout"}}, ReasonNoneReachable, "not live"},
 	}
@@ -402,7 +403,7 @@ func TestProgrammedSurvivesARestart(t *testing.T) {
 	tbl := &routing.Table{Channels: []routing.Channel{{Name: "a", Namespace: "llm", Generation: 4}}}
 	res := SyncResult{Compiled: tbl, Published: tbl}
 	old := []metav1.Condition{{Type: v1alpha1.ConditionProgrammed, Status: metav1.ConditionTrue, Reason: ReasonProgrammed,
-		Message: "generation 4 is served by 2 proxy replica(s)", ObservedGeneration: 4}}
+		Message: "generation 4 is served by every proxy replica that reports", ObservedGeneration: 4}}
 	compiled := readyCondition("ProviderChannel", "llm", "a", &res)
 	got := conditionsFor("ProviderChannel", "llm", "a", 4, compiled, &res, liveView{}, true, old)
 	if got.Programmed.Status != metav1.ConditionTrue || got.Ready.Status != metav1.ConditionTrue {
@@ -437,5 +438,41 @@ func TestOnlyObjectsWhoseServedGenerationChangedAreReconciled(t *testing.T) {
 	legacy := liveView{Polled: true, Replicas: []replicaInfo{{Name: "p0", Reachable: true, Hash: "h3"}}}
 	if !servedChanged(legacy, liveView{Polled: true, Replicas: []replicaInfo{{Name: "p0", Reachable: true, Hash: "h4"}}}, b) {
 		t.Error("a replica without generations that loads another config changes every object")
+	}
+}
+
+// TestFleetCondition: FleetShared is absent without a fleet store, True while every reachable
+// replica shares, False naming those in local mode; its message holds no count and no error.
+func TestFleetCondition(t *testing.T) {
+	shared, local := &fleetLink{Connected: true}, &fleetLink{}
+	cases := []struct {
+		name     string
+		replicas []replicaInfo
+		present  bool
+		status   metav1.ConditionStatus
+		msg      string
+	}{
+		{"no store", allReporting(3), false, "", ""},
+		{"all shared", []replicaInfo{{Name: "a", Reachable: true, Fleet: shared}, {Name: "b", Reachable: true, Fleet: shared}}, true,
+			metav1.ConditionTrue, "every proxy replica shares evidence and verdicts through the fleet store"},
+		{"two in local mode, one unreachable", []replicaInfo{{Name: "c", Reachable: true, Fleet: local}, {Name: "a", Reachable: true, Fleet: shared},
+			{Name: "b", Reachable: true, Fleet: local}, {Name: "d", Error: "timeout"}}, true,
+			metav1.ConditionFalse, "in local mode, judging on their own evidence (see fleet in their /admin/v1/channels): b, c"},
+		{"one without a store", []replicaInfo{{Name: "a", Reachable: true, Fleet: shared}, {Name: "b", Reachable: true}}, true,
+			metav1.ConditionFalse, "in local mode, judging on their own evidence (see fleet in their /admin/v1/channels): b (no fleet store)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, ok := fleetCondition(tc.replicas)
+			if ok != tc.present || c.Status != tc.status || c.Message != tc.msg {
+				t.Errorf("got %v %+v; want present %v, %s %q", ok, c, tc.present, tc.status, tc.msg)
+			}
+			pc := channel("gpt-4o")
+			st := channelStatus(channelInputs{Channel: pc, Now: testStart, Ready: readyTrue, ScoreStep: 5,
+				Live: liveView{Polled: true, Replicas: tc.replicas}})
+			if got := meta.FindStatusCondition(st.Conditions, ConditionFleetShared); (got != nil) != tc.present {
+				t.Errorf("status carries FleetShared: %v, want %v", got != nil, tc.present)
+			}
+		})
 	}
 }

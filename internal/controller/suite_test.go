@@ -230,21 +230,34 @@ type standIn struct {
 	states  []adminapi.ChannelState
 	journal []adminapi.Event
 	down    bool
+	// polls counts the answers of ChannelsPath.
+	polls atomic.Int64
 }
 
 func newStandIn(t *testing.T, replica string) *standIn {
 	s := &standIn{replica: replica, bootID: "boot-" + replica}
 	mux := http.NewServeMux()
-	mux.HandleFunc(adminapi.ChannelsPath, func(w http.ResponseWriter, r *http.Request) {
+	// The proxy's own handlers: the poller reads the encoding proxies write (deltas included).
+	channels := &adminapi.ChannelsHandler{State: func() adminapi.ChannelsResponse {
+		s.polls.Add(1)
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if s.down {
-			http.Error(w, "down", http.StatusServiceUnavailable)
-			return
-		}
-		_ = json.NewEncoder(w).Encode(adminapi.ChannelsResponse{Replica: s.replica, BootID: s.bootID, Now: time.Now(),
-			Config: adminapi.ConfigState{Source: "test"}, Channels: s.states})
-	})
+		return adminapi.ChannelsResponse{Replica: s.replica, BootID: s.bootID, Now: time.Now(),
+			Config: adminapi.ConfigState{Source: "test"}, Channels: slices.Clone(s.states)}
+	}}
+	config := &adminapi.ConfigHandler{State: func() adminapi.ConfigState { return adminapi.ConfigState{Source: "test"} }}
+	for path, h := range map[string]http.Handler{adminapi.ChannelsPath: channels, adminapi.ConfigPath: config} {
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			s.mu.Lock()
+			down := s.down
+			s.mu.Unlock()
+			if down {
+				http.Error(w, "down", http.StatusServiceUnavailable)
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	}
 	mux.HandleFunc(adminapi.EventsPath, func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		defer s.mu.Unlock()

@@ -3,7 +3,6 @@ package proxy
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"time"
@@ -31,9 +30,13 @@ func (s *Server) AdminHandler() http.Handler {
 		}
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET "+adminapi.ChannelsPath, func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, s.ChannelsState())
-	})
+	// One implementation of the encoding (compact, gzip, ?since deltas) for proxies and tests.
+	mux.Handle("GET "+adminapi.ChannelsPath, &adminapi.ChannelsHandler{State: s.ChannelsState})
+	mux.Handle("GET "+adminapi.ConfigPath, &adminapi.ConfigHandler{State: func() adminapi.ConfigState {
+		s.loadMu.Lock()
+		defer s.loadMu.Unlock()
+		return s.load
+	}})
 	mux.HandleFunc("GET "+adminapi.EventsPath, func(w http.ResponseWriter, r *http.Request) {
 		var since uint64
 		if v := r.URL.Query().Get("since"); v != "" {
@@ -44,7 +47,7 @@ func (s *Server) AdminHandler() http.Handler {
 			}
 			since = n
 		}
-		writeJSON(w, s.EventsSince(since))
+		adminapi.WriteJSON(w, r, s.EventsSince(since))
 	})
 	return mux
 }
@@ -106,13 +109,6 @@ func optTime(t time.Time) *time.Time {
 	}
 	u := t.UTC()
 	return &u
-}
-
-func writeJSON(w http.ResponseWriter, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
 }
 
 func newRequestID() string {
