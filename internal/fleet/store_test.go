@@ -39,7 +39,9 @@ func mustSync(t *testing.T, s *Store, now time.Time, r Report) View {
 func TestSyncSumsTheOtherReplicasReports(t *testing.T) {
 	m := newMini(t)
 	a, b, c := miniStore(t, m, "a"), miniStore(t, m, "b"), miniStore(t, m, "c")
-	req := func(at int64, n int64) map[Bucket]int64 { return map[Bucket]int64{{At: at, Name: "req"}: n, {At: at, Name: "fail"}: n / 2} }
+	req := func(at int64, n int64) map[Bucket]int64 {
+		return map[Bucket]int64{{At: at, Name: "req"}: n, {At: at, Name: "fail"}: n / 2}
+	}
 	mustSync(t, a, t0, Report{Evidence: []Evidence{{Key: "k", Deltas: req(100, 4), Phase: "Healthy"}}})
 	mustSync(t, b, t0, Report{Evidence: []Evidence{{Key: "k", Deltas: req(100, 6), Phase: "Ejected"}}})
 	// a again: its second delta adds to its first.
