@@ -59,6 +59,7 @@ func (s *Server) ChannelsState() adminapi.ChannelsResponse {
 	c := s.cfg.Load()
 	out.ClientAuth, out.Clients = s.clients.admin(c, now)
 	out.Rollouts = s.rolloutsState(c)
+	out.Fleet = s.fleetLink()
 	for _, st := range s.engine.Status(now) {
 		cs := adminapi.ChannelState{
 			Channel: st.Channel, Model: st.Model, Phase: st.Phase.String(), HealthScore: st.Score,
