@@ -7,6 +7,7 @@ import (
 
 	"github.com/switchyard-io/switchyard/internal/adminapi"
 	"github.com/switchyard-io/switchyard/internal/fleet"
+	"github.com/switchyard-io/switchyard/internal/health"
 )
 
 // FleetOptions connect the proxy to a fleet store (--fleet-redis): its replicas then share health
@@ -134,4 +135,24 @@ func (s *Server) newFleet() *fleet.Syncer {
 	s.fleetPeer = newFleetPeer(s)
 	return fleet.NewSyncer(o.Store, s.fleetPeer, fleet.SyncerOptions{Name: o.Name, Interval: o.Interval,
 		Now: s.clock.Now, Log: s.log, Metrics: fleet.NewMetrics(s.registry), LocalAfter: o.LocalAfter})
+}
+
+// FleetStoreSettings are the store's settings for a proxy fleet: evidence kept for the longest
+// window the profiles use (batch, 5 min) plus a minute, a replica live for three intervals (at
+// least 3 s), a probe lease of three intervals (the owner renews it every sync, so a lease
+// outlives a lost sync but not a dead owner by much), and the engine's phase names.
+func FleetStoreSettings(name, replica string, interval time.Duration) fleet.Settings {
+	if interval <= 0 {
+		interval = fleet.DefaultSyncInterval
+	}
+	var phases []string
+	for p := health.PhaseHealthy; ; p++ {
+		n := p.String()
+		if _, err := health.ParsePhase(n); err != nil {
+			break
+		}
+		phases = append(phases, n)
+	}
+	return fleet.Settings{Name: name, Replica: replica, EvidenceTTL: 6 * time.Minute,
+		Live: max(3*interval, 3*time.Second), Lease: 3 * interval, Phases: phases}
 }
