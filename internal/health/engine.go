@@ -48,7 +48,7 @@ type Event struct {
 	From, To       Phase
 	Reason         string // CamelCase rule or action, e.g. ErrorRateExceeded, CooldownElapsed
 	Message        string // observed figures and window, e.g. "error rate 21.7% (52/240) >= 18% over 2m0s"
-	Actor          string // "rule", "probe" or "operator"
+	Actor          string // "rule", "probe", "operator" or "fleet"
 }
 
 // Status is the live view of one channel×model.
@@ -83,6 +83,7 @@ const (
 	actorRule     = "rule"
 	actorProbe    = "probe"
 	actorOperator = "operator"
+	actorFleet    = "fleet" // a verdict another replica set, adopted from the fleet store
 )
 
 // Engine holds the state of every configured channel×model. It is safe for concurrent use: one
@@ -331,7 +332,7 @@ func (e *Engine) ProbesDue(now time.Time, dst []Key) []Key {
 			return
 		}
 		if s.base != PhaseProbing || s.now < s.probeNext ||
-			(s.probeInFlight && s.now < s.probeSent+int64(s.set.ProbeMaxLatency)) {
+			(s.probeInFlight && s.now < s.probeSent+int64(s.set.ProbeMaxLatency)) || !s.mayProbe() {
 			return
 		}
 		s.probeInFlight, s.probeSent, s.probeNext = true, s.now, s.now+int64(s.set.ProbeInterval)
