@@ -16,7 +16,9 @@ import (
 //     for 3 sync intervals after it was made (a replica that went away stops counting);
 //   - the verdict, until its Until;
 //   - the probe lease: one holder, for one sync interval from its last renewal;
-//   - the latest Retry-After end any replica reported, until it has passed.
+//   - the latest Retry-After end any replica reported, until it has passed;
+//   - since when some report of the key carries evidence, and each replica's last two exchange
+//     times, for FleetInput.Complete.
 type FleetBoard struct {
 	interval time.Duration
 
@@ -27,6 +29,8 @@ type FleetBoard struct {
 	leases   map[Key]boardLease
 	retry    map[Key]time.Time
 	seen     map[string]time.Time // replica → its latest exchange
+	prev     map[string]time.Time // replica → the exchange before it
+	evidence map[Key]time.Time    // since when some replica's report has evidence (FleetInput.Complete)
 }
 
 type boardReport struct {
@@ -46,7 +50,8 @@ func NewFleetBoard(interval time.Duration) *FleetBoard {
 		interval = time.Second
 	}
 	return &FleetBoard{interval: interval, reports: map[string]map[Key]boardReport{}, verdicts: map[Key]FleetVerdict{},
-		versions: map[Key]uint64{}, leases: map[Key]boardLease{}, retry: map[Key]time.Time{}, seen: map[string]time.Time{}}
+		versions: map[Key]uint64{}, leases: map[Key]boardLease{}, retry: map[Key]time.Time{}, seen: map[string]time.Time{},
+		prev: map[string]time.Time{}, evidence: map[Key]time.Time{}}
 }
 
 // staleAfter is how long a report counts, and how long an input holds, without a newer exchange.
@@ -70,15 +75,23 @@ func (b *FleetBoard) Exchange(now time.Time, replica string, reports []FleetRepo
 			if l, ok := b.leases[r.Key]; !ok || l.holder == replica {
 				b.leases[r.Key] = boardLease{holder: replica, until: now.Add(b.interval)}
 			}
-		} else if l, ok := b.leases[r.Key]; ok && l.holder == replica {
-			delete(b.leases, r.Key) // done probing: the next asker gets it at once
 		}
 	}
-	b.seen[replica] = now
+	for k, l := range b.leases {
+		if l.holder == replica && !mine[k].r.WantsProbeLease {
+			delete(b.leases, k) // done probing: the next asker gets it at once
+		}
+	}
+	b.prev[replica], b.seen[replica] = b.seen[replica], now
 	if len(mine) > 0 {
 		b.reports[replica] = mine
 	} else {
 		delete(b.reports, replica)
+	}
+	for k, r := range mine {
+		if _, ok := b.evidence[k]; !ok && hasEvidence(&r.r) {
+			b.evidence[k] = now
+		}
 	}
 	return b.inputs(now, replica), nil
 }
@@ -115,8 +128,42 @@ func (b *FleetBoard) expire(now time.Time) {
 	for rep, t := range b.seen {
 		if t.Before(limit) {
 			delete(b.seen, rep)
+			delete(b.prev, rep)
 		}
 	}
+	// Evidence ends when no report carries any.
+	live := map[Key]bool{}
+	for _, m := range b.reports {
+		for k, r := range m {
+			if hasEvidence(&r.r) {
+				live[k] = true
+			}
+		}
+	}
+	for k := range b.evidence {
+		if !live[k] {
+			delete(b.evidence, k)
+		}
+	}
+}
+
+// hasEvidence: the report has something a fleet rule counts (see FleetInput.Complete).
+func hasEvidence(r *FleetReport) bool {
+	return r.Counts.Failures > 0 || r.Streak > 0 || r.Counts.Slow() > 0
+}
+
+// complete says every replica has exchanged twice since the key's evidence appeared (mu held).
+func (b *FleetBoard) complete(k Key) bool {
+	since, ok := b.evidence[k]
+	if !ok {
+		return false
+	}
+	for rep := range b.seen {
+		if !b.prev[rep].After(since) {
+			return false
+		}
+	}
+	return true
 }
 
 // propose applies one proposal (mu held): NX when Prev is 0, else compare-and-set on Version.
@@ -156,6 +203,7 @@ func (b *FleetBoard) inputs(now time.Time, replica string) []FleetInput {
 			in, r := get(k), &br.r
 			in.Replicas++
 			in.Others.Add(&r.Counts)
+			in.Top.Consider(r)
 			if r.Streak > 0 {
 				in.Streak += r.Streak
 				if in.StreakStart.IsZero() || r.StreakStart.Before(in.StreakStart) {
@@ -179,7 +227,8 @@ func (b *FleetBoard) inputs(now time.Time, replica string) []FleetInput {
 		get(k).RetryAfterUntil = t
 	}
 	out := make([]FleetInput, 0, len(byKey))
-	for _, in := range byKey {
+	for k, in := range byKey {
+		in.Complete = b.complete(k)
 		out = append(out, *in)
 	}
 	slices.SortFunc(out, func(a, b FleetInput) int {

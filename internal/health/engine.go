@@ -321,7 +321,9 @@ func (e *Engine) Tick(now time.Time) {
 // ProbesDue appends to dst the keys in Probing whose next probe is due at now and marks each as
 // handed out: a key is returned at most once per ProbeInterval, and not again while its probe is
 // in flight, unless that probe is older than ProbeMaxLatency (its answer could only fail now).
-// Keys are appended in channel, model order.
+// Keys are appended in channel, model order. A key out of service by the fleet's verdict, with
+// fresh fleet input, is handed out only while this replica holds its probe lease (SetFleet): one
+// probe per key for the whole fleet.
 func (e *Engine) ProbesDue(now time.Time, dst []Key) []Key {
 	t := nanos(now)
 	e.eachActive(func(s *state) { // a key in Probing is never at rest

@@ -15,8 +15,12 @@ import (
 // Without any SetFleet call, or once the last FleetInput of a key has expired (store slow, down
 // or partitioned), the key is judged on local evidence alone, exactly as without a fleet.
 
-// LatencyBins is the number of bins of a FleetCounts latency histogram.
-const LatencyBins = nBins
+// LatencyBins is the number of bins of a FleetCounts latency histogram; bins above
+// LatencyLimitBin hold successes slower than the key's LatencyP95.
+const (
+	LatencyBins     = nBins
+	LatencyLimitBin = limitBin
+)
 
 // FleetCounts are the window tallies of one channel×model: one replica's (FleetReport) or the sum
 // of several (FleetInput.Others). They are a snapshot of the window at the report's time, not a
@@ -40,6 +44,15 @@ func (c *FleetCounts) Add(o *FleetCounts) {
 	for i, n := range o.Latency {
 		c.Latency[i] += n
 	}
+}
+
+// Slow is the number of latency samples in c above LatencyP95 (bins above LatencyLimitBin).
+func (c *FleetCounts) Slow() uint32 {
+	var n uint32
+	for _, v := range c.Latency[LatencyLimitBin+1:] {
+		n += v
+	}
+	return n
 }
 
 // Samples is the number of latency samples in c.
@@ -73,9 +86,39 @@ type FleetReport struct {
 	// RetryAfterUntil is the end of the Retry-After the replica honours (zero if none): the
 	// fleet applies the latest one to every replica, since a quota is the account's.
 	RetryAfterUntil time.Time
-	// WantsProbeLease: the key is Probing here. Only the holder of the key's probe lease probes;
+	// WantsProbeLease: the key is Probing here by the fleet's verdict (or its probes just reached
+	// a verdict not yet handed to the store). Only the holder of the key's probe lease probes;
 	// the store grants it to one asking replica at a time (FleetInput.HoldsProbeLease).
 	WantsProbeLease bool
+}
+
+// FleetTop names the other replicas with the most evidence, one per kind (ties: the one with the
+// fewest requests, or samples, so that leaving it out is the cautious choice).
+type FleetTop struct {
+	// Failing: the requests and failures of the replica with the most failures.
+	FailingRequests, Failures int
+	// Timing: the requests and timeouts of the replica with the most timeouts.
+	TimingRequests, Timeouts int
+	// Slow: the latency histogram of the replica with the most successes above LatencyP95.
+	Slow [LatencyBins]uint32
+	// Streak: the longest failure streak of one replica.
+	Streak int
+}
+
+// Consider folds one other replica's report into t.
+func (t *FleetTop) Consider(r *FleetReport) {
+	c := &r.Counts
+	if c.Failures > t.Failures || (c.Failures == t.Failures && c.Failures > 0 && c.Requests < t.FailingRequests) {
+		t.FailingRequests, t.Failures = c.Requests, c.Failures
+	}
+	if c.Timeouts > t.Timeouts || (c.Timeouts == t.Timeouts && c.Timeouts > 0 && c.Requests < t.TimingRequests) {
+		t.TimingRequests, t.Timeouts = c.Requests, c.Timeouts
+	}
+	top := FleetCounts{Latency: t.Slow}
+	if n, m := c.Slow(), top.Slow(); n > m || (n == m && n > 0 && c.Samples() < top.Samples()) {
+		t.Slow = c.Latency
+	}
+	t.Streak = max(t.Streak, r.Streak)
 }
 
 // FleetVerdict is a phase the whole fleet follows for one channel×model, held by the store.
@@ -126,6 +169,17 @@ type FleetInput struct {
 	Streak      int
 	StreakStart time.Time
 	LastSuccess time.Time
+	// Top is, among the other replicas, the one with the most evidence of each kind: the engine
+	// leaves out the single replica (this one or Top's) with the most, so that one replica's own
+	// trouble cannot eject for the fleet.
+	Top FleetTop
+	// Complete: every replica exchanging with the store has exchanged at least twice since the
+	// key's evidence (a failure, a streak, a success slower than LatencyP95 in some replica's
+	// report) first appeared, so each has had the chance to add its counts: a key is reported
+	// only once it is not quiet, and a replica seeing only successes stays quiet until the fleet
+	// has evidence on the key. The fleet rules trip on complete views only; without it a fleet
+	// of quiet, healthy replicas would be absent from the denominators.
+	Complete bool
 	// Verdict is the verdict the store holds for the key; nil if none.
 	Verdict *FleetVerdict
 	// HoldsProbeLease: this replica holds the key's probe lease (granted for one sync interval to
@@ -154,6 +208,10 @@ type fleetState struct {
 	expires int64
 	// follows is the Version of the verdict the key adopted (0: none).
 	follows uint64
+	// owned: the key is out of service by the fleet's judgement (it adopted a verdict or tripped
+	// on fleet counts), not by a local rule. Only then does its recovery go through the probe
+	// lease and is its probe's verdict the fleet's; a local verdict recovers locally.
+	owned bool
 	// pending is a verdict this replica's probes decided (the lease holder's ProbesPassed or
 	// ProbeFailed), returned by the next SetFleet for the store.
 	pending *FleetVerdict
@@ -164,12 +222,12 @@ func (s *state) fleetFresh() bool { return s.fl != nil && s.now < s.fl.expires }
 
 // mayProbe: with a fresh fleet view, only the probe lease holder probes; without one the key
 // probes on its own, as without a fleet.
-func (s *state) mayProbe() bool { return !s.fleetFresh() || s.fl.in.HoldsProbeLease }
+func (s *state) mayProbe() bool { return !s.fleetFresh() || !s.fl.owned || s.fl.in.HoldsProbeLease }
 
 // fleetProbed notes, on the probe lease holder, the verdict its probes just reached (s.base is
 // RampingUp or Ejected), for the next SetFleet to hand to the store.
 func (s *state) fleetProbed() {
-	if !s.fleetFresh() || !s.fl.in.HoldsProbeLease || s.dryRun {
+	if !s.fleetFresh() || !s.fl.owned || !s.fl.in.HoldsProbeLease || s.dryRun {
 		return
 	}
 	v := &FleetVerdict{Key: s.key, Phase: s.base, Reason: s.lastReason, Message: s.lastMessage}
@@ -183,9 +241,10 @@ func (s *state) fleetProbed() {
 }
 
 // FleetOutbox returns, in channel, model order, the report of every key that is not quiet at
-// now: a failure in the window or a failure streak, a phase other than Healthy, a Retry-After
-// pending, Probing (it wants the probe lease), or fresh fleet input that carries evidence (other
-// replicas' failures or streaks, a verdict, a Retry-After), so that this replica's successes
+// now: a failure in the window or a failure streak, a success slower than LatencyP95 in the
+// window, a phase other than Healthy, a Retry-After pending, Probing (it wants the probe lease),
+// or fresh fleet input that carries evidence (other replicas' failures, streaks or successes
+// slower than LatencyP95, a verdict, a Retry-After), so that this replica's successes
 // join the fleet's denominators as soon as another replica reports a problem. A quiet key costs
 // the store nothing. Keys in DryRun take no part in the fleet.
 func (e *Engine) FleetOutbox(now time.Time) []FleetReport {
@@ -199,36 +258,59 @@ func (e *Engine) FleetOutbox(now time.Time) []FleetReport {
 		if s.quiet() {
 			return
 		}
-		w := &s.win
-		r := FleetReport{Key: s.key, Phase: s.phase(), Streak: s.consec,
-			StreakStart: timeOf(s.streakStart), LastSuccess: timeOf(s.lastSuccess),
-			WantsProbeLease: s.base == PhaseProbing,
-			Counts: FleetCounts{Requests: w.total.requests(), Failures: w.total.failures(),
-				Timeouts: int(w.total[OutcomeTimeout]), Latency: w.lat}}
-		if f, ok := s.traffic(s.now); ok {
-			r.TrafficPercent = int(f*100 + 0.5)
-		}
-		if s.retryUntil > s.now {
-			r.RetryAfterUntil = timeOf(s.retryUntil)
-		}
-		if s.fleetFresh() && s.fl.in.Verdict != nil && s.fl.in.Verdict.Version == s.fl.follows {
-			r.Follows = s.fl.follows
-		}
+		r := s.report()
 		out = append(out, r)
 	})
 	return out
 }
 
+// report is the key's FleetReport at its clock.
+func (s *state) report() FleetReport {
+	w := &s.win
+	r := FleetReport{Key: s.key, Phase: s.phase(), Streak: s.consec,
+		StreakStart: timeOf(s.streakStart), LastSuccess: timeOf(s.lastSuccess),
+		// The holder keeps the lease until the verdict its probes reached is out (pending), or
+		// another replica would take it and probe once more before it learns.
+		WantsProbeLease: s.fl != nil && s.fl.owned && (s.base == PhaseProbing || s.fl.pending != nil),
+		Counts: FleetCounts{Requests: w.total.requests(), Failures: w.total.failures(),
+			Timeouts: int(w.total[OutcomeTimeout]), Latency: w.lat}}
+	if f, ok := s.traffic(s.now); ok {
+		r.TrafficPercent = int(f*100 + 0.5)
+	}
+	if s.retryUntil > s.now {
+		r.RetryAfterUntil = timeOf(s.retryUntil)
+	}
+	if s.fleetFresh() && s.fl.in.Verdict != nil && s.fl.in.Verdict.Version == s.fl.follows {
+		r.Follows = s.fl.follows
+	}
+	return r
+}
+
+// slow counts the samples of h above the key's LatencyP95 (0 without a p95 rule): a success
+// that slow is evidence for the fleet's p95 rule, as a failure is for its rate rules.
+func (s *state) slow(h *[LatencyBins]uint32) uint32 {
+	if s.set.LatencyP95 <= 0 {
+		return 0
+	}
+	var n uint32
+	for _, c := range h[limitBin+1:] {
+		n += c
+	}
+	return n
+}
+
 // quiet says the key has nothing to tell the fleet (see FleetOutbox).
 func (s *state) quiet() bool {
-	if s.win.total.failures() > 0 || s.consec > 0 || s.phase() != PhaseHealthy || s.retryUntil > s.now {
+	if s.win.total.failures() > 0 || s.consec > 0 || s.phase() != PhaseHealthy || s.retryUntil > s.now ||
+		s.slow((*[LatencyBins]uint32)(&s.win.lat)) > 0 {
 		return false
 	}
 	if !s.fleetFresh() {
 		return true
 	}
 	in := &s.fl.in
-	return in.Others.Failures == 0 && in.Streak == 0 && in.Verdict == nil && nanos(in.RetryAfterUntil) <= s.now
+	return in.Others.Failures == 0 && in.Streak == 0 && in.Verdict == nil && nanos(in.RetryAfterUntil) <= s.now &&
+		s.slow(&in.Others.Latency) == 0
 }
 
 // SetFleet gives one key the fleet's view as of now (see FleetInput) and applies it:
@@ -239,12 +321,12 @@ func (s *state) quiet() bool {
 //     (not while Disabled: the operator wins);
 //   - a verdict the probe lease holder's probes reached since the last call is returned, to be
 //     proposed as a compare-and-set on the held verdict (Prev), or NX when none is held;
-//   - with no verdict held, the rate, timeout-rate and p95 rules are evaluated on local + Others
-//     counts (MinRequests counts the fleet's requests, so they work at low traffic per replica),
-//     the consecutive rule on the summed streaks while no replica saw a success since the
-//     earliest streak start. A fleet trip needs evidence of the same kind from another replica:
-//     the others' counts alone must reach the threshold (their p95 exceed the limit, their
-//     streak be non-empty). Failures only this replica sees so stay a local verdict here,
+//   - with no verdict held and a Complete view, the rate, timeout-rate and p95 rules are
+//     evaluated on local + Others counts (MinRequests counts the fleet's requests, so they work
+//     at low traffic per replica), the consecutive rule on the summed streaks while no replica
+//     saw a success since the earliest streak start. The rest of the fleet must still show it
+//     without the one replica that has the most evidence of its kind (this one or Top's; a rate
+//     rule at half its threshold): failures only one replica sees stay a local verdict there,
 //     diluted by the fleet's denominators. On a fleet trip a key in service is ejected here, a
 //     key already ejected here keeps its cooldown, and either way the verdict to publish is
 //     returned (Prev 0: the first replica to trip wins; the others adopt the winner's);
@@ -280,7 +362,9 @@ func (e *Engine) SetFleet(now time.Time, in FleetInput) (propose *FleetVerdict) 
 	}
 	if v := in.Verdict; v != nil && v.Version != fl.follows && s.base != PhaseDisabled {
 		fl.follows, fl.pending = v.Version, nil
-		e.adopt(s, v)
+		if e.adopt(s, v) {
+			fl.owned = true
+		}
 		return nil
 	}
 	if p := fl.pending; p != nil {
@@ -301,15 +385,17 @@ func (e *Engine) SetFleet(now time.Time, in FleetInput) (propose *FleetVerdict) 
 	if s.inService() {
 		e.eject(s, s.now, reason, msg)
 	}
+	fl.owned = true
 	return &FleetVerdict{Key: s.key, Phase: PhaseEjected, Until: timeOf(s.cooldownUntil), Reason: reason, Message: msg}
 }
 
-// adopt moves s to the fleet verdict v (mu held). A key already where v says only takes v's
-// times, without a journal entry: it is the replica that set v, or it got there itself.
-func (e *Engine) adopt(s *state, v *FleetVerdict) {
+// adopt moves s to the fleet verdict v (mu held) and says whether it did. A key already where v
+// says only takes v's times, without a journal entry: it is the replica that set v, or it got
+// there itself.
+func (e *Engine) adopt(s *state, v *FleetVerdict) bool {
 	until := nanos(v.Until)
 	if until <= s.now {
-		return
+		return false
 	}
 	by := v.By
 	if by == "" {
@@ -319,7 +405,7 @@ func (e *Engine) adopt(s *state, v *FleetVerdict) {
 	case PhaseEjected:
 		if s.base == PhaseEjected {
 			s.cooldownUntil = until
-			return
+			return true
 		}
 		if s.inService() {
 			s.level = max(0, s.level-int((s.now-s.inServiceSince)/int64(s.set.MaxCooldown)))
@@ -332,6 +418,7 @@ func (e *Engine) adopt(s *state, v *FleetVerdict) {
 		s.consec, s.streakStart, s.lowSince = 0, 0, 0
 		e.transition(s, s.now, PhaseEjected, v.Reason, actorFleet,
 			fmt.Sprintf("fleet verdict of %s until %s: %s", by, timeOf(until).Format(time.RFC3339), v.Message))
+		return true
 	case PhaseRampingUp:
 		hold := int64(s.set.RampHold)
 		start, step := nanos(v.StepStart), v.Step
@@ -342,62 +429,86 @@ func (e *Engine) adopt(s *state, v *FleetVerdict) {
 			step, start = step+1, start+hold
 		}
 		if step < 0 || step >= len(s.set.RampSteps) || s.now-start >= hold {
-			return // the ramp is over by now: local judgement
+			return false // the ramp is over by now: local judgement
 		}
 		was := s.base == PhaseRampingUp
 		if !was || s.step != step {
 			s.startStep(start)
 		}
 		s.step, s.stepStart = step, start
-		if was {
-			return
+		if !was {
+			e.transition(s, s.now, PhaseRampingUp, "ProbesPassed", actorFleet,
+				fmt.Sprintf("fleet verdict of %s: %s; traffic share %d%%", by, v.Message, s.set.RampSteps[step]))
 		}
-		e.transition(s, s.now, PhaseRampingUp, "ProbesPassed", actorFleet,
-			fmt.Sprintf("fleet verdict of %s: %s; traffic share %d%%", by, v.Message, s.set.RampSteps[step]))
+		return true
 	}
+	return false
 }
 
-// fleetTrip applies the fleet's trip rules to s's window plus the others' (see SetFleet).
+// fleetTrip applies the fleet's trip rules to s's window plus the others' (see SetFleet). Each
+// rule must hold on the union, and the rest must still show it without the one replica, this
+// one or another, with the most evidence of its kind (leave-worst-out): a rate rule at half its
+// threshold at least, the p95 rule over its limit, the consecutive rule with a streak. An outage
+// the whole fleet sees passes that; one replica's own broken egress, beside the noise of the
+// others, does not. Half, not the whole threshold: the worst replica of a real outage is above
+// the fleet's rate by chance, and requiring the rest to reach the threshold too delayed the
+// bank example's fleet ejection by seconds.
 func (s *state) fleetTrip(in *FleetInput) (reason, msg string, ok bool) {
-	if in.Replicas == 0 {
+	if in.Replicas == 0 || !in.Complete {
 		return "", "", false
 	}
-	set, w, o := &s.set, &s.win, &in.Others
+	set, w, o, top := &s.set, &s.win, &in.Others, &in.Top
 	across := fmt.Sprintf("across %d replicas", in.Replicas+1)
-	if req := w.total.requests() + o.Requests; req >= set.MinRequests && o.Requests > 0 {
-		fail := w.total.failures() + o.Failures
-		if p := set.ErrorRatePercent; p > 0 && o.Failures > 0 && o.Failures*100 >= o.Requests*p && fail*100 >= req*p {
-			return "ErrorRateExceeded", fmt.Sprintf("error rate %.1f%% (%d/%d) >= %d%% over %s %s",
-				float64(fail)*100/float64(req), fail, req, p, set.Window, across), true
+	// holds: n of req reach pct, and still do without the replica with the most (its n and req
+	// are the larger n of this replica's (ln, lreq) and the top other's (tn, treq)).
+	holds := func(pct, n, req, ln, lreq, tn, treq int) bool {
+		wn, wreq := tn, treq
+		if ln > tn || (ln == tn && lreq < treq) {
+			wn, wreq = ln, lreq
 		}
-		to := int(w.total[OutcomeTimeout]) + o.Timeouts
-		if p := set.TimeoutRatePercent; p > 0 && o.Timeouts > 0 && o.Timeouts*100 >= o.Requests*p && to*100 >= req*p {
+		rn, rreq := n-wn, req-wreq
+		return pct > 0 && n*100 >= req*pct && rn > 0 && rn*200 >= rreq*pct
+	}
+	if req := w.total.requests() + o.Requests; req >= set.MinRequests {
+		lreq := w.total.requests()
+		fail := w.total.failures() + o.Failures
+		if holds(set.ErrorRatePercent, fail, req, w.total.failures(), lreq, top.Failures, top.FailingRequests) {
+			return "ErrorRateExceeded", fmt.Sprintf("error rate %.1f%% (%d/%d) >= %d%% over %s %s",
+				float64(fail)*100/float64(req), fail, req, set.ErrorRatePercent, set.Window, across), true
+		}
+		lto := int(w.total[OutcomeTimeout])
+		if to := lto + o.Timeouts; holds(set.TimeoutRatePercent, to, req, lto, lreq, top.Timeouts, top.TimingRequests) {
 			return "TimeoutRateExceeded", fmt.Sprintf("timeout rate %.1f%% (%d/%d) >= %d%% over %s %s",
-				float64(to)*100/float64(req), to, req, p, set.Window, across), true
+				float64(to)*100/float64(req), to, req, set.TimeoutRatePercent, set.Window, across), true
 		}
 		if lim := float64(set.LatencyP95); lim > 0 {
-			sum := hist(o.Latency)
-			on := o.Samples()
-			if on > 0 && w.quantile(&sum, on, 95) > lim {
-				n := on + w.latN
-				for i, c := range w.lat {
-					sum[i] += c
-				}
-				if p := w.quantile(&sum, n, 95); p > lim {
-					return "LatencyP95Exceeded", fmt.Sprintf("p95 latency %s > %s over %s (%d successes, %d requests) %s",
-						dur(p), set.LatencyP95, set.Window, n, req, across), true
-				}
+			local := FleetCounts{Latency: w.lat}
+			worst := FleetCounts{Latency: top.Slow}
+			if ls, ts := local.Slow(), worst.Slow(); ls > ts || (ls == ts && local.Samples() < worst.Samples()) {
+				worst = local
+			}
+			sum, rest := hist(o.Latency), hist{}
+			for i := range sum {
+				sum[i] += w.lat[i]
+				rest[i] = sum[i] - worst.Latency[i]
+			}
+			n, rn := w.latN+o.Samples(), w.latN+o.Samples()-worst.Samples()
+			if p := w.quantile(&sum, n, 95); p > lim && rn > 0 && w.quantile(&rest, rn, 95) > lim {
+				return "LatencyP95Exceeded", fmt.Sprintf("p95 latency %s > %s over %s (%d successes, %d requests) %s",
+					dur(p), set.LatencyP95, set.Window, n, req, across), true
 			}
 		}
 	}
-	if c := set.ConsecutiveFailures; c > 0 && in.Streak > 0 && s.consec+in.Streak >= c {
+	if c, total := set.ConsecutiveFailures, s.consec+in.Streak; c > 0 && total >= c && total-max(s.consec, top.Streak) > 0 {
 		start, last := nanos(in.StreakStart), max(nanos(in.LastSuccess), s.lastSuccess)
-		if s.consec > 0 {
+		if in.Streak == 0 {
+			start = s.streakStart
+		} else if s.consec > 0 {
 			start = min(start, s.streakStart)
 		}
 		if last < start {
 			return "ConsecutiveFailures", fmt.Sprintf("%d consecutive failures %s (last here: %s)",
-				s.consec+in.Streak, across, s.lastFail), true
+				total, across, s.lastFail), true
 		}
 	}
 	return "", "", false

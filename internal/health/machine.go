@@ -575,6 +575,9 @@ func (e *Engine) eject(s *state, at int64, reason, msg string) {
 	s.ejections++
 	s.cooldownUntil = at + int64(s.cooldownLen)
 	s.consec, s.streakStart, s.lowSince = 0, 0, 0
+	if s.fl != nil {
+		s.fl.owned = false // a local verdict (SetFleet marks its own trips the fleet's)
+	}
 	e.transition(s, at, PhaseEjected, reason, actorRule, msg)
 }
 
