@@ -48,7 +48,7 @@ type Event struct {
 	From, To       Phase
 	Reason         string // CamelCase rule or action, e.g. ErrorRateExceeded, CooldownElapsed
 	Message        string // observed figures and window, e.g. "error rate 21.7% (52/240) >= 18% over 2m0s"
-	Actor          string // "rule", "probe" or "operator"
+	Actor          string // "rule", "probe", "operator" or "fleet"
 }
 
 // Status is the live view of one channel×model.
@@ -83,6 +83,7 @@ const (
 	actorRule     = "rule"
 	actorProbe    = "probe"
 	actorOperator = "operator"
+	actorFleet    = "fleet" // a verdict another replica set, adopted from the fleet store
 )
 
 // Engine holds the state of every configured channel×model. It is safe for concurrent use: one
@@ -320,7 +321,9 @@ func (e *Engine) Tick(now time.Time) {
 // ProbesDue appends to dst the keys in Probing whose next probe is due at now and marks each as
 // handed out: a key is returned at most once per ProbeInterval, and not again while its probe is
 // in flight, unless that probe is older than ProbeMaxLatency (its answer could only fail now).
-// Keys are appended in channel, model order.
+// Keys are appended in channel, model order. A key out of service by the fleet's verdict, with
+// fresh fleet input, is handed out only while this replica holds its probe lease (SetFleet): one
+// probe per key for the whole fleet.
 func (e *Engine) ProbesDue(now time.Time, dst []Key) []Key {
 	t := nanos(now)
 	e.eachActive(func(s *state) { // a key in Probing is never at rest
@@ -331,7 +334,7 @@ func (e *Engine) ProbesDue(now time.Time, dst []Key) []Key {
 			return
 		}
 		if s.base != PhaseProbing || s.now < s.probeNext ||
-			(s.probeInFlight && s.now < s.probeSent+int64(s.set.ProbeMaxLatency)) {
+			(s.probeInFlight && s.now < s.probeSent+int64(s.set.ProbeMaxLatency)) || !s.mayProbe() {
 			return
 		}
 		s.probeInFlight, s.probeSent, s.probeNext = true, s.now, s.now+int64(s.set.ProbeInterval)
