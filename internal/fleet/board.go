@@ -38,12 +38,12 @@ func NewBoard(rdb *redis.Client, name string, interval time.Duration) *Board {
 	return &Board{rdb: rdb, prefix: "switchyard:" + name + ":h:", interval: interval}
 }
 
-// keyString is a health.Key in the store: "CHANNEL|MODEL" (channel IDs are namespace/name and
+// KeyString is a health.Key in the store: "CHANNEL|MODEL" (channel IDs are namespace/name and
 // model names carry no "|" in the routing table's model list; a "|" in a model would only make
 // its key share a field, never cross fleets).
-func keyString(k health.Key) string { return k.Channel + "|" + k.Model }
+func KeyString(k health.Key) string { return k.Channel + "|" + k.Model }
 
-func parseKey(s string) health.Key {
+func ParseKey(s string) health.Key {
 	c, m, _ := strings.Cut(s, "|")
 	return health.Key{Channel: c, Model: m}
 }
@@ -106,6 +106,19 @@ func (b *Board) Exchange(now time.Time, replica string, reports []health.FleetRe
 }
 
 func (b *Board) exchange(ctx context.Context, now time.Time, replica string, reports []health.FleetReport, proposals []health.FleetVerdict) ([]health.FleetInput, error) {
+	args, err := b.args(now, replica, reports, proposals)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := boardScript.Run(ctx, b.rdb, nil, args...).Text()
+	if err != nil {
+		return nil, fmt.Errorf("fleet exchange: %w", redactErr(err))
+	}
+	return b.finish(now, replica, reports, raw)
+}
+
+// args are the script's arguments for one exchange.
+func (b *Board) args(now time.Time, replica string, reports []health.FleetReport, proposals []health.FleetVerdict) ([]any, error) {
 	x := boardExchange{N: len(reports)}
 	if len(reports) > 0 {
 		raw, err := json.Marshal(reports)
@@ -116,7 +129,7 @@ func (b *Board) exchange(ctx context.Context, now time.Time, replica string, rep
 	}
 	for i := range reports {
 		r := &reports[i]
-		k := keyString(r.Key)
+		k := KeyString(r.Key)
 		if hasEvidence(r) {
 			x.EvK = append(x.EvK, k)
 		}
@@ -135,16 +148,17 @@ func (b *Board) exchange(ctx context.Context, now time.Time, replica string, rep
 		if err != nil {
 			return nil, err
 		}
-		x.Props = append(x.Props, boardProposal{K: keyString(p.Key), Prev: prev, Until: ms(p.Until), Blob: string(raw)})
+		x.Props = append(x.Props, boardProposal{K: KeyString(p.Key), Prev: prev, Until: ms(p.Until), Blob: string(raw)})
 	}
 	payload, err := json.Marshal(x)
 	if err != nil {
 		return nil, err
 	}
-	raw, err := boardScript.Run(ctx, b.rdb, nil, b.prefix, ms(now), b.interval.Milliseconds(), replica, payload).Text()
-	if err != nil {
-		return nil, fmt.Errorf("fleet exchange: %w", redactErr(err))
-	}
+	return []any{b.prefix, ms(now), b.interval.Milliseconds(), replica, payload}, nil
+}
+
+// finish decodes the script's reply into the replica's inputs.
+func (b *Board) finish(now time.Time, replica string, reports []health.FleetReport, raw string) ([]health.FleetInput, error) {
 	var st boardState
 	if err := json.Unmarshal([]byte(raw), &st); err != nil {
 		return nil, fmt.Errorf("fleet exchange: bad reply: %w", err)
@@ -202,7 +216,7 @@ func (b *Board) inputs(now time.Time, replica string, mine []health.FleetReport,
 		if err := json.Unmarshal([]byte(v.Blob), &fv); err != nil {
 			return nil, fmt.Errorf("fleet exchange: a verdict does not decode: %w", err)
 		}
-		fv.Key, fv.By, fv.Version = parseKey(k), v.By, uint64(v.Ver)
+		fv.Key, fv.By, fv.Version = ParseKey(k), v.By, uint64(v.Ver)
 		get(fv.Key).Verdict = &fv
 	}
 	for k, l := range st.Leases {
@@ -210,15 +224,15 @@ func (b *Board) inputs(now time.Time, replica string, mine []health.FleetReport,
 		if i := strings.LastIndexByte(l, '|'); i >= 0 {
 			holder = l[:i]
 		}
-		in := get(parseKey(k))
+		in := get(ParseKey(k))
 		in.ProbeLeaseHeld, in.HoldsProbeLease = true, holder == replica
 	}
 	for k, t := range st.Retry {
-		get(parseKey(k)).RetryAfterUntil = fromMs(t)
+		get(ParseKey(k)).RetryAfterUntil = fromMs(t)
 	}
 	out := make([]health.FleetInput, 0, len(byKey))
 	for k, in := range byKey {
-		in.Complete = complete(st, keyString(k))
+		in.Complete = complete(st, KeyString(k))
 		out = append(out, *in)
 	}
 	slices.SortFunc(out, func(a, b health.FleetInput) int {

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/switchyard-io/switchyard/internal/health"
 )
 
 //go:embed script.lua
@@ -83,6 +85,14 @@ type Report struct {
 	Clients    []ClientUse
 	// ReadClients are the clients whose fleet totals to read (the configured ones with limits).
 	ReadClients []string
+	// Health is the engine's side of the exchange (health.Board); nil: none this sync.
+	Health *HealthReport
+}
+
+// HealthReport is the engine's outbox and the verdicts it proposes, for the store's Board.
+type HealthReport struct {
+	Reports   []health.FleetReport
+	Proposals []health.FleetVerdict
 }
 
 // View is what the store holds for the fleet after a sync.
@@ -100,6 +110,8 @@ type View struct {
 	RetryAfter map[string]time.Duration
 	// Clients are the fleet's totals of the clients read, this replica's included.
 	Clients map[string]ClientTotals
+	// Inputs are the engine's fleet inputs (health.Board.Exchange), when the report had Health.
+	Inputs []health.FleetInput
 }
 
 // KeyView is the fleet's evidence of one key.
@@ -134,6 +146,8 @@ type Settings struct {
 	Lease time.Duration
 	// Phases are the phase names KeyView.Phases may count.
 	Phases []string
+	// Interval is the sync interval (the Board's leases and staleness count in it).
+	Interval time.Duration
 }
 
 // Store is the fleet's state in one Redis or Valkey server.
@@ -141,6 +155,7 @@ type Store struct {
 	rdb    *redis.Client
 	prefix string
 	set    Settings
+	board  *Board
 }
 
 // CallTimeout bounds every call to the store: a slow store makes a sync fail, never wait.
@@ -176,7 +191,7 @@ func newStore(rdb *redis.Client, set Settings) *Store {
 	if set.Lease <= 0 {
 		set.Lease = 3 * time.Second
 	}
-	return &Store{rdb: rdb, prefix: "switchyard:" + set.Name + ":", set: set}
+	return &Store{rdb: rdb, prefix: "switchyard:" + set.Name + ":", set: set, board: NewBoard(rdb, set.Name, set.Interval)}
 }
 
 // Close closes the connections.
@@ -299,7 +314,13 @@ func (s *Store) Sync(ctx context.Context, now time.Time, r Report) (View, error)
 	if err != nil {
 		return View{}, err
 	}
-	raw, err := syncScript.Run(ctx, s.rdb, nil, s.prefix, payload).Text()
+	var boardArgs []any
+	if r.Health != nil {
+		if boardArgs, err = s.board.args(now, s.set.Replica, r.Health.Reports, r.Health.Proposals); err != nil {
+			return View{}, err
+		}
+	}
+	raw, boardRaw, err := s.roundTrip(ctx, []any{s.prefix, payload}, boardArgs)
 	if err != nil {
 		return View{}, fmt.Errorf("fleet sync: %w", redactErr(err))
 	}
@@ -330,7 +351,49 @@ func (s *Store) Sync(ctx context.Context, now time.Time, r Report) (View, error)
 	if v.Leases == nil {
 		v.Leases = map[string]string{}
 	}
+	if r.Health != nil {
+		if v.Inputs, err = s.board.finish(now, s.set.Replica, r.Health.Reports, boardRaw); err != nil {
+			return View{}, err
+		}
+	}
 	return v, nil
+}
+
+// roundTrip runs the sync script and, with boardArgs, the board's, pipelined: one round trip.
+// A server that has not cached the scripts (a restart, a failover) answers NOSCRIPT: they are
+// loaded and the pipeline sent once more.
+func (s *Store) roundTrip(ctx context.Context, syncArgs, boardArgs []any) (syncRaw, boardRaw string, err error) {
+	for attempt := 0; ; attempt++ {
+		var sc, bc *redis.Cmd
+		_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			sc = syncScript.EvalSha(ctx, p, nil, syncArgs...)
+			if boardArgs != nil {
+				bc = boardScript.EvalSha(ctx, p, nil, boardArgs...)
+			}
+			return nil
+		})
+		if err != nil && attempt == 0 && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			if err := syncScript.Load(ctx, s.rdb).Err(); err != nil {
+				return "", "", err
+			}
+			if err := boardScript.Load(ctx, s.rdb).Err(); err != nil {
+				return "", "", err
+			}
+			continue
+		}
+		if err != nil {
+			return "", "", err
+		}
+		if syncRaw, err = sc.Text(); err != nil {
+			return "", "", err
+		}
+		if bc != nil {
+			if boardRaw, err = bc.Text(); err != nil {
+				return "", "", err
+			}
+		}
+		return syncRaw, boardRaw, nil
+	}
 }
 
 // redactErr keeps the store's error message but never an address with credentials; go-redis's

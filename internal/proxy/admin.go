@@ -79,6 +79,7 @@ func (s *Server) ChannelsState() adminapi.ChannelsResponse {
 				cs.DryRun.LastTransition = &adminapi.Transition{Time: st.DryRunLastTransition.UTC(), Reason: st.DryRunReason, Message: st.DryRunMessage}
 			}
 		}
+		cs.Fleet = s.fleetKeyState(st.Key)
 		if !st.LastTransition.IsZero() {
 			cs.LastTransition = &adminapi.Transition{Time: st.LastTransition.UTC(), Reason: st.Reason, Message: st.Message}
 		}

@@ -33,6 +33,8 @@ type fleetPeer struct {
 	// own are the clients' own totals when their use was taken for the report in flight: the
 	// store's totals minus these are the other replicas' use.
 	own map[string]fleetUse
+
+	health fleetHealth // fleet_health.go
 }
 
 func newFleetPeer(s *Server) *fleetPeer { return &fleetPeer{s: s, own: map[string]fleetUse{}} }
@@ -154,5 +156,5 @@ func FleetStoreSettings(name, replica string, interval time.Duration) fleet.Sett
 		phases = append(phases, n)
 	}
 	return fleet.Settings{Name: name, Replica: replica, EvidenceTTL: 6 * time.Minute,
-		Live: max(3*interval, 3*time.Second), Lease: 3 * interval, Phases: phases}
+		Live: max(3*interval, 3*time.Second), Lease: 3 * interval, Phases: phases, Interval: interval}
 }
