@@ -288,8 +288,6 @@ func TestFleetEjectsAndProbesLikeOneProxy(t *testing.T) {
 	}
 }
 
-
-
 // TestFleetRunsLocallyWhileRedisStops: Redis stops answering (SIGSTOP) in the middle of an
 // outage: no client sees an error, every replica reports local mode on /admin/v1/channels within
 // 5s and keeps judging on its own evidence; SIGCONT brings the sharing back by itself.
