@@ -356,3 +356,30 @@ func TestFleetRunsLocallyWhileRedisStops(t *testing.T) {
 		}
 	}
 }
+
+// TestFleetTable measures issue 29's table, local (every replica alone) vs shared (Redis, the
+// default 1s sync interval): SWITCHYARD_FLEET_TABLE=1 go test ./cmd/switchyard/ -run TestFleetTable -v
+// (about 6 minutes). Probes are the broken provider's requests in the 20s after the whole fleet
+// ejected it (cooldown 2s, a probe a second: fleetManifests).
+func TestFleetTable(t *testing.T) {
+	if os.Getenv("SWITCHYARD_FLEET_TABLE") == "" {
+		t.Skip("set SWITCHYARD_FLEET_TABLE=1 to measure the table (minutes)")
+	}
+	rows := []struct {
+		replicas int
+		rate     float64 // requests per second in total
+	}{{1, 20}, {4, 20}, {6, 20}, {4, 1.6}}
+	for _, row := range rows {
+		for _, shared := range []bool{false, true} {
+			if row.replicas == 1 && shared {
+				continue
+			}
+			mode := "local"
+			if shared {
+				mode = "shared"
+			}
+			o := startFleet(t, row.replicas, shared, time.Second).playOutage(row.rate, 200*time.Second, 20*time.Second)
+			t.Logf("| %d at %.1f req/s in total | %s | %s |", row.replicas, row.rate, mode, o)
+		}
+	}
+}

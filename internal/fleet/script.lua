@@ -43,27 +43,23 @@ for _, e in ipairs(m.ev or {}) do
   end
 end
 for _, k in ipairs(redis.call('SMEMBERS', p .. 'ek')) do
-  local sum = p .. 's:' .. k
-  local kv = redis.call('HGETALL', sum)
-  if #kv == 0 then
-    redis.call('SREM', p .. 'ek', k)
-  else
-    local c = {}
-    for i = 1, #kv, 2 do c[kv[i]] = tonumber(kv[i + 1]) end
-    local mine = redis.call('HGETALL', p .. 'e:' .. k .. '@' .. me)
-    for i = 1, #mine, 2 do
-      local v = (c[mine[i]] or 0) - tonumber(mine[i + 1])
-      if v == 0 then c[mine[i]] = nil else c[mine[i]] = v end
-    end
-    local phases = {}
-    for _, ph in ipairs(m.phs or {}) do
-      local z = p .. 'ph:' .. k .. ':' .. ph
-      redis.call('ZREMRANGEBYSCORE', z, '-inf', now - m.live)
-      local n = redis.call('ZCARD', z)
-      if n > 0 then phases[ph] = n end
-    end
-    out.ev[k] = {c = c, ph = phases}
+  local c, any = {}, false
+  local kv = redis.call('HGETALL', p .. 's:' .. k)
+  for i = 1, #kv, 2 do c[kv[i]] = tonumber(kv[i + 1]); any = true end
+  local mine = redis.call('HGETALL', p .. 'e:' .. k .. '@' .. me)
+  for i = 1, #mine, 2 do
+    local v = (c[mine[i]] or 0) - tonumber(mine[i + 1])
+    if v == 0 then c[mine[i]] = nil else c[mine[i]] = v end
   end
+  local phases = {}
+  for _, ph in ipairs(m.phs or {}) do
+    local z = p .. 'ph:' .. k .. ':' .. ph
+    redis.call('ZREMRANGEBYSCORE', z, '-inf', now - m.live)
+    local n = redis.call('ZCARD', z)
+    if n > 0 then phases[ph] = n; any = true end
+  end
+  -- A key is known while some replica's counts or phase of it are.
+  if any then out.ev[k] = {c = c, ph = phases} else redis.call('SREM', p .. 'ek', k) end
 end
 
 -- Verdicts: the first to trip sets one (prev empty: SET NX); a change is a compare-and-set on

@@ -221,3 +221,15 @@ func TestFleetNamesDoNotMix(t *testing.T) {
 		t.Fatalf("fleet other sees fleet test's state: %+v", v)
 	}
 }
+
+// TestPhasesWithoutCounts: a replica that reports only its phase of a key (the proxy does, for
+// the fleet view) is counted.
+func TestPhasesWithoutCounts(t *testing.T) {
+	m := newMini(t)
+	a, b := miniStore(t, m, "a"), miniStore(t, m, "b")
+	mustSync(t, a, t0, Report{Evidence: []Evidence{{Key: "k", Phase: "Ejected"}}})
+	v := mustSync(t, b, t0, Report{Evidence: []Evidence{{Key: "k", Phase: "Healthy"}}})
+	if got := v.Evidence["k"].Phases; got["Ejected"] != 1 || got["Healthy"] != 1 {
+		t.Fatalf("phases %v, want one Ejected and one Healthy", got)
+	}
+}
