@@ -65,6 +65,13 @@ func (b *FleetBoard) Exchange(now time.Time, replica string, reports []FleetRepo
 	for _, p := range proposals {
 		b.propose(now, replica, p)
 	}
+	b.store(now, replica, reports)
+	return b.inputs(now, replica), nil
+}
+
+// store replaces replica's reports with reports at now, grants or releases its leases and notes
+// new evidence (mu held).
+func (b *FleetBoard) store(now time.Time, replica string, reports []FleetReport) {
 	mine := make(map[Key]boardReport, len(reports))
 	for _, r := range reports {
 		mine[r.Key] = boardReport{at: now, r: r}
@@ -93,7 +100,6 @@ func (b *FleetBoard) Exchange(now time.Time, replica string, reports []FleetRepo
 			b.evidence[k] = now
 		}
 	}
-	return b.inputs(now, replica), nil
 }
 
 // expire drops what has run out by now (mu held). A lease or report is valid up to and
@@ -261,3 +267,170 @@ func (b *FleetBoard) Replicas(now time.Time) []string {
 }
 
 var _ Board = (*FleetBoard)(nil)
+
+// RoundEntry is one replica's part of a Round: its reports and proposals, and the inputs it gets.
+type RoundEntry struct {
+	Replica   string
+	Reports   []FleetReport
+	Proposals []FleetVerdict
+	Inputs    []FleetInput // set by Round
+}
+
+// Round is the exchange of many replicas at one instant, for simulations of large fleets: the
+// proposals are applied in entries' order, then every replica's reports are stored and its
+// leases granted in that order, then every entry gets its inputs, as Exchange would give them
+// to a replica exchanging just after all the others. It costs O(replicas × keys) where calling
+// Exchange for each replica costs O(replicas² × keys).
+func (b *FleetBoard) Round(now time.Time, entries []RoundEntry) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.expire(now)
+	for i := range entries {
+		for _, p := range entries[i].Proposals {
+			b.propose(now, entries[i].Replica, p)
+		}
+	}
+	for i := range entries {
+		b.store(now, entries[i].Replica, entries[i].Reports)
+	}
+	// One aggregate per key; each replica's input is it without the replica's own report.
+	type agg struct {
+		in     FleetInput   // every replica's sums
+		streak [2]time.Time // two earliest StreakStarts
+		lastOK [2]time.Time // two latest LastSuccesses
+		// cands are the two best reports of each kind of FleetTop (failures, timeouts, slow
+		// successes, streak), by replica.
+		cands [8]topCand
+	}
+	aggs := map[Key]*agg{}
+	get := func(k Key) *agg {
+		a := aggs[k]
+		if a == nil {
+			a = &agg{in: FleetInput{Key: k, Expires: now.Add(staleAfter * b.interval)}}
+			aggs[k] = a
+		}
+		return a
+	}
+	for rep, m := range b.reports {
+		for k, br := range m {
+			a, r := get(k), &br.r
+			for kind := range 4 {
+				c := topCand{replica: rep, r: r}
+				switch {
+				case a.cands[2*kind].r == nil || betterTop(kind, r, a.cands[2*kind].r):
+					a.cands[2*kind+1], a.cands[2*kind] = a.cands[2*kind], c
+				case a.cands[2*kind+1].r == nil || betterTop(kind, r, a.cands[2*kind+1].r):
+					a.cands[2*kind+1] = c
+				}
+			}
+			a.in.Replicas++
+			a.in.Others.Add(&r.Counts)
+			a.in.Streak += r.Streak
+			if r.Streak > 0 {
+				a.streak = earliest2(a.streak, r.StreakStart)
+			}
+			a.lastOK = latest2(a.lastOK, r.LastSuccess)
+		}
+	}
+	for k, v := range b.verdicts {
+		v := v
+		get(k).in.Verdict = &v
+	}
+	for k := range b.leases {
+		get(k).in.ProbeLeaseHeld = true
+	}
+	for k, t := range b.retry {
+		get(k).in.RetryAfterUntil = t
+	}
+	keys := make([]Key, 0, len(aggs))
+	for k, a := range aggs {
+		keys = append(keys, k)
+		a.in.Complete = b.complete(k)
+	}
+	slices.SortFunc(keys, func(a, b Key) int { return cmp.Or(cmp.Compare(a.Channel, b.Channel), cmp.Compare(a.Model, b.Model)) })
+	for i := range entries {
+		e := &entries[i]
+		mine := b.reports[e.Replica]
+		e.Inputs = e.Inputs[:0]
+		for _, k := range keys {
+			a := aggs[k]
+			in := a.in
+			own, ok := mine[k]
+			if !ok && in.Replicas == 0 && in.Verdict == nil && !in.ProbeLeaseHeld && in.RetryAfterUntil.IsZero() {
+				continue
+			}
+			if ok {
+				r := &own.r
+				in.Replicas--
+				c := r.Counts
+				in.Others.Requests -= c.Requests
+				in.Others.Failures -= c.Failures
+				in.Others.Timeouts -= c.Timeouts
+				for j, n := range c.Latency {
+					in.Others.Latency[j] -= n
+				}
+				in.Streak -= r.Streak
+				in.StreakStart = a.streak[0]
+				if r.Streak > 0 && r.StreakStart.Equal(a.streak[0]) {
+					in.StreakStart = a.streak[1]
+				}
+				in.LastSuccess = a.lastOK[0]
+				if r.LastSuccess.Equal(a.lastOK[0]) {
+					in.LastSuccess = a.lastOK[1]
+				}
+			} else {
+				in.StreakStart, in.LastSuccess = a.streak[0], a.lastOK[0]
+			}
+			// Top without this replica: each kind's best other report is its best or, if that is
+			// this replica's, its second best.
+			for _, c := range a.cands {
+				if c.replica != e.Replica && c.r != nil {
+					in.Top.Consider(c.r)
+				}
+			}
+			if l, ok := b.leases[k]; ok {
+				in.HoldsProbeLease = l.holder == e.Replica
+			}
+			e.Inputs = append(e.Inputs, in)
+		}
+	}
+}
+
+type topCand struct {
+	replica string
+	r       *FleetReport
+}
+
+// betterTop says a goes before b in kind k of FleetTop (0 failures, 1 timeouts, 2 slow
+// successes, 3 streak), as FleetTop.Consider orders them.
+func betterTop(k int, a, b *FleetReport) bool {
+	switch k {
+	case 0:
+		return a.Counts.Failures > b.Counts.Failures || (a.Counts.Failures == b.Counts.Failures && a.Counts.Requests < b.Counts.Requests)
+	case 1:
+		return a.Counts.Timeouts > b.Counts.Timeouts || (a.Counts.Timeouts == b.Counts.Timeouts && a.Counts.Requests < b.Counts.Requests)
+	case 2:
+		return slowerThan(&a.Counts.Latency, &b.Counts.Latency)
+	}
+	return a.Streak > b.Streak
+}
+
+func earliest2(t [2]time.Time, v time.Time) [2]time.Time {
+	switch {
+	case t[0].IsZero() || v.Before(t[0]):
+		return [2]time.Time{v, t[0]}
+	case t[1].IsZero() || v.Before(t[1]):
+		return [2]time.Time{t[0], v}
+	}
+	return t
+}
+
+func latest2(t [2]time.Time, v time.Time) [2]time.Time {
+	switch {
+	case v.After(t[0]):
+		return [2]time.Time{v, t[0]}
+	case v.After(t[1]):
+		return [2]time.Time{t[0], v}
+	}
+	return t
+}

@@ -114,11 +114,29 @@ func (t *FleetTop) Consider(r *FleetReport) {
 	if c.Timeouts > t.Timeouts || (c.Timeouts == t.Timeouts && c.Timeouts > 0 && c.Requests < t.TimingRequests) {
 		t.TimingRequests, t.Timeouts = c.Requests, c.Timeouts
 	}
-	top := FleetCounts{Latency: t.Slow}
-	if n, m := c.Slow(), top.Slow(); n > m || (n == m && n > 0 && c.Samples() < top.Samples()) {
+	if n := c.Slow(); n > 0 && slowerThan(&c.Latency, &t.Slow) {
 		t.Slow = c.Latency
 	}
 	t.Streak = max(t.Streak, r.Streak)
+}
+
+// slowerThan orders latency histograms for FleetTop.Slow: more samples above LatencyP95 first,
+// then fewer samples, then the one with more samples in the slowest bin where they differ, so
+// that the order is total and the top does not depend on the order replicas are looked at.
+func slowerThan(a, b *[LatencyBins]uint32) bool {
+	ca, cb := FleetCounts{Latency: *a}, FleetCounts{Latency: *b}
+	if n, m := ca.Slow(), cb.Slow(); n != m {
+		return n > m
+	}
+	if n, m := ca.Samples(), cb.Samples(); n != m {
+		return n < m
+	}
+	for i := LatencyBins - 1; i >= 0; i-- {
+		if a[i] != b[i] {
+			return a[i] > b[i]
+		}
+	}
+	return false
 }
 
 // FleetVerdict is a phase the whole fleet follows for one channel×model, held by the store.
@@ -484,7 +502,7 @@ func (s *state) fleetTrip(in *FleetInput) (reason, msg string, ok bool) {
 		if lim := float64(set.LatencyP95); lim > 0 {
 			local := FleetCounts{Latency: w.lat}
 			worst := FleetCounts{Latency: top.Slow}
-			if ls, ts := local.Slow(), worst.Slow(); ls > ts || (ls == ts && local.Samples() < worst.Samples()) {
+			if slowerThan(&local.Latency, &worst.Latency) {
 				worst = local
 			}
 			sum, rest := hist(o.Latency), hist{}

@@ -145,15 +145,6 @@ func naiveFleetTrip(set Settings, as []fleetAttempt, me, replicas int, t time.Ti
 		}
 		return w
 	}
-	slowOf := func(c tally) int {
-		n := 0
-		for _, l := range c.lat {
-			if l > set.LatencyP95 {
-				n++
-			}
-		}
-		return n
-	}
 	p95Over := func(l []time.Duration) bool {
 		if len(l) == 0 {
 			return false
@@ -175,7 +166,21 @@ func naiveFleetTrip(set Settings, as []fleetAttempt, me, replicas int, t time.Ti
 		if rate(all.to, all.req, tr) && rate(w.to, w.req, tr/2) {
 			return "TimeoutRateExceeded"
 		}
-		w = sum(worst(slowOf, func(c tally) int { return len(c.lat) }))
+		// The slow kind's order is slowerThan's: it breaks ties on the histograms.
+		hists := make([][LatencyBins]uint32, replicas)
+		bins := window{edges: edgesFor(float64(set.LatencyP95))}
+		for r, c := range per {
+			for _, l := range c.lat {
+				hists[r][bins.bin(int64(l))]++
+			}
+		}
+		ws := 0
+		for r := range per {
+			if slowerThan(&hists[r], &hists[ws]) {
+				ws = r
+			}
+		}
+		w = sum(ws)
 		if p95Over(all.lat) && p95Over(w.lat) {
 			return "LatencyP95Exceeded"
 		}
@@ -842,5 +847,76 @@ func TestFleetBoardSemantics(t *testing.T) {
 	}
 	if got := b.Replicas(now.Add(2 * time.Second)); !slices.Equal(got, []string{"a", "b"}) {
 		t.Errorf("replicas %v", got)
+	}
+}
+
+// TestFleetBoardRoundMatchesExchange: a Round gives every replica the inputs Exchange gives a
+// replica exchanging after all the others (Complete aside: it counts exchanges).
+func TestFleetBoardRoundMatchesExchange(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	for sc := range 50 {
+		now := t0.Add(time.Duration(sc) * time.Hour)
+		replicas := 1 + rng.IntN(8)
+		var entries []RoundEntry
+		for r := range replicas {
+			e := RoundEntry{Replica: replicaName(r)}
+			for _, k := range []Key{kA, kB, kC} {
+				if rng.IntN(3) == 0 {
+					continue
+				}
+				rep := FleetReport{Key: k, WantsProbeLease: rng.IntN(4) == 0}
+				rep.Counts.Requests = rng.IntN(20)
+				rep.Counts.Failures = rng.IntN(rep.Counts.Requests + 1)
+				rep.Counts.Timeouts = rng.IntN(rep.Counts.Failures + 1)
+				for range rng.IntN(5) {
+					rep.Counts.Latency[rng.IntN(LatencyBins)]++
+				}
+				if rng.IntN(2) == 0 {
+					rep.Streak = 1 + rng.IntN(3)
+					rep.StreakStart = now.Add(-time.Duration(rng.IntN(10)) * time.Second)
+				}
+				if rng.IntN(2) == 0 {
+					rep.LastSuccess = now.Add(-time.Duration(rng.IntN(10)) * time.Second)
+				}
+				if rng.IntN(5) == 0 {
+					rep.RetryAfterUntil = now.Add(time.Duration(1+rng.IntN(10)) * time.Second)
+				}
+				e.Reports = append(e.Reports, rep)
+			}
+			if rng.IntN(4) == 0 {
+				e.Proposals = []FleetVerdict{{Key: kA, Phase: PhaseEjected, Until: now.Add(time.Minute)}}
+			}
+			entries = append(entries, e)
+		}
+		seq := NewFleetBoard(time.Second)
+		for _, e := range entries {
+			seq.Exchange(now, e.Replica, e.Reports, e.Proposals)
+		}
+		want := map[string][]FleetInput{}
+		for _, e := range entries {
+			want[e.Replica], _ = seq.Exchange(now, e.Replica, e.Reports, nil)
+		}
+		round := NewFleetBoard(time.Second)
+		round.Round(now, entries)
+		for _, e := range entries {
+			got := e.Inputs
+			w := want[e.Replica]
+			norm := func(ins []FleetInput) string {
+				var b strings.Builder
+				for _, in := range ins {
+					v := in.Verdict
+					in.Complete, in.Verdict = false, nil
+					fmt.Fprintf(&b, "%+v", in)
+					if v != nil {
+						fmt.Fprintf(&b, " verdict %+v", *v)
+					}
+					b.WriteString("\n")
+				}
+				return b.String()
+			}
+			if norm(got) != norm(w) {
+				t.Fatalf("scenario %d, %s:\nround    %+v\nexchange %+v", sc, e.Replica, got, w)
+			}
+		}
 	}
 }
