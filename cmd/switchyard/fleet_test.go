@@ -303,7 +303,20 @@ func TestFleetRunsLocallyWhileRedisStops(t *testing.T) {
 	}
 	l := r.startLoad(20)
 	r.broken.SetDefault(mockprovider.Behavior{Mode: mockprovider.ModeStatus, Status: 503})
-	time.Sleep(2 * time.Second) // the outage is known to the fleet
+	// A second in, the fleet holds its verdict (cooldown 2s from the ejection).
+	time.Sleep(time.Second)
+	for i := range r.admins {
+		for _, c := range r.channels(i).Channels {
+			if c.Channel != brokenChannel {
+				continue
+			}
+			// The fleet's view of the key: its verdict, who set it, the replicas per phase.
+			if c.Fleet == nil || c.Fleet.Phase != "Ejected" || c.Fleet.VerdictBy == "" || c.Fleet.Replicas["Ejected"] != len(r.admins) {
+				t.Errorf("replica %d's fleet view of %s: %+v, want the fleet's Ejected verdict and all 4 replicas Ejected", i, brokenChannel, c.Fleet)
+			}
+		}
+	}
+	time.Sleep(time.Second) // into the probes
 	r.redis.Pause()
 	paused := time.Now()
 	local := make([]time.Duration, len(r.admins))
@@ -381,5 +394,36 @@ func TestFleetTable(t *testing.T) {
 			o := startFleet(t, row.replicas, shared, time.Second).playOutage(row.rate, 200*time.Second, 20*time.Second)
 			t.Logf("| %d at %.1f req/s in total | %s | %s |", row.replicas, row.rate, mode, o)
 		}
+	}
+}
+
+// TestFleetSharesRetryAfter: a provider out of quota answers 429 with Retry-After to everyone.
+// Alone, each replica learns it from a 429 of its own; sharing Redis, the first 429's
+// Retry-After holds every replica back, so the fleet takes about one 429 per Retry-After (plus
+// what the other replicas sent before their next sync).
+func TestFleetSharesRetryAfter(t *testing.T) {
+	if testing.Short() {
+		t.Skip("about 15s")
+	}
+	count := func(shared bool) int {
+		r := startFleet(t, 4, shared, 100*time.Millisecond)
+		l := r.startLoad(20)
+		time.Sleep(500 * time.Millisecond)
+		base := r.broken.Total()
+		r.broken.SetDefault(mockprovider.Behavior{Mode: mockprovider.ModeRateLimit, RetryAfter: 30})
+		time.Sleep(5 * time.Second) // well inside one Retry-After
+		l.Stop()
+		if n := l.errors.Load(); n != 0 {
+			t.Errorf("shared=%v: %d client errors (the good channel serves every request)", shared, n)
+		}
+		return r.broken.Total() - base
+	}
+	local, shared := count(false), count(true)
+	t.Logf("429s in one Retry-After (30s) at 20 req/s over 4 proxies: alone %d, sharing Redis %d", local, shared)
+	if local < 4 {
+		t.Fatalf("alone the 4 replicas took %d 429s, want at least one each: the test does not see the difference", local)
+	}
+	if shared > 3 {
+		t.Errorf("sharing Redis the fleet took %d 429s in one Retry-After, want about one (at most 3)", shared)
 	}
 }
