@@ -303,17 +303,28 @@ func TestFleetRunsLocallyWhileRedisStops(t *testing.T) {
 	}
 	l := r.startLoad(20)
 	r.broken.SetDefault(mockprovider.Behavior{Mode: mockprovider.ModeStatus, Status: 503})
-	// A second in, the fleet holds its verdict (cooldown 2s from the ejection).
-	time.Sleep(time.Second)
-	for i := range r.admins {
-		for _, c := range r.channels(i).Channels {
-			if c.Channel != brokenChannel {
-				continue
+	// The fleet's view of the key on every replica: its verdict, who set it, the replicas per
+	// phase (each replica's view is as of its last sync, so it is polled; the cooldown is 2s).
+	views := make([]*adminapi.FleetKeyState, len(r.admins))
+	for start := time.Now(); time.Since(start) < 2*time.Second; time.Sleep(50 * time.Millisecond) {
+		ok := 0
+		for i := range r.admins {
+			for _, c := range r.channels(i).Channels {
+				if c.Channel == brokenChannel {
+					views[i] = c.Fleet
+				}
 			}
-			// The fleet's view of the key: its verdict, who set it, the replicas per phase.
-			if c.Fleet == nil || c.Fleet.Phase != "Ejected" || c.Fleet.VerdictBy == "" || c.Fleet.Replicas["Ejected"] != len(r.admins) {
-				t.Errorf("replica %d's fleet view of %s: %+v, want the fleet's Ejected verdict and all 4 replicas Ejected", i, brokenChannel, c.Fleet)
+			if v := views[i]; v != nil && v.Phase == "Ejected" && v.VerdictBy != "" && v.Replicas["Ejected"]+v.Replicas["Probing"] == len(r.admins) {
+				ok++
 			}
+		}
+		if ok == len(r.admins) {
+			break
+		}
+	}
+	for i, v := range views {
+		if v == nil || v.Phase != "Ejected" || v.VerdictBy == "" || v.Replicas["Ejected"]+v.Replicas["Probing"] != len(r.admins) {
+			t.Errorf("replica %d's fleet view of %s: %+v, want the fleet's Ejected verdict and the 4 replicas out of rotation", i, brokenChannel, v)
 		}
 	}
 	time.Sleep(time.Second) // into the probes
