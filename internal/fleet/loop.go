@@ -139,9 +139,9 @@ func (s *Syncer) Step(ctx context.Context) bool {
 			s.peer.Alone(now)
 		}
 		if connected {
-			// Still within LocalAfter: the deltas go with the next sync. In local mode they are
-			// dropped: the replica rejoins with fresh evidence, its old counts having faded.
-			s.pending = Report{Evidence: r.Evidence, Clients: r.Clients}
+			// Still within LocalAfter: the clients' use goes with the next sync. In local mode it
+			// is dropped: the replica rejoins on fresh figures.
+			s.pending = Report{Clients: r.Clients}
 		}
 		return false
 	}
@@ -184,41 +184,14 @@ func (s *Syncer) Link() adminapi.FleetLink {
 	return s.link.State()
 }
 
-// mergeReports adds the deltas of a failed report (old) to the next one. Proposals, probes and
-// Retry-Afters are not carried: the engine states them afresh in every report.
+// mergeReports adds the clients' use of a failed report (old) to the next one. The rest is not
+// carried: the engine states its reports afresh in every one, and the proxy carries the verdicts
+// it proposed itself.
 func mergeReports(old, next Report) Report {
-	if len(old.Evidence) == 0 && len(old.Clients) == 0 {
+	if len(old.Clients) == 0 {
 		return next
 	}
-	next.Evidence = append([]Evidence(nil), next.Evidence...)
 	next.Clients = append([]ClientUse(nil), next.Clients...)
-	byKey := make(map[string]int, len(next.Evidence))
-	for i, e := range next.Evidence {
-		byKey[e.Key] = i
-	}
-	for _, e := range old.Evidence {
-		i, ok := byKey[e.Key]
-		if !ok {
-			next.Evidence = append(next.Evidence, e)
-			byKey[e.Key] = len(next.Evidence) - 1
-			continue
-		}
-		n := &next.Evidence[i]
-		// A copy: the maps are the peer's, which may keep them.
-		merged := make(map[Bucket]int64, len(n.Deltas)+len(e.Deltas))
-		for b, d := range n.Deltas {
-			merged[b] = d
-		}
-		n.Deltas = merged
-		for b, d := range e.Deltas {
-			if b.At >= n.Horizon {
-				n.Deltas[b] += d
-			}
-		}
-		if n.Phase == "" {
-			n.Phase = e.Phase
-		}
-	}
 	byClient := make(map[string]int, len(next.Clients))
 	for i, c := range next.Clients {
 		byClient[c.Client] = i

@@ -11,6 +11,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/switchyard-io/switchyard/internal/health"
 )
 
 // recorder is a Peer that sends a fixed report and remembers what it was told.
@@ -62,7 +64,7 @@ func (c *clock) Add(d time.Duration) {
 func TestLocalModeAfterErrorsAndRejoin(t *testing.T) {
 	m := newMini(t)
 	store := miniStore(t, m, "a")
-	peer := &recorder{report: Report{Evidence: []Evidence{{Key: "k", Deltas: map[Bucket]int64{{1, "req"}: 1}}}}}
+	peer := &recorder{report: Report{Clients: []ClientUse{{Client: "c", Requests: 1}}}}
 	clk := &clock{now: t0}
 	var logs bytes.Buffer
 	metrics := NewMetrics(prometheus.NewRegistry())
@@ -87,8 +89,8 @@ func TestLocalModeAfterErrorsAndRejoin(t *testing.T) {
 	if !s.Connected() || peer.alone != 0 {
 		t.Fatalf("after 2s of errors the replica is local already: %+v", s.Link())
 	}
-	if n := s.pending.Evidence[0].Deltas[Bucket{1, "req"}]; n != 3 {
-		t.Errorf("pending deltas %d, want the 3 failed syncs' 3", n)
+	if n := s.pending.Clients[0].Requests; n != 3 {
+		t.Errorf("pending use %d, want the 3 failed syncs' 3", n)
 	}
 	clk.Add(time.Second)
 	s.Step(ctx)
@@ -102,8 +104,8 @@ func TestLocalModeAfterErrorsAndRejoin(t *testing.T) {
 	// Still failing: no second transition, no second log line; nothing piles up.
 	clk.Add(time.Second)
 	s.Step(ctx)
-	if peer.alone != 1 || len(s.pending.Evidence) != 0 {
-		t.Errorf("alone %d, pending %d; want one transition and no deltas kept in local mode", peer.alone, len(s.pending.Evidence))
+	if peer.alone != 1 || len(s.pending.Clients) != 0 {
+		t.Errorf("alone %d, pending %d; want one transition and no use kept in local mode", peer.alone, len(s.pending.Clients))
 	}
 	m.SetError("")
 	clk.Add(time.Second)
@@ -140,15 +142,21 @@ func TestNoSyncWaitsLongerThanItsDeadline(t *testing.T) {
 func TestJoinReadsFleetStateBeforeServing(t *testing.T) {
 	m := newMini(t)
 	a := miniStore(t, m, "a")
-	mustSync(t, a, t0, Report{Proposals: []Proposal{{Key: "k", Next: "ejected", TTL: time.Minute}},
-		RetryAfter: []RetryAfter{{Key: "k2", For: 20 * time.Second}}})
-	peer := &recorder{}
+	k := health.Key{Channel: "llm/a", Model: "gpt-4o"}
+	mustSync(t, a, t0, Report{Health: &HealthReport{
+		Reports:   []health.FleetReport{{Key: k, Phase: health.PhaseEjected, RetryAfterUntil: t0.Add(20 * time.Second)}},
+		Proposals: []health.FleetVerdict{{Key: k, Phase: health.PhaseEjected, Until: t0.Add(time.Minute)}}}})
+	peer := &recorder{report: Report{Health: &HealthReport{}}}
 	s := NewSyncer(miniStore(t, m, "b"), peer, SyncerOptions{Name: "test", Now: func() time.Time { return t0 }})
 	if err := s.Join(context.Background(), 0); err != nil {
 		t.Fatal(err)
 	}
-	if len(peer.views) != 1 || peer.views[0].Verdicts["k"].Value != "ejected" || peer.views[0].RetryAfter["k2"] <= 0 {
-		t.Fatalf("after Join the replica adopted %+v, want a's verdict and Retry-After", peer.views)
+	if len(peer.views) != 1 || len(peer.views[0].Inputs) != 1 {
+		t.Fatalf("after Join the replica adopted %+v, want a's key", peer.views)
+	}
+	in := peer.views[0].Inputs[0]
+	if in.Verdict == nil || in.Verdict.By != "a" || !in.RetryAfterUntil.Equal(t0.Add(20*time.Second)) {
+		t.Fatalf("after Join the input is %+v, want a's verdict and Retry-After", in)
 	}
 	// Against a store that never answers, Join gives up within its bound.
 	m.SetError("down")
@@ -163,19 +171,14 @@ func TestJoinReadsFleetStateBeforeServing(t *testing.T) {
 	}
 }
 
-func TestMergeKeepsDeltasOfFailedSyncs(t *testing.T) {
-	old := Report{Evidence: []Evidence{{Key: "k", Deltas: map[Bucket]int64{{1, "req"}: 2, {5, "req"}: 1}}, {Key: "gone", Deltas: map[Bucket]int64{{5, "req"}: 1}}},
-		Clients: []ClientUse{{Client: "c", Requests: 1, Tokens: 10}}}
-	next := Report{Evidence: []Evidence{{Key: "k", Deltas: map[Bucket]int64{{5, "req"}: 1}, Horizon: 3}},
-		Clients: []ClientUse{{Client: "c", Requests: 2}}}
+func TestMergeKeepsTheUseOfFailedSyncs(t *testing.T) {
+	old := Report{Clients: []ClientUse{{Client: "c", Requests: 1, Tokens: 10}, {Client: "d", Requests: 1}}}
+	next := Report{Clients: []ClientUse{{Client: "c", Requests: 2}}}
 	got := mergeReports(old, next)
-	if d := got.Evidence[0].Deltas; d[Bucket{5, "req"}] != 2 || d[Bucket{1, "req"}] != 0 {
-		t.Errorf("merged deltas %v, want bucket 5 summed and bucket 1 (behind the horizon) dropped", d)
+	if len(got.Clients) != 2 || got.Clients[0] != (ClientUse{Client: "c", Requests: 3, Tokens: 10}) || got.Clients[1].Client != "d" {
+		t.Errorf("merged %+v", got.Clients)
 	}
-	if len(got.Evidence) != 2 || got.Clients[0] != (ClientUse{Client: "c", Requests: 3, Tokens: 10}) {
-		t.Errorf("merged %+v", got)
-	}
-	if old.Evidence[0].Deltas[Bucket{5, "req"}] != 1 || next.Evidence[0].Deltas[Bucket{5, "req"}] != 1 {
-		t.Errorf("merge changed its inputs: %v %v", old.Evidence[0].Deltas, next.Evidence[0].Deltas)
+	if next.Clients[0].Requests != 2 {
+		t.Errorf("merge changed its input: %+v", next.Clients)
 	}
 }

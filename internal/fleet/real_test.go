@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/switchyard-io/switchyard/internal/fleet/redistest"
+	"github.com/switchyard-io/switchyard/internal/health"
 )
 
 func realStore(t *testing.T, url, pass, replica string) *Store {
@@ -14,8 +15,7 @@ func realStore(t *testing.T, url, pass, replica string) *Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := NewStore(ep, Settings{Name: "real", Replica: replica, EvidenceTTL: time.Minute, Live: 5 * time.Second,
-		Lease: 3 * time.Second, Phases: []string{"Healthy", "Ejected"}})
+	s := NewStore(ep, Settings{Name: "real", Replica: replica, Live: 5 * time.Second, Phases: []string{"Healthy", "Ejected"}})
 	t.Cleanup(func() { s.Close() })
 	return s
 }
@@ -28,26 +28,27 @@ func TestRealRedis(t *testing.T) {
 	a := realStore(t, srv.URL(), "t0ps3cret", "a")
 	b := realStore(t, srv.URL(), "t0ps3cret", "b")
 
+	k := health.Key{Channel: "ns/ch", Model: "gpt-4o"}
 	mustSync(t, a, now, Report{
-		Evidence:   []Evidence{{Key: "ns/ch|gpt-4o", Deltas: map[Bucket]int64{{10, "req"}: 7, {10, "fail"}: 7}, Phase: "Ejected"}},
-		Proposals:  []Proposal{{Key: "ns/ch|gpt-4o", Next: "a-verdict", TTL: time.Minute}},
-		Probes:     []string{"ns/ch|gpt-4o"},
-		RetryAfter: []RetryAfter{{Key: "ns/ch|gpt-4o", For: 10 * time.Second}},
-		Clients:    []ClientUse{{Client: "team/app", Requests: 2, Tokens: 20}},
+		Phases:  []Phase{{Key: "ns/ch|gpt-4o", Phase: "Ejected"}},
+		Clients: []ClientUse{{Client: "team/app", Requests: 2, Tokens: 20}},
+		Health: &HealthReport{
+			Reports:   []health.FleetReport{{Key: k, Counts: health.FleetCounts{Requests: 7, Failures: 7}, Phase: health.PhaseEjected, WantsProbeLease: true}},
+			Proposals: []health.FleetVerdict{{Key: k, Phase: health.PhaseEjected, Until: now.Add(time.Minute), Reason: "ErrorRateExceeded"}},
+		},
 	})
 	v := mustSync(t, b, now, Report{
-		Evidence:    []Evidence{{Key: "ns/ch|gpt-4o", Deltas: map[Bucket]int64{{10, "req"}: 1}, Phase: "Healthy"}},
-		Proposals:   []Proposal{{Key: "ns/ch|gpt-4o", Next: "b-verdict", TTL: time.Minute}},
-		Probes:      []string{"ns/ch|gpt-4o"},
+		Phases:      []Phase{{Key: "ns/ch|gpt-4o", Phase: "Healthy"}},
 		Clients:     []ClientUse{{Client: "team/app", Requests: 1, Tokens: 5}},
 		ReadClients: []string{"team/app"},
+		Health:      &HealthReport{Proposals: []health.FleetVerdict{{Key: k, Phase: health.PhaseEjected, Until: now.Add(time.Minute)}}},
 	})
-	k := v.Evidence["ns/ch|gpt-4o"]
-	if k.Others[Bucket{10, "req"}] != 7 || k.Others[Bucket{10, "fail"}] != 7 || k.Phases["Ejected"] != 1 || k.Phases["Healthy"] != 1 {
-		t.Errorf("b sees evidence %+v", k)
+	if got := v.Phases["ns/ch|gpt-4o"]; got["Ejected"] != 1 || got["Healthy"] != 1 {
+		t.Errorf("b sees phases %v", got)
 	}
-	if v.Verdicts["ns/ch|gpt-4o"].Value != "a-verdict" || v.Leases["ns/ch|gpt-4o"] != "a" || v.RetryAfter["ns/ch|gpt-4o"] <= 9*time.Second {
-		t.Errorf("b sees verdicts %v, leases %v, retry %v", v.Verdicts, v.Leases, v.RetryAfter)
+	if len(v.Inputs) != 1 || v.Inputs[0].Others.Failures != 7 || v.Inputs[0].Verdict == nil || v.Inputs[0].Verdict.By != "a" ||
+		!v.Inputs[0].ProbeLeaseHeld || v.Inputs[0].HoldsProbeLease {
+		t.Errorf("b sees inputs %+v", v.Inputs)
 	}
 	if got := v.Clients["team/app"]; got.MinuteRequests != 3 || got.DayTokens != 25 || v.Replicas != 2 {
 		t.Errorf("b sees clients %+v and %d replicas", v.Clients, v.Replicas)

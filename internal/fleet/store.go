@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -21,52 +20,10 @@ var scriptSource string
 
 var syncScript = redis.NewScript(scriptSource)
 
-// Bucket names one evidence counter: a time bucket of the reporter's choosing (the engine's
-// window slot, say) and a figure ("requests", "failures", a latency bin). Buckets older than a
-// report's Horizon leave the store, so the counts of a replica that stopped reporting fade out
-// with its window.
-type Bucket struct {
-	At   int64
-	Name string
-}
-
-func (b Bucket) field() string { return strconv.FormatInt(b.At, 10) + ":" + b.Name }
-
-func parseField(f string) (Bucket, bool) {
-	at, name, ok := strings.Cut(f, ":")
-	if !ok {
-		return Bucket{}, false
-	}
-	n, err := strconv.ParseInt(at, 10, 64)
-	if err != nil {
-		return Bucket{}, false
-	}
-	return Bucket{At: n, Name: name}, true
-}
-
-// Evidence is one key's deltas since this replica's last sync.
-type Evidence struct {
-	Key    string
-	Deltas map[Bucket]int64
-	// Horizon, when not 0, drops the key's buckets older than it (the window has moved past them).
-	Horizon int64
-	// Phase is the replica's phase of the key, counted in KeyView.Phases; empty: not reported.
+// Phase is this replica's phase of one key it reports, counted in View.Phases.
+type Phase struct {
+	Key   string
 	Phase string
-}
-
-// Proposal asks the store to hold a verdict for a key. With Prev empty it is set only when no
-// verdict is held (the first replica to trip wins); otherwise only when the held one is still
-// Prev (compare-and-set), and an empty Next then lifts it. The value is the engine's, opaque here.
-type Proposal struct {
-	Key        string
-	Prev, Next string
-	TTL        time.Duration
-}
-
-// RetryAfter is a 429's Retry-After heard by this replica, for the fleet.
-type RetryAfter struct {
-	Key string
-	For time.Duration
 }
 
 // ClientUse is a GatewayClient's requests and tokens counted by this replica since its last sync.
@@ -77,12 +34,9 @@ type ClientUse struct {
 
 // Report is what one replica sends in one sync.
 type Report struct {
-	Evidence   []Evidence
-	Proposals  []Proposal
-	Probes     []string // keys this replica wants (or keeps) the probe lease of
-	Release    []string // keys whose lease this replica no longer needs
-	RetryAfter []RetryAfter
-	Clients    []ClientUse
+	// Phases are this replica's phases of the keys it reports to the board.
+	Phases  []Phase
+	Clients []ClientUse
 	// ReadClients are the clients whose fleet totals to read (the configured ones with limits).
 	ReadClients []string
 	// Health is the engine's side of the exchange (health.Board); nil: none this sync.
@@ -99,31 +53,13 @@ type HealthReport struct {
 type View struct {
 	// Replicas is the number of replicas that synced within the liveness window (this one included).
 	Replicas int
-	// Evidence holds, for every key some replica reported recently, the other replicas' counts
-	// (this replica's own are subtracted) and the phases reported.
-	Evidence map[string]KeyView
-	// Verdicts are the verdicts held, by key, with the time each has left.
-	Verdicts map[string]Held
-	// Leases names the owner of each lease this replica asked for ("" when none could be had).
-	Leases map[string]string
-	// RetryAfter is the time left of the fleet's latest Retry-After, by key.
-	RetryAfter map[string]time.Duration
+	// Phases counts, per key some replica reported within the liveness window, the replicas in
+	// each phase (this one included). Replicas to which the key is quiet are not counted.
+	Phases map[string]map[string]int
 	// Clients are the fleet's totals of the clients read, this replica's included.
 	Clients map[string]ClientTotals
 	// Inputs are the engine's fleet inputs (health.Board.Exchange), when the report had Health.
 	Inputs []health.FleetInput
-}
-
-// KeyView is the fleet's evidence of one key.
-type KeyView struct {
-	Others map[Bucket]int64
-	Phases map[string]int
-}
-
-// Held is a verdict in the store.
-type Held struct {
-	Value string
-	TTL   time.Duration
 }
 
 // ClientTotals are a client's requests and tokens over the last minute and the UTC day, fleet-wide.
@@ -138,13 +74,9 @@ type Settings struct {
 	Name string
 	// Replica is this replica's name (--replica); unique in the fleet.
 	Replica string
-	// EvidenceTTL is how long a key's counts stay without a report (the longest window, plus margin).
-	EvidenceTTL time.Duration
-	// Live is how long a replica counts as present after its last sync.
+	// Live is how long a replica counts as present after its last sync, and its phases with it.
 	Live time.Duration
-	// Lease is how long a probe lease lasts without renewal.
-	Lease time.Duration
-	// Phases are the phase names KeyView.Phases may count.
+	// Phases are the phase names View.Phases may count.
 	Phases []string
 	// Interval is the sync interval (the Board's leases and staleness count in it).
 	Interval time.Duration
@@ -182,14 +114,8 @@ func NewStore(ep Endpoint, set Settings) *Store {
 }
 
 func newStore(rdb *redis.Client, set Settings) *Store {
-	if set.EvidenceTTL <= 0 {
-		set.EvidenceTTL = 6 * time.Minute
-	}
 	if set.Live <= 0 {
 		set.Live = 5 * time.Second
-	}
-	if set.Lease <= 0 {
-		set.Lease = 3 * time.Second
 	}
 	return &Store{rdb: rdb, prefix: "switchyard:" + set.Name + ":", set: set, board: NewBoard(rdb, set.Name, set.Interval)}
 }
@@ -197,23 +123,9 @@ func newStore(rdb *redis.Client, set Settings) *Store {
 // Close closes the connections.
 func (s *Store) Close() error { return s.rdb.Close() }
 
-type wireEvidence struct {
-	K  string           `json:"k"`
-	C  map[string]int64 `json:"c,omitempty"`
-	H  int64            `json:"h,omitempty"`
-	Ph string           `json:"ph,omitempty"`
-}
-
-type wireProposal struct {
-	K    string `json:"k"`
-	Prev string `json:"prev"`
-	Next string `json:"next"`
-	TTL  int64  `json:"ttl"`
-}
-
-type wireRetry struct {
+type wirePhase struct {
 	K  string `json:"k"`
-	Ms int64  `json:"ms"`
+	Ph string `json:"ph"`
 }
 
 type wireUse struct {
@@ -231,18 +143,12 @@ type wireRead struct {
 }
 
 type wireReport struct {
-	R    string         `json:"r"`
-	TTL  int64          `json:"ttl"`
-	Live int64          `json:"live"`
-	LT   int64          `json:"lt"`
-	Phs  []string       `json:"phs,omitempty"`
-	Ev   []wireEvidence `json:"ev,omitempty"`
-	VP   []wireProposal `json:"vp,omitempty"`
-	Pr   []string       `json:"pr,omitempty"`
-	Rel  []string       `json:"rel,omitempty"`
-	RA   []wireRetry    `json:"ra,omitempty"`
-	CU   []wireUse      `json:"cu,omitempty"`
-	CR   []wireRead     `json:"cr,omitempty"`
+	R    string      `json:"r"`
+	Live int64       `json:"live"`
+	Phs  []string    `json:"phs,omitempty"`
+	Ph   []wirePhase `json:"ph,omitempty"`
+	CU   []wireUse   `json:"cu,omitempty"`
+	CR   []wireRead  `json:"cr,omitempty"`
 }
 
 // obj is a JSON object decoded into a map. Lua's cjson cannot tell an empty object from an
@@ -258,18 +164,9 @@ func (o *obj[T]) UnmarshalJSON(b []byte) error {
 }
 
 type wireView struct {
-	Rep int `json:"rep"`
-	Ev  obj[struct {
-		C  obj[float64] `json:"c"`
-		Ph obj[int]     `json:"ph"`
-	}] `json:"ev"`
-	V obj[struct {
-		V string  `json:"v"`
-		T float64 `json:"t"`
-	}] `json:"v"`
-	L  obj[string]  `json:"l"`
-	RA obj[float64] `json:"ra"`
-	Cl obj[struct {
+	Rep int           `json:"rep"`
+	Ph  obj[obj[int]] `json:"ph"`
+	Cl  obj[struct {
 		MR float64 `json:"mr"`
 		MT float64 `json:"mt"`
 		DR float64 `json:"dr"`
@@ -283,25 +180,11 @@ type wireView struct {
 func (s *Store) Sync(ctx context.Context, now time.Time, r Report) (View, error) {
 	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
 	defer cancel()
-	w := wireReport{R: s.set.Replica, TTL: s.set.EvidenceTTL.Milliseconds(), Live: s.set.Live.Milliseconds(),
-		LT: s.set.Lease.Milliseconds(), Phs: s.set.Phases, Pr: r.Probes, Rel: r.Release}
-	for _, e := range r.Evidence {
-		we := wireEvidence{K: e.Key, H: e.Horizon, Ph: e.Phase}
-		if len(e.Deltas) > 0 {
-			we.C = make(map[string]int64, len(e.Deltas))
-			for b, d := range e.Deltas {
-				if d != 0 {
-					we.C[b.field()] = d
-				}
-			}
+	w := wireReport{R: s.set.Replica, Live: s.set.Live.Milliseconds(), Phs: s.set.Phases}
+	for _, ph := range r.Phases {
+		if ph.Phase != "" {
+			w.Ph = append(w.Ph, wirePhase{K: ph.Key, Ph: ph.Phase})
 		}
-		w.Ev = append(w.Ev, we)
-	}
-	for _, p := range r.Proposals {
-		w.VP = append(w.VP, wireProposal{K: p.Key, Prev: p.Prev, Next: p.Next, TTL: max(p.TTL.Milliseconds(), 1)})
-	}
-	for _, ra := range r.RetryAfter {
-		w.RA = append(w.RA, wireRetry{K: ra.Key, Ms: ra.For.Milliseconds()})
 	}
 	sec, day := now.Unix(), now.UTC().Format(time.DateOnly)
 	for _, c := range r.Clients {
@@ -328,28 +211,12 @@ func (s *Store) Sync(ctx context.Context, now time.Time, r Report) (View, error)
 	if err := json.Unmarshal([]byte(raw), &wv); err != nil {
 		return View{}, fmt.Errorf("fleet sync: bad reply: %w", err)
 	}
-	v := View{Replicas: wv.Rep, Evidence: make(map[string]KeyView, len(wv.Ev)), Verdicts: make(map[string]Held, len(wv.V)),
-		Leases: wv.L, RetryAfter: make(map[string]time.Duration, len(wv.RA)), Clients: make(map[string]ClientTotals, len(wv.Cl))}
-	for k, e := range wv.Ev {
-		kv := KeyView{Others: make(map[Bucket]int64, len(e.C)), Phases: e.Ph}
-		for f, n := range e.C {
-			if b, ok := parseField(f); ok {
-				kv.Others[b] = int64(n)
-			}
-		}
-		v.Evidence[k] = kv
-	}
-	for k, h := range wv.V {
-		v.Verdicts[k] = Held{Value: h.V, TTL: time.Duration(h.T) * time.Millisecond}
-	}
-	for k, ms := range wv.RA {
-		v.RetryAfter[k] = time.Duration(ms) * time.Millisecond
+	v := View{Replicas: wv.Rep, Phases: make(map[string]map[string]int, len(wv.Ph)), Clients: make(map[string]ClientTotals, len(wv.Cl))}
+	for k, ph := range wv.Ph {
+		v.Phases[k] = ph
 	}
 	for c, t := range wv.Cl {
 		v.Clients[c] = ClientTotals{MinuteRequests: int64(t.MR), MinuteTokens: int64(t.MT), DayRequests: int64(t.DR), DayTokens: int64(t.DT)}
-	}
-	if v.Leases == nil {
-		v.Leases = map[string]string{}
 	}
 	if r.Health != nil {
 		if v.Inputs, err = s.board.finish(now, s.set.Replica, r.Health.Reports, boardRaw); err != nil {

@@ -139,10 +139,8 @@ func (s *Server) newFleet() *fleet.Syncer {
 		Now: s.clock.Now, Log: s.log, Metrics: fleet.NewMetrics(s.registry), LocalAfter: o.LocalAfter})
 }
 
-// FleetStoreSettings are the store's settings for a proxy fleet: evidence kept for the longest
-// window the profiles use (batch, 5 min) plus a minute, a replica live for three intervals (at
-// least 3 s), a probe lease of three intervals (the owner renews it every sync, so a lease
-// outlives a lost sync but not a dead owner by much), and the engine's phase names.
+// FleetStoreSettings are the store's settings for a proxy fleet: a replica (and its phases)
+// live for three intervals, at least 3 s, and the engine's phase names.
 func FleetStoreSettings(name, replica string, interval time.Duration) fleet.Settings {
 	if interval <= 0 {
 		interval = fleet.DefaultSyncInterval
@@ -155,6 +153,5 @@ func FleetStoreSettings(name, replica string, interval time.Duration) fleet.Sett
 		}
 		phases = append(phases, n)
 	}
-	return fleet.Settings{Name: name, Replica: replica, EvidenceTTL: 6 * time.Minute,
-		Live: max(3*interval, 3*time.Second), Lease: 3 * interval, Phases: phases, Interval: interval}
+	return fleet.Settings{Name: name, Replica: replica, Live: max(3*interval, 3*time.Second), Phases: phases, Interval: interval}
 }

@@ -35,7 +35,7 @@ func (p *fleetPeer) reportHealth(now time.Time, r *fleet.Report) {
 	r.Health = &fleet.HealthReport{Reports: reports, Proposals: props}
 	for i := range reports {
 		// The phase of every key this replica reports, for the fleet's replicas per phase.
-		r.Evidence = append(r.Evidence, fleet.Evidence{Key: fleet.KeyString(reports[i].Key), Phase: reports[i].Phase.String()})
+		r.Phases = append(r.Phases, fleet.Phase{Key: fleet.KeyString(reports[i].Key), Phase: reports[i].Phase.String()})
 	}
 }
 
@@ -52,12 +52,12 @@ func (p *fleetPeer) adoptHealth(now time.Time, v fleet.View) {
 		}
 		keys[in.Key] = ks
 	}
-	for k, kv := range v.Evidence {
+	for k, phases := range v.Phases {
 		hk := fleetKey(k)
 		ks := keys[hk]
-		ks.Replicas = kv.Phases
+		ks.Replicas = phases
 		if ks.Phase == "" {
-			ks.Phase = majorityPhase(kv.Phases)
+			ks.Phase = majorityPhase(phases)
 		}
 		keys[hk] = ks
 	}
