@@ -277,9 +277,15 @@ func TestFleetEjectsAndProbesLikeOneProxy(t *testing.T) {
 	if !one.ejectedAll || !shared.ejectedAll {
 		t.Fatalf("not every replica ejected: one %v, shared %v", one, shared)
 	}
-	if max1, maxN := one.eject[len(one.eject)-1], shared.eject[len(shared.eject)-1]; maxN > 2*max1 {
-		t.Errorf("the fleet ejected after %v, more than twice one proxy's %v", maxN, max1)
+	// The time to eject, as a count: at one total rate, every request tries the broken channel
+	// first until its replica ejects it, so the failed attempts until the whole fleet ejected
+	// measure that time without asserting on wall-clock durations (logged above).
+	if shared.failed > 2*one.failed {
+		t.Errorf("the fleet took %d failed attempts to eject, more than twice one proxy's %d", shared.failed, one.failed)
 	}
+	t.Logf("eject across the fleet / one proxy: %.1fx in time, %.1fx in failed attempts; probes %.1fx",
+		shared.eject[len(shared.eject)-1].Seconds()/one.eject[len(one.eject)-1].Seconds(),
+		float64(shared.failed)/float64(one.failed), float64(shared.probes)/float64(max(one.probes, 1)))
 	if float64(shared.probes) > 1.5*float64(max(one.probes, 1)) {
 		t.Errorf("the fleet sent %d probes in %s, more than 1.5x one proxy's %d", shared.probes, window, one.probes)
 	}
