@@ -34,8 +34,9 @@ type FleetBoard struct {
 }
 
 type boardReport struct {
-	at time.Time
-	r  FleetReport
+	at            time.Time
+	r             FleetReport
+	slow, samples uint32 // of r.Counts, for ordering the tops
 }
 
 type boardLease struct {
@@ -72,9 +73,13 @@ func (b *FleetBoard) Exchange(now time.Time, replica string, reports []FleetRepo
 // store replaces replica's reports with reports at now, grants or releases its leases and notes
 // new evidence (mu held).
 func (b *FleetBoard) store(now time.Time, replica string, reports []FleetReport) {
-	mine := make(map[Key]boardReport, len(reports))
+	mine := b.reports[replica]
+	if mine == nil {
+		mine = make(map[Key]boardReport, len(reports))
+	}
+	clear(mine)
 	for _, r := range reports {
-		mine[r.Key] = boardReport{at: now, r: r}
+		mine[r.Key] = boardReport{at: now, r: r, slow: r.Counts.Slow(), samples: r.Counts.Samples()}
 		if r.RetryAfterUntil.After(now) && r.RetryAfterUntil.After(b.retry[r.Key]) {
 			b.retry[r.Key] = r.RetryAfterUntil
 		}
@@ -313,13 +318,14 @@ func (b *FleetBoard) Round(now time.Time, entries []RoundEntry) {
 	}
 	for rep, m := range b.reports {
 		for k, br := range m {
+			br := br // a fresh copy each iteration (Go 1.22): cands may point to it
 			a, r := get(k), &br.r
 			for kind := range 4 {
-				c := topCand{replica: rep, r: r}
+				c := topCand{replica: rep, r: &br}
 				switch {
-				case a.cands[2*kind].r == nil || betterTop(kind, r, a.cands[2*kind].r):
+				case a.cands[2*kind].r == nil || betterTop(kind, &br, a.cands[2*kind].r):
 					a.cands[2*kind+1], a.cands[2*kind] = a.cands[2*kind], c
-				case a.cands[2*kind+1].r == nil || betterTop(kind, r, a.cands[2*kind+1].r):
+				case a.cands[2*kind+1].r == nil || betterTop(kind, &br, a.cands[2*kind+1].r):
 					a.cands[2*kind+1] = c
 				}
 			}
@@ -382,10 +388,30 @@ func (b *FleetBoard) Round(now time.Time, entries []RoundEntry) {
 				in.StreakStart, in.LastSuccess = a.streak[0], a.lastOK[0]
 			}
 			// Top without this replica: each kind's best other report is its best or, if that is
-			// this replica's, its second best.
-			for _, c := range a.cands {
-				if c.replica != e.Replica && c.r != nil {
-					in.Top.Consider(c.r)
+			// this replica's, its second best (as FleetTop.Consider over the others would find).
+			for kind := range 4 {
+				c := a.cands[2*kind]
+				if c.replica == e.Replica {
+					c = a.cands[2*kind+1]
+				}
+				if c.r == nil {
+					continue
+				}
+				switch r := &c.r.r; kind {
+				case 0:
+					if r.Counts.Failures > 0 {
+						in.Top.FailingRequests, in.Top.Failures = r.Counts.Requests, r.Counts.Failures
+					}
+				case 1:
+					if r.Counts.Timeouts > 0 {
+						in.Top.TimingRequests, in.Top.Timeouts = r.Counts.Requests, r.Counts.Timeouts
+					}
+				case 2:
+					if c.r.slow > 0 {
+						in.Top.Slow = r.Counts.Latency
+					}
+				case 3:
+					in.Top.Streak = r.Streak
 				}
 			}
 			if l, ok := b.leases[k]; ok {
@@ -398,21 +424,28 @@ func (b *FleetBoard) Round(now time.Time, entries []RoundEntry) {
 
 type topCand struct {
 	replica string
-	r       *FleetReport
+	r       *boardReport
 }
 
 // betterTop says a goes before b in kind k of FleetTop (0 failures, 1 timeouts, 2 slow
 // successes, 3 streak), as FleetTop.Consider orders them.
-func betterTop(k int, a, b *FleetReport) bool {
+func betterTop(k int, a, b *boardReport) bool {
+	ac, bc := &a.r.Counts, &b.r.Counts
 	switch k {
 	case 0:
-		return a.Counts.Failures > b.Counts.Failures || (a.Counts.Failures == b.Counts.Failures && a.Counts.Requests < b.Counts.Requests)
+		return ac.Failures > bc.Failures || (ac.Failures == bc.Failures && ac.Requests < bc.Requests)
 	case 1:
-		return a.Counts.Timeouts > b.Counts.Timeouts || (a.Counts.Timeouts == b.Counts.Timeouts && a.Counts.Requests < b.Counts.Requests)
+		return ac.Timeouts > bc.Timeouts || (ac.Timeouts == bc.Timeouts && ac.Requests < bc.Requests)
 	case 2:
-		return slowerThan(&a.Counts.Latency, &b.Counts.Latency)
+		if a.slow != b.slow || a.slow == 0 {
+			return a.slow > b.slow // without slow samples the order does not matter: no top
+		}
+		if a.samples != b.samples {
+			return a.samples < b.samples
+		}
+		return slowerThan(&ac.Latency, &bc.Latency)
 	}
-	return a.Streak > b.Streak
+	return a.r.Streak > b.r.Streak
 }
 
 func earliest2(t [2]time.Time, v time.Time) [2]time.Time {

@@ -68,6 +68,9 @@ type Status struct {
 	LastTransition   time.Time
 	Reason, Message  string // of the last transition
 	Panic            bool   // the last Select for this model returned this key by panic routing
+	// FleetVerdictBy is the replica whose fleet verdict (SetFleet) the key follows while the store
+	// holds it; empty when the key judges on its own evidence.
+	FleetVerdictBy string
 	// DryRun: the key's policy is in DryRun; the fields after it are its shadow's (would-be)
 	// phase, score and last transition, and the key's own figures above stay those of a key
 	// that takes no verdict.

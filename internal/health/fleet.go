@@ -476,7 +476,10 @@ func (s *state) fleetTrip(in *FleetInput) (reason, msg string, ok bool) {
 		return "", "", false
 	}
 	set, w, o, top := &s.set, &s.win, &in.Others, &in.Top
-	across := fmt.Sprintf("across %d replicas", in.Replicas+1)
+	if o.Failures == 0 && in.Streak == 0 && top.Slow == ([LatencyBins]uint32{}) {
+		return "", "", false // the rest of the fleet has no evidence: no fleet rule can hold
+	}
+	across := func() string { return fmt.Sprintf("across %d replicas", in.Replicas+1) }
 	// holds: n of req reach pct, and still do without the replica with the most (its n and req
 	// are the larger n of this replica's (ln, lreq) and the top other's (tn, treq)).
 	holds := func(pct, n, req, ln, lreq, tn, treq int) bool {
@@ -492,12 +495,12 @@ func (s *state) fleetTrip(in *FleetInput) (reason, msg string, ok bool) {
 		fail := w.total.failures() + o.Failures
 		if holds(set.ErrorRatePercent, fail, req, w.total.failures(), lreq, top.Failures, top.FailingRequests) {
 			return "ErrorRateExceeded", fmt.Sprintf("error rate %.1f%% (%d/%d) >= %d%% over %s %s",
-				float64(fail)*100/float64(req), fail, req, set.ErrorRatePercent, set.Window, across), true
+				float64(fail)*100/float64(req), fail, req, set.ErrorRatePercent, set.Window, across()), true
 		}
 		lto := int(w.total[OutcomeTimeout])
 		if to := lto + o.Timeouts; holds(set.TimeoutRatePercent, to, req, lto, lreq, top.Timeouts, top.TimingRequests) {
 			return "TimeoutRateExceeded", fmt.Sprintf("timeout rate %.1f%% (%d/%d) >= %d%% over %s %s",
-				float64(to)*100/float64(req), to, req, set.TimeoutRatePercent, set.Window, across), true
+				float64(to)*100/float64(req), to, req, set.TimeoutRatePercent, set.Window, across()), true
 		}
 		if lim := float64(set.LatencyP95); lim > 0 {
 			local := FleetCounts{Latency: w.lat}
@@ -513,7 +516,7 @@ func (s *state) fleetTrip(in *FleetInput) (reason, msg string, ok bool) {
 			n, rn := w.latN+o.Samples(), w.latN+o.Samples()-worst.Samples()
 			if p := w.quantile(&sum, n, 95); p > lim && rn > 0 && w.quantile(&rest, rn, 95) > lim {
 				return "LatencyP95Exceeded", fmt.Sprintf("p95 latency %s > %s over %s (%d successes, %d requests) %s",
-					dur(p), set.LatencyP95, set.Window, n, req, across), true
+					dur(p), set.LatencyP95, set.Window, n, req, across()), true
 			}
 		}
 	}
@@ -526,7 +529,7 @@ func (s *state) fleetTrip(in *FleetInput) (reason, msg string, ok bool) {
 		}
 		if last < start {
 			return "ConsecutiveFailures", fmt.Sprintf("%d consecutive failures %s (last here: %s)",
-				total, across, s.lastFail), true
+				total, across(), s.lastFail), true
 		}
 	}
 	return "", "", false

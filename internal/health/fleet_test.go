@@ -446,8 +446,8 @@ func TestFleetVerdictAdoption(t *testing.T) {
 			(ev.Actor == actorFleet) != (replicaName(i) != v.By && !strings.Contains(ev.Message, "across")) {
 			t.Errorf("replica %d: ejection %+v", i, ev)
 		}
-		if st := status(t, e, now, kA); !st.CooldownUntil.Equal(v.Until) || st.Ejections != 1 {
-			t.Errorf("replica %d: cooldown until %s, %d ejections; want %s, 1", i, st.CooldownUntil, st.Ejections, v.Until)
+		if st := status(t, e, now, kA); !st.CooldownUntil.Equal(v.Until) || st.Ejections != 1 || st.FleetVerdictBy != v.By {
+			t.Errorf("replica %d: cooldown until %s, %d ejections, verdict by %q; want %s, 1, %q", i, st.CooldownUntil, st.Ejections, st.FleetVerdictBy, v.Until, v.By)
 		}
 	}
 	if ps := f.phases(now, kB); !allIn(ps, PhaseHealthy) {
@@ -630,7 +630,7 @@ func TestFleetRestartedReplicaAdopts(t *testing.T) {
 		}
 	}
 	cands := []Candidate{{Channel: kA.Channel, Weight: 100}, {Channel: kB.Channel, Weight: 100}}
-	if st := status(t, e, now, kA); st.Phase != PhaseEjected || !st.CooldownUntil.Equal(t0.Add(4*time.Minute)) {
+	if st := status(t, e, now, kA); st.Phase != PhaseEjected || !st.CooldownUntil.Equal(t0.Add(4*time.Minute)) || st.FleetVerdictBy != "replica-0" {
 		t.Errorf("%v: %s until %s, want Ejected until %s", kA, st.Phase, st.CooldownUntil, t0.Add(4*time.Minute))
 	}
 	// Started 4m10s ago with 3m steps: the second step (15%), begun 1m10s ago, until t0+2m.

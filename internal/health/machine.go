@@ -205,6 +205,9 @@ func (s *state) status() Status {
 	if s.retryUntil > s.now {
 		st.RetryAfterUntil = timeOf(s.retryUntil)
 	}
+	if fl := s.fl; s.fleetFresh() && fl.in.Verdict != nil && fl.in.Verdict.Version == fl.follows && s.now < nanos(fl.in.Verdict.Until) {
+		st.FleetVerdictBy = fl.in.Verdict.By
+	}
 	return st
 }
 
