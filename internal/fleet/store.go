@@ -7,7 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
+	"net"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -104,9 +104,9 @@ func NewStore(ep Endpoint, set Settings) *Store {
 		DisableIdentity:       true, // no CLIENT SETINFO: older servers and Valkey log it as unknown
 	}
 	if ep.TLS {
-		host := ep.Addr
-		if h, _, ok := strings.Cut(ep.Addr, ":"); ok {
-			host = h
+		host, _, err := net.SplitHostPort(ep.Addr)
+		if err != nil {
+			host = ep.Addr
 		}
 		opt.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, ServerName: host}
 	}
