@@ -51,13 +51,18 @@ lint: vet ## Run the linters (go vet and a gofmt check).
 envtest: ## Build (once, cached in ~/.cache/switchyard) kube-apiserver, etcd and kubectl for envtest.
 	@hack/envtest.sh
 
+.PHONY: redis
+redis: ## Install Debian's redis-server when missing (the fleet store's tests run it on random loopback ports).
+	@hack/redis.sh >/dev/null
+
 .PHONY: tools
 tools: ## Build (once, cached in ~/.cache/switchyard) the pinned helm and promtool.
 	@hack/tools.sh >/dev/null
 
 .PHONY: test
-test: envtest tools ## Run all unit and envtest suites (a real kube-apiserver and etcd).
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) test ./... -count=1
+test: envtest tools redis ## Run all unit and envtest suites (a real kube-apiserver and etcd, a real redis-server).
+	@# SWITCHYARD_REQUIRE_REDIS: the fleet tests fail, instead of skipping, without a redis-server.
+	SWITCHYARD_REQUIRE_REDIS=1 SWITCHYARD_REDIS_SERVER="$$(hack/redis.sh)" KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) test ./... -count=1
 	@# The request path and the health engine are shared by many goroutines: run them under the race detector too.
 	$(GO) test -race -count=1 ./internal/health/ ./internal/proxy/
 	@# The planner is shared by every request too; -short plays 100 of the differential test's sequences.

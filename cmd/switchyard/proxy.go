@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/switchyard-io/switchyard/internal/audit"
+	"github.com/switchyard-io/switchyard/internal/fleet"
 	"github.com/switchyard-io/switchyard/internal/proxy"
 	"github.com/switchyard-io/switchyard/internal/proxy/kubesource"
 	"github.com/switchyard-io/switchyard/internal/version"
@@ -55,6 +56,10 @@ func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		auditMax     = fs.Int64("audit-log-max-bytes", 100<<20, "rotate the audit log when it would grow past this size (to PATH.1, PATH.2, ...)")
 		auditKeep    = fs.Int("audit-log-keep", 5, "rotated audit log files kept")
 		auditReq     = auditRequiredFlag{}
+		fleetRedis   = fs.String("fleet-redis", "", "share health evidence, verdicts and client usage with the other replicas through this Redis or Valkey (6+, single node): redis://[user@]host:port/db or rediss:// (TLS); the password from the URL or $"+fleet.PasswordEnv+"; absent: every replica judges alone")
+		fleetSync    = fs.Duration("fleet-sync-interval", fleet.DefaultSyncInterval, "with --fleet-redis: how often this replica exchanges evidence and verdicts (one round trip)")
+		fleetName    = fs.String("fleet-name", "", "with --fleet-redis: the fleet's key prefix, so several gateways may share one Redis (default: the namespace and name of the proxy Deployment in a cluster, \"standalone\" otherwise)")
+		replicaName  = fs.String("replica", "", "this replica's name on the admin API and in the fleet store (default $POD_NAME, then the hostname)")
 		authFailures = fs.Float64("auth-failures-per-second", proxy.DefaultAuthFailuresPerSecond, "failed client keys a source address (IPv4, IPv6 /64) may send a second after a burst of 20; beyond it 429 too_many_auth_failures (negative: no throttle)")
 	)
 	fs.Var(&auditReq, "audit-required", "with --audit-log: refuse requests (503 audit_unavailable) and fail /readyz while the audit log cannot be written (default: true while client keys are required, by --require-client-key or GatewayClients in the config)")
@@ -101,7 +106,21 @@ func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		defer auditW.Close() // after the drain: the last requests' lines are written
 	}
-	replica := os.Getenv("POD_NAME")
+	replica := *replicaName
+	if replica == "" {
+		replica = os.Getenv("POD_NAME")
+	}
+	if replica == "" {
+		replica, _ = os.Hostname()
+	}
+	fleetOpts, err := fleetOptions(*fleetRedis, *fleetName, replica, *fleetSync, *configMap != "")
+	if err != nil {
+		return err
+	}
+	if fleetOpts != nil {
+		defer fleetOpts.Store.(io.Closer).Close()
+		logger.Info("Sharing health with the fleet", "fleet", fleetOpts.Name, "store", fleetOpts.Endpoint, "replica", replica, "syncInterval", fleetSync.String())
+	}
 	if *adminListen == "" {
 		*adminListen = defaultAdminListen(*configMap != "")
 	}
@@ -115,7 +134,7 @@ func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	srv := proxy.New(proxy.Options{MaxBodyBytes: *maxBody, MaxBufferedBodyBytes: *maxBuffered, MaxInFlight: *maxInFlight,
 		BodyReadTimeout: *bodyTimeout, ClientWriteTimeout: *writeTimeout, RequestIDHeader: *reqIDHeader,
 		AccessLog: logW, Logger: logger, Replica: replica, RequireClientKey: *requireKey || exposed, Audit: auditW, AuditRequired: auditReq.requirement(),
-		AuthFailuresPerSecond: *authFailures})
+		AuthFailuresPerSecond: *authFailures, Fleet: fleetOpts.proxyOptions()})
 	logger.Info("Starting switchyard proxy", "version", version.String(), "listen", *listen, "adminListen", *adminListen)
 
 	bg, stopBG := context.WithCancel(context.Background())
@@ -158,6 +177,11 @@ func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("refusing to serve without client keys on %s, an address other than loopback: configure a GatewayClient or pass --require-client-key, "+
 			"pass --allow-anonymous to serve anyone who reaches it, or listen on loopback (the default, 127.0.0.1:8080)", *listen)
 	}
+	// Before listening: a replica started during an outage adopts the fleet's verdicts first
+	// (bounded; without the store it serves on local evidence and keeps trying).
+	if err := srv.JoinFleet(ctx); err != nil {
+		logger.Warn("Serving on local evidence until the fleet store answers", "error", err.Error())
+	}
 	apiLn, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return fmt.Errorf("--listen: %w", err)
@@ -168,6 +192,68 @@ func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("--admin-listen: %w", err)
 	}
 	return proxy.Serve(ctx, srv, proxy.ServeOptions{API: apiLn, Admin: adminLn, Drain: *drain, Tick: *tick})
+}
+
+// fleetConfig is the proxy's fleet store and the redacted endpoint to log.
+type fleetConfig struct {
+	proxy.FleetOptions
+	Endpoint string
+}
+
+func (f *fleetConfig) proxyOptions() *proxy.FleetOptions {
+	if f == nil {
+		return nil
+	}
+	return &f.FleetOptions
+}
+
+// fleetOptions turns the --fleet-* flags into the proxy's fleet store; nil without --fleet-redis.
+func fleetOptions(raw, name, replica string, interval time.Duration, inCluster bool) (*fleetConfig, error) {
+	if raw == "" {
+		return nil, nil
+	}
+	ep, err := fleet.ParseURL(raw, os.Getenv(fleet.PasswordEnv))
+	if err != nil {
+		return nil, err
+	}
+	if interval < 100*time.Millisecond || interval > time.Minute {
+		return nil, fmt.Errorf("--fleet-sync-interval must be between 100ms and 1m, got %s", interval)
+	}
+	if name == "" {
+		name = defaultFleetName(inCluster, os.Getenv("POD_NAMESPACE"), os.Getenv("POD_NAME"))
+	}
+	if !validFleetName(name) {
+		return nil, fmt.Errorf("--fleet-name %q: use letters, digits and . _ - / (at most 128)", name)
+	}
+	st := fleet.NewStore(ep, proxy.FleetStoreSettings(name, replica, interval))
+	return &fleetConfig{FleetOptions: proxy.FleetOptions{Store: st, Name: name, Interval: interval}, Endpoint: ep.String()}, nil
+}
+
+// defaultFleetName is NAMESPACE/DEPLOYMENT in a cluster, read off the pod's name (a Deployment's
+// pods are DEPLOYMENT-RSHASH-PODHASH), and "standalone" otherwise or when the name has no such shape.
+func defaultFleetName(inCluster bool, namespace, pod string) string {
+	if !inCluster || namespace == "" || pod == "" {
+		return "standalone"
+	}
+	parts := strings.Split(pod, "-")
+	if len(parts) < 3 {
+		return "standalone"
+	}
+	return namespace + "/" + strings.Join(parts[:len(parts)-2], "-")
+}
+
+func validFleetName(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '_', r == '-', r == '/':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // defaultListen is the API's address when --listen is not given: standalone, this machine only

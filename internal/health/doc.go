@@ -126,7 +126,8 @@
 // Every phase change, and every ramp step, is an Event with a CamelCase reason: the trip rules
 // above, HealthScoreDegraded, HealthScoreRecovered, RateLimited, RateLimitRecovered,
 // CooldownElapsed, ProbeFailed, ProbesPassed, RampStep, RampErrorRise, RampLatencyRise,
-// RampCompleted, Disabled, Enabled. Actors are "rule", "probe" and "operator".
+// RampCompleted, Disabled, Enabled. Actors are "rule", "probe", "operator" and "fleet"
+// (a verdict another replica set, adopted through SetFleet).
 //
 // # Dry run
 //
@@ -139,4 +140,16 @@
 // a dry run in listed order anyway). A shadow sends no probes: the key keeps its live traffic,
 // and in Probing those attempts count as its probes. Operator overrides act on the key, not on
 // the shadow.
+//
+// # Fleet
+//
+// Replicas of one gateway may share evidence through a fleet store (fleet.go): FleetOutbox
+// reports the keys that are not quiet, SetFleet takes the other replicas' summed counts, the
+// verdict the store holds, the probe lease and the fleet's Retry-After, as inputs like time. The
+// rate, timeout-rate and p95 rules then count the fleet's requests (MinRequests is reachable at
+// low traffic per replica), only on a complete view, and only when the rest of the fleet shows
+// the problem without its worst replica: one replica's own broken egress stays its local verdict.
+// The first replica to trip publishes the verdict; the others adopt it (actor "fleet"); one
+// replica probes for the fleet; an expired input means local judgement again, as without a
+// fleet. FleetBoard is the store's semantics in memory.
 package health

@@ -48,7 +48,7 @@ type Event struct {
 	From, To       Phase
 	Reason         string // CamelCase rule or action, e.g. ErrorRateExceeded, CooldownElapsed
 	Message        string // observed figures and window, e.g. "error rate 21.7% (52/240) >= 18% over 2m0s"
-	Actor          string // "rule", "probe" or "operator"
+	Actor          string // "rule", "probe", "operator" or "fleet"
 }
 
 // Status is the live view of one channel×model.
@@ -68,6 +68,9 @@ type Status struct {
 	LastTransition   time.Time
 	Reason, Message  string // of the last transition
 	Panic            bool   // the last Select for this model returned this key by panic routing
+	// FleetVerdictBy is the replica whose fleet verdict (SetFleet) the key follows while the store
+	// holds it; empty when the key judges on its own evidence.
+	FleetVerdictBy string
 	// DryRun: the key's policy is in DryRun; the fields after it are its shadow's (would-be)
 	// phase, score and last transition, and the key's own figures above stay those of a key
 	// that takes no verdict.
@@ -83,6 +86,7 @@ const (
 	actorRule     = "rule"
 	actorProbe    = "probe"
 	actorOperator = "operator"
+	actorFleet    = "fleet" // a verdict another replica set, adopted from the fleet store
 )
 
 // Engine holds the state of every configured channel×model. It is safe for concurrent use: one
@@ -320,7 +324,9 @@ func (e *Engine) Tick(now time.Time) {
 // ProbesDue appends to dst the keys in Probing whose next probe is due at now and marks each as
 // handed out: a key is returned at most once per ProbeInterval, and not again while its probe is
 // in flight, unless that probe is older than ProbeMaxLatency (its answer could only fail now).
-// Keys are appended in channel, model order.
+// Keys are appended in channel, model order. A key out of service by the fleet's verdict, with
+// fresh fleet input, is handed out only while this replica holds its probe lease (SetFleet): one
+// probe per key for the whole fleet.
 func (e *Engine) ProbesDue(now time.Time, dst []Key) []Key {
 	t := nanos(now)
 	e.eachActive(func(s *state) { // a key in Probing is never at rest
@@ -331,7 +337,7 @@ func (e *Engine) ProbesDue(now time.Time, dst []Key) []Key {
 			return
 		}
 		if s.base != PhaseProbing || s.now < s.probeNext ||
-			(s.probeInFlight && s.now < s.probeSent+int64(s.set.ProbeMaxLatency)) {
+			(s.probeInFlight && s.now < s.probeSent+int64(s.set.ProbeMaxLatency)) || !s.mayProbe() {
 			return
 		}
 		s.probeInFlight, s.probeSent, s.probeNext = true, s.now, s.now+int64(s.set.ProbeInterval)

@@ -40,6 +40,9 @@ type state struct {
 	lowSince  int64   // since when the score is below EjectBelow
 	consec    int     // failures in a row while in service
 	lastFail  Outcome
+	// streakStart is when the current run of consec failures began (0 without one) and
+	// lastSuccess the latest success: the fleet's consecutive rule needs both (FleetReport).
+	streakStart, lastSuccess int64
 
 	ejections      int
 	level          int   // cooldown doublings for the next ejection
@@ -78,6 +81,10 @@ type state struct {
 	sweeps        uint64 // Engine.sweeps when the key last caught up with Engine.swept
 	listed, dirty bool   // on Engine.active, on Engine.dirty
 	gone          bool   // dropped by Configure
+
+	// fl is the key's fleet view (SetFleet); nil until the first one, so a replica without a
+	// fleet store carries nothing more per key.
+	fl *fleetState
 
 	// win is most of the state's bytes; its only pointer is its first field. It stays the last
 	// field: the garbage collector scans an object only up to its last pointer, so a pointer
@@ -197,6 +204,9 @@ func (s *state) status() Status {
 	}
 	if s.retryUntil > s.now {
 		st.RetryAfterUntil = timeOf(s.retryUntil)
+	}
+	if fl := s.fl; s.fleetFresh() && fl.in.Verdict != nil && fl.in.Verdict.Version == fl.follows && s.now < nanos(fl.in.Verdict.Until) {
+		st.FleetVerdictBy = fl.in.Verdict.By
 	}
 	return st
 }
@@ -431,6 +441,9 @@ func (e *Engine) checkTrips(s *state, at int64, withLatency bool) bool {
 func (e *Engine) observe(s *state, o Observation) {
 	e.advance(s, nanos(o.At))
 	t := s.now // an observation older than the key's clock counts as happening now
+	if o.Outcome == OutcomeSuccess {
+		s.lastSuccess = t
+	}
 	if s.win.add(o.Outcome.tallied(), o.Latency) {
 		s.p95Dirty = true
 	}
@@ -442,10 +455,13 @@ func (e *Engine) observe(s *state, o Observation) {
 	case PhaseHealthy, PhaseDegraded:
 		switch {
 		case o.Outcome.IsFailure():
+			if s.consec == 0 {
+				s.streakStart = t
+			}
 			s.consec++
 			s.lastFail = o.Outcome
 		case o.Outcome == OutcomeSuccess:
-			s.consec = 0
+			s.consec, s.streakStart = 0, 0
 		}
 		e.checkTrips(s, t, false)
 	case PhaseRampingUp:
@@ -503,6 +519,7 @@ func (e *Engine) observeProbe(s *state, t int64, o Observation) {
 			e.transition(s, t, PhaseRampingUp, "ProbesPassed", actorProbe,
 				fmt.Sprintf("%d probes in a row succeeded within %s; traffic share %d%%",
 					s.probeOK, set.ProbeMaxLatency, set.RampSteps[0]))
+			s.fleetProbed()
 		}
 	case o.Outcome == OutcomeSuccess:
 		e.probeFailed(s, t, fmt.Sprintf("probe took %s > %s", o.Latency, set.ProbeMaxLatency))
@@ -518,11 +535,17 @@ func (e *Engine) probeFailed(s *state, t int64, msg string) {
 	s.cooldownLen = s.cooldownFor(s.level - 1)
 	s.cooldownUntil = t + int64(s.cooldownLen)
 	e.transition(s, t, PhaseEjected, "ProbeFailed", actorProbe, msg)
+	s.fleetProbed()
 }
 
 // rateLimited honours a 429: Retry-After blocks the key until it passes, and the first 429 of a
 // burst (429s less than one bucket apart) cuts the share by ShareReductionPercent.
 func (e *Engine) rateLimited(s *state, t int64, retryAfter time.Duration) {
+	e.rateLimitedBy(s, t, retryAfter, "429 from the provider")
+}
+
+// rateLimitedBy is rateLimited with the journal's account of where the 429 came from.
+func (e *Engine) rateLimitedBy(s *state, t int64, retryAfter time.Duration, source string) {
 	from := s.phase()
 	share := s.rlShare(t)
 	if !s.rlOn || t-s.lastCut >= s.win.w {
@@ -534,7 +557,7 @@ func (e *Engine) rateLimited(s *state, t int64, retryAfter time.Duration) {
 		s.retryUntil = max(s.retryUntil, t+int64(retryAfter))
 	}
 	s.rlOn = s.rlEnd() > t
-	msg := fmt.Sprintf("429 from the provider; traffic share cut to %.0f%%", share)
+	msg := fmt.Sprintf("%s; traffic share cut to %.0f%%", source, share)
 	if s.retryUntil > t {
 		msg += fmt.Sprintf(", nothing before %s (Retry-After)", timeOf(s.retryUntil).Format(time.RFC3339Nano))
 	}
@@ -554,7 +577,10 @@ func (e *Engine) eject(s *state, at int64, reason, msg string) {
 	s.level = min(s.level+1, maxLevel)
 	s.ejections++
 	s.cooldownUntil = at + int64(s.cooldownLen)
-	s.consec, s.lowSince = 0, 0
+	s.consec, s.streakStart, s.lowSince = 0, 0, 0
+	if s.fl != nil {
+		s.fl.owned = false // a local verdict (SetFleet marks its own trips the fleet's)
+	}
 	e.transition(s, at, PhaseEjected, reason, actorRule, msg)
 }
 

@@ -62,6 +62,7 @@ func (s *Server) ChannelsState() adminapi.ChannelsResponse {
 	c := s.cfg.Load()
 	out.ClientAuth, out.Clients = s.clients.admin(c, now)
 	out.Rollouts = s.rolloutsState(c)
+	out.Fleet = s.fleetLink()
 	for _, st := range s.engine.Status(now) {
 		cs := adminapi.ChannelState{
 			Channel: st.Channel, Model: st.Model, Phase: st.Phase.String(), HealthScore: st.Score,
@@ -81,6 +82,7 @@ func (s *Server) ChannelsState() adminapi.ChannelsResponse {
 				cs.DryRun.LastTransition = &adminapi.Transition{Time: st.DryRunLastTransition.UTC(), Reason: st.DryRunReason, Message: st.DryRunMessage}
 			}
 		}
+		cs.Fleet = s.fleetKeyState(st.Key)
 		if !st.LastTransition.IsZero() {
 			cs.LastTransition = &adminapi.Transition{Time: st.LastTransition.UTC(), Reason: st.Reason, Message: st.Message}
 		}

@@ -13,6 +13,9 @@ import (
 // Client limits, counted on this replica. Each replica enforces its share of a client's limit
 // (the limit divided by Table.ProxyReplicas, rounded up): no replica asks another, so nothing on
 // the request path waits for a shared store. What the approximation allows is in docs/clients.md.
+// With a fleet store (--fleet-redis) connected, the per-minute and per-day limits are the whole
+// limit instead, against this replica's use plus the others' as of the last sync (fleet.go): the
+// request path still reads only memory, and the fleet may overshoot by one sync interval's use.
 //
 // Requests count when admitted; tokens count when the provider's usage figures arrive (the end of
 // a non-streamed answer, the usage event of a stream). A request is admitted while the client is
@@ -51,6 +54,20 @@ type clientLimiter struct {
 	dayReq  int64
 	dayTok  int64
 	last    time.Time
+
+	// unsentReq and unsentTok are counted since the last fleet sync took them (fleet.go).
+	unsentReq, unsentTok int64
+	// others is the other replicas' use as of the last fleet sync; others.on is false without a
+	// connected fleet store, and the limits are then this replica's share.
+	others fleetUse
+}
+
+// fleetUse is the other replicas' use of a client's limits.
+type fleetUse struct {
+	on                   bool
+	minuteReq, minuteTok int64
+	dayTok               int64
+	day                  string // the UTC date dayTok is of
 }
 
 type secondBucket struct {
@@ -75,22 +92,31 @@ func (l *clientLimiter) admit(now time.Time, lim routing.ClientLimits, replicas 
 	defer l.mu.Unlock()
 	l.rollDay(now)
 	sec := now.Unix()
+	var o fleetUse
+	if l.others.on {
+		// The fleet's totals: the whole limit against everyone's use.
+		o, replicas = l.others, 1
+		if o.day != l.day {
+			o.dayTok = 0
+		}
+	}
 	if rpm := share(lim.RequestsPerMinute, replicas); rpm > 0 {
-		if n := l.window(sec, func(b *secondBucket) int64 { return b.requests }); n >= rpm {
-			return limitRequestsPerMinute, l.until(now, rpm, func(b *secondBucket) int64 { return b.requests })
+		if n := l.window(sec, func(b *secondBucket) int64 { return b.requests }); n+o.minuteReq >= rpm {
+			return limitRequestsPerMinute, l.until(now, rpm-o.minuteReq, func(b *secondBucket) int64 { return b.requests })
 		}
 	}
 	if tpm := share(lim.TokensPerMinute, replicas); tpm > 0 {
-		if n := l.window(sec, func(b *secondBucket) int64 { return b.tokens }); n >= tpm {
-			return limitTokensPerMinute, l.until(now, tpm, func(b *secondBucket) int64 { return b.tokens })
+		if n := l.window(sec, func(b *secondBucket) int64 { return b.tokens }); n+o.minuteTok >= tpm {
+			return limitTokensPerMinute, l.until(now, tpm-o.minuteTok, func(b *secondBucket) int64 { return b.tokens })
 		}
 	}
-	if tpd := share(lim.TokensPerDay, replicas); tpd > 0 && l.dayTok >= tpd {
+	if tpd := share(lim.TokensPerDay, replicas); tpd > 0 && l.dayTok+o.dayTok >= tpd {
 		y, m, d := now.UTC().Date()
 		return limitTokensPerDay, time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC).Sub(now)
 	}
 	l.bucket(sec).requests++
 	l.dayReq++
+	l.unsentReq++
 	l.last = now
 	return "", 0
 }
@@ -115,6 +141,29 @@ func (l *clientLimiter) addTokens(now time.Time, n int64) {
 	l.rollDay(now)
 	l.bucket(now.Unix()).tokens += n
 	l.dayTok += n
+	l.unsentTok += n
+}
+
+// takeUnsent hands this replica's use since the last call to a fleet sync, with its own minute
+// and day totals at that moment: the store's totals, which include them, minus these are the
+// others' use.
+func (l *clientLimiter) takeUnsent(now time.Time) (req, tok int64, own fleetUse) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.rollDay(now)
+	req, tok, l.unsentReq, l.unsentTok = l.unsentReq, l.unsentTok, 0, 0
+	sec := now.Unix()
+	own = fleetUse{minuteReq: l.window(sec, func(b *secondBucket) int64 { return b.requests }),
+		minuteTok: l.window(sec, func(b *secondBucket) int64 { return b.tokens }), dayTok: l.dayTok, day: l.day}
+	return req, tok, own
+}
+
+// setOthers records the other replicas' use (on) or, without a connected fleet store, drops it
+// so that the limits are this replica's share again.
+func (l *clientLimiter) setOthers(o fleetUse) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.others = o
 }
 
 // usage is the day's totals and the last request (admin API).

@@ -34,6 +34,7 @@ func Serve(ctx context.Context, srv *Server, o ServeOptions) error {
 	bg, stopBG := context.WithCancel(context.Background())
 	defer stopBG()
 	go srv.Run(bg, o.Tick)
+	go srv.runFleet(bg)
 
 	api := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
 	admin := &http.Server{Handler: srv.AdminHandler(), ReadHeaderTimeout: 10 * time.Second}

@@ -25,6 +25,7 @@ import (
 	"github.com/switchyard-io/switchyard/internal/adminapi"
 	"github.com/switchyard-io/switchyard/internal/audit"
 	"github.com/switchyard-io/switchyard/internal/failover"
+	"github.com/switchyard-io/switchyard/internal/fleet"
 	"github.com/switchyard-io/switchyard/internal/health"
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
@@ -96,6 +97,8 @@ type Options struct {
 	// the key check after a burst of 20 (auththrottle.go); beyond it, 429 too_many_auth_failures.
 	// 0: DefaultAuthFailuresPerSecond (2); negative: not throttled.
 	AuthFailuresPerSecond float64
+	// Fleet connects the replica to a fleet store (--fleet-redis); nil: it judges alone.
+	Fleet *FleetOptions
 }
 
 // Server is the proxy. Its data-plane Handler and AdminHandler are served on separate ports.
@@ -112,6 +115,8 @@ type Server struct {
 	accessLog *accessLog
 	bootID    string
 	clients   *clientsState // client keys, limits and the audit log (clientauth.go)
+	fleet     *fleet.Syncer // the fleet exchange (fleet.go); nil without a fleet store
+	fleetPeer *fleetPeer
 
 	cfg     atomic.Pointer[config]
 	cfgMu   sync.Mutex // serialises Apply
@@ -232,6 +237,7 @@ func New(opts Options) *Server {
 	}, func() float64 { return float64(s.bodyBytes.Load()) })
 	opts.Registry.MustRegister(s.metrics.InFlight, s.metrics.BodyBytes)
 	s.clients = newClientsState(s)
+	s.fleet = s.newFleet()
 	if cs, ok := opts.Transport.(interface{ connStats() (open, idle int) }); ok {
 		f := func() (open, idle int) {
 			o, i := cs.connStats()

@@ -34,6 +34,9 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	attempts := fs.Int("max-attempts", def.MaxAttempts, "attempts per client request")
 	seed := fs.Uint64("seed", def.Seed, "random seed: the same seed gives the same numbers")
 	rollout := fs.Int("rollout-percent", 100, "spec.rollout.percent: the share of requests (by request-id hash) that get the policy's failover and ejection; the rest walk the channels in order")
+	replicas := fs.Int("replicas", 1, "proxy replicas; each request goes to one at random, each judges with its own engine")
+	fleet := fs.String("fleet", "local,shared", "with --replicas > 1, comma-separated fleet modes to compare: local (each replica judges alone), shared (evidence and verdicts shared through one fleet store)")
+	fleetSync := fs.Duration("fleet-sync-interval", time.Second, "how often shared replicas exchange evidence, in simulated time")
 	format := fs.String("format", "table", "output format: table or json")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: switchyard simulate [flags]")
@@ -52,7 +55,18 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	cfg := Config{Duration: time.Duration(*days * 24 * float64(time.Hour)), Rate: *rate, UpMean: *upMean,
 		OutageMean: *outageMean, OutageSigma: *sigma, HangShare: *hang, Noise: *noise, Timeout: *timeout,
-		Scenario: *scenario, MaxAttempts: *attempts, Seed: *seed, RolloutPercent: *rollout}
+		Scenario: *scenario, MaxAttempts: *attempts, Seed: *seed, RolloutPercent: *rollout,
+		Replicas: *replicas, FleetSyncInterval: *fleetSync}
+	for _, m := range strings.Split(*fleet, ",") {
+		m = strings.TrimSpace(m)
+		if m != FleetLocal && m != FleetShared {
+			return fmt.Errorf("--fleet: %q is not local or shared", m)
+		}
+		cfg.Fleet = append(cfg.Fleet, m)
+	}
+	if *replicas < 1 {
+		return fmt.Errorf("--replicas must be at least 1, got %d", *replicas)
+	}
 	if *days <= 0 {
 		return errors.New("--days must be positive")
 	}
@@ -98,6 +112,11 @@ func WriteTable(w io.Writer, cfg Config, results []Result) error {
 	if p := cfg.RolloutPercent; p > 0 && p < 100 {
 		fmt.Fprintf(&b, "Rollout: %d%% of the requests (by request-id hash) get the policy's failover and ejection; the rest walk the channels in order.\n", p)
 	}
+	if len(results) > 0 && results[0].Fleet != nil {
+		writeFleet(&b, cfg, results)
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
 	b.WriteString("\n")
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "channels\tavailability\tdowntime/month\trequests\tfailed\toutages\tejections\tfailed over\tfailover p50\tp95\ttraffic moved p50\tp95\t")
@@ -137,4 +156,28 @@ func days(d time.Duration) string {
 		return fmt.Sprintf("%d days", d/(24*time.Hour))
 	}
 	return d.String()
+}
+
+// writeFleet is WriteTable's body for runs with several replicas: one row per channel count and
+// fleet mode.
+func writeFleet(b *strings.Builder, cfg Config, results []Result) {
+	fmt.Fprintf(b, "Fleet: %d replicas, each request served by one at random; local: each judges alone; shared: evidence and verdicts exchanged through one fleet store every %s.\n\n",
+		results[0].Fleet.Replicas, cfg.FleetSyncInterval)
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "channels\tfleet\tavailability\tdowntime/month\trequests\tfailed\tfailed attempts on broken channels\tprobes\tejections\ttraffic moved p50\tp90\tnot moved\t")
+	for _, r := range results {
+		f := r.Fleet
+		mv50, mv90 := "n/a", "n/a"
+		if r.Channels > 1 && f.MoveP90 > 0 {
+			mv50, mv90 = f.MoveP50.String(), f.MoveP90.String()
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%.4f%%\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%d\t\n", r.Channels, f.Mode, r.AvailabilityPercent,
+			r.DowntimePerMonth, r.Requests, r.Failed, f.BrokenAttempts, f.Probes, r.Ejections, mv50, mv90, f.NotMoved)
+	}
+	tw.Flush()
+	b.WriteString("\navailability: share of client requests answered; downtime/month: (1 - availability) x 30 days.\n")
+	b.WriteString("failed attempts on broken channels: attempts (not probes) started on a channel in an outage; probes: sent by all replicas.\n")
+	b.WriteString("ejections: summed over the replicas (a fleet verdict adopted by 200 replicas counts 200).\n")
+	b.WriteString("traffic moved: start of an outage of the channel taking the first attempts to the last request any replica still sent it first;\n")
+	b.WriteString("not moved: outages in which such requests kept coming in their last 5 s.\n")
 }

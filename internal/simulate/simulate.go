@@ -60,7 +60,23 @@ type Config struct {
 	// the requests, chosen as the proxy chooses (failover.ChooseCohort of the request id), get
 	// the policy's failover and ejection; the rest walk the channels in order, ejections ignored.
 	RolloutPercent int
+	// Replicas is the number of proxy replicas (default 1); each request goes to one of them at
+	// random, and each has its own health engine. With more than one, every channel count is run
+	// once per Fleet mode.
+	Replicas int
+	// Fleet lists the modes to compare when Replicas > 1 (default local, shared): "local", each
+	// replica judges alone; "shared", the replicas exchange evidence and verdicts through one
+	// health.FleetBoard every FleetSyncInterval of simulated time.
+	Fleet []string
+	// FleetSyncInterval is how often the shared replicas exchange (default 1s, --fleet-sync-interval).
+	FleetSyncInterval time.Duration
 }
+
+// Fleet modes of Config.Fleet.
+const (
+	FleetLocal  = "local"
+	FleetShared = "shared"
+)
 
 // Defaults of Config.
 const (
@@ -112,6 +128,28 @@ func (c *Config) defaults() error {
 	if c.RolloutPercent == 0 {
 		c.RolloutPercent = 100
 	}
+	if c.Replicas == 0 {
+		c.Replicas = 1
+	}
+	if len(c.Fleet) == 0 {
+		c.Fleet = []string{FleetLocal, FleetShared}
+	}
+	if c.FleetSyncInterval == 0 {
+		c.FleetSyncInterval = time.Second
+	}
+	for _, m := range c.Fleet {
+		if m != FleetLocal && m != FleetShared {
+			return fmt.Errorf("fleet mode must be local or shared, got %q", m)
+		}
+	}
+	switch {
+	case c.Replicas < 1 || c.Replicas > 1000:
+		return fmt.Errorf("replicas must be 1-1000, got %d", c.Replicas)
+	case c.FleetSyncInterval < 100*time.Millisecond || c.FleetSyncInterval > time.Minute:
+		return fmt.Errorf("fleet sync interval must be between 100ms and 1m, got %s", c.FleetSyncInterval)
+	case c.Replicas > 1 && c.RolloutPercent < 100:
+		return errors.New("a rollout percent below 100 is simulated with one replica only")
+	}
 	switch {
 	case c.Duration < time.Minute || c.Duration > 366*24*time.Hour:
 		return errors.New("duration must be between 1m and 366 days")
@@ -162,6 +200,26 @@ type Result struct {
 	// Cohorts splits Requests and Failed by rollout cohort when RolloutPercent < 100; nil
 	// otherwise (every request is the policy's).
 	Cohorts *Cohorts `json:"cohorts,omitempty"`
+	// The figures of a run with Replicas > 1 (nil otherwise).
+	Fleet *FleetFigures `json:"fleet,omitempty"`
+}
+
+// FleetFigures are the figures of one fleet mode: N replicas judging alone or sharing evidence.
+type FleetFigures struct {
+	Replicas int    `json:"replicas"`
+	Mode     string `json:"mode"`
+	// BrokenAttempts counts the attempts (not probes) that failed on a channel in an outage.
+	BrokenAttempts int `json:"brokenAttempts"`
+	// Probes counts the probes sent, by every replica.
+	Probes int `json:"probes"`
+	// MoveP50 and MoveP90: for each outage of the channel that took the first attempts when it
+	// began, from its start to the last request any replica still sent to it first during the
+	// outage (not counting panic routing: with every channel out there is nowhere to move to). Outages in which such requests kept coming until their last 5 s are counted in
+	// NotMoved instead. The per-replica "first request elsewhere" of one replica is no measure
+	// for a fleet: at 200 replicas one replica sees a request every few minutes.
+	MoveP50  time.Duration `json:"moveP50Ns"`
+	MoveP90  time.Duration `json:"moveP90Ns"`
+	NotMoved int           `json:"notMoved"`
 }
 
 // Cohorts are the figures of each rollout cohort (spec.rollout.percent): Policy, the requests
@@ -178,8 +236,9 @@ type CohortFigures struct {
 	AvailabilityPercent float64 `json:"availabilityPercent"`
 }
 
-// Run simulates every channel count of cfg (in parallel, each on its own engine) and returns
-// the results in cfg.Channels order.
+// Run simulates every channel count of cfg (in parallel, each on its own engines) and returns
+// the results in cfg.Channels order; with Replicas > 1, one result per channel count and Fleet
+// mode, in that order.
 func Run(ctx context.Context, cfg Config) ([]Result, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
@@ -189,17 +248,31 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 	for i := range outages {
 		outages[i] = outagesOf(&cfg, i)
 	}
-	results := make([]Result, len(cfg.Channels))
-	errs := make([]error, len(cfg.Channels))
+	type job struct {
+		channels int
+		mode     string // "" with one replica
+	}
+	var jobs []job
+	for _, n := range cfg.Channels {
+		if cfg.Replicas == 1 {
+			jobs = append(jobs, job{channels: n})
+			continue
+		}
+		for _, m := range cfg.Fleet {
+			jobs = append(jobs, job{channels: n, mode: m})
+		}
+	}
+	results := make([]Result, len(jobs))
+	errs := make([]error, len(jobs))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 2)
-	for i, n := range cfg.Channels {
+	for i, j := range jobs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			results[i], errs[i] = runOne(ctx, &cfg, outages[:n])
+			results[i], errs[i] = runOne(ctx, &cfg, outages[:j.channels], j.mode)
 		}()
 	}
 	wg.Wait()
@@ -250,6 +323,7 @@ const (
 	evProbeTick
 	evProbeEnd
 	evRetry
+	evFleetSync
 )
 
 type event struct {
@@ -257,14 +331,15 @@ type event struct {
 	seq  uint64
 	kind uint8
 	ch   int8
-	req  int32
+	req  int32 // the request; for evProbeEnd, the replica
 	o    health.Outcome
 	lat  time.Duration
 }
 
 type req struct {
 	arrival int64
-	first   int8 // the channel of the first attempt, -1 before it
+	first   int8  // the channel of the first attempt, -1 before it
+	replica int32 // the replica serving it
 	plan    failover.Plan
 }
 
@@ -288,8 +363,9 @@ func (r *routes) Channel(id string) *routing.Channel { return r.channels[id] }
 type sim struct {
 	cfg     *Config
 	outages [][]outage
-	oi      []int // per channel: index of the first outage that may still matter
-	eng     *health.Engine
+	oi      []int            // per channel: index of the first outage that may still matter
+	engs    []*health.Engine // one per replica
+	evSeqs  []uint64         // per replica: the journal read so far
 	keys    []health.Key
 	routes  *routes
 	rng     *rand.Rand
@@ -298,7 +374,8 @@ type sim struct {
 	reqs    []*req
 	free    []int32
 	due     []health.Key
-	evSeq   uint64
+	set     health.Settings
+	fl      *fleetSim // nil with one replica
 
 	res        Result
 	failover   []time.Duration
@@ -309,12 +386,17 @@ type sim struct {
 	idBuf      []byte
 }
 
-func runOne(ctx context.Context, cfg *Config, outages [][]outage) (Result, error) {
+func runOne(ctx context.Context, cfg *Config, outages [][]outage, mode string) (Result, error) {
 	n := len(outages)
-	s := &sim{cfg: cfg, outages: outages, oi: make([]int, n), eng: health.NewEngine(4096),
+	replicas := 1
+	if mode != "" {
+		replicas = cfg.Replicas
+	}
+	s := &sim{cfg: cfg, outages: outages, oi: make([]int, n), engs: make([]*health.Engine, replicas), evSeqs: make([]uint64, replicas),
 		rng: rand.New(rand.NewPCG(cfg.Seed, 0x7a11c+uint64(n))), waiting: make([]int, n),
 		lastOutage: make([]int, n)}
 	set := health.DefaultSettings(cfg.Scenario)
+	s.set = set
 	policy := &routing.Policy{Name: "simulate", Models: []string{"gpt-4o"}, Strategy: health.StrategyHealthScore.String(),
 		Scenario: cfg.Scenario, Settings: set, PanicRouting: true,
 		Retry: routing.Retry{MaxAttempts: cfg.MaxAttempts, BudgetPercent: routing.DefaultBudgetPercent,
@@ -339,12 +421,22 @@ func runOne(ctx context.Context, cfg *Config, outages [][]outage) (Result, error
 		s.res.Outages += len(outages[i])
 	}
 	s.res.Channels = n
-	s.eng.Configure(at(0), targets)
+	for i := range s.engs {
+		s.engs[i] = health.NewEngine(4096)
+		s.engs[i].Configure(at(0), targets)
+	}
+	if mode != "" {
+		s.fl = newFleetSim(s, mode)
+		s.res.Fleet = &FleetFigures{Replicas: replicas, Mode: mode}
+		if mode == FleetShared {
+			s.push(event{t: int64(cfg.FleetSyncInterval), kind: evFleetSync})
+		}
+	}
 	s.push(event{t: s.interarrival(), kind: evArrival})
 	s.push(event{t: 0, kind: evProbeTick})
 	end := int64(cfg.Duration)
 	for steps := 0; len(s.heap) > 0; steps++ {
-		if steps&0xffff == 0 {
+		if steps&0xfff == 0 { // often enough that an interrupt stops a 200-replica run within a second
 			if err := ctx.Err(); err != nil {
 				return Result{}, err
 			}
@@ -366,7 +458,13 @@ func runOne(ctx context.Context, cfg *Config, outages [][]outage) (Result, error
 		case evRetry:
 			s.step(e.req, e.t)
 		case evProbeEnd:
-			s.eng.Observe(s.keys[e.ch], health.Observation{At: at(e.t), Outcome: e.o, Latency: e.lat, Probe: true})
+			s.engs[e.req].Observe(s.keys[e.ch], health.Observation{At: at(e.t), Outcome: e.o, Latency: e.lat, Probe: true})
+			s.observed(int(e.req), e.o, e.lat)
+		case evFleetSync:
+			s.fl.sync(e.t)
+			if next := e.t + int64(cfg.FleetSyncInterval); next < end {
+				s.push(event{t: next, kind: evFleetSync})
+			}
 		}
 		s.drain(e.t)
 	}
@@ -418,8 +516,11 @@ func (s *sim) arrive(t int64) {
 		s.reqs = append(s.reqs, &req{})
 	}
 	r := s.reqs[id]
-	r.arrival, r.first = t, -1
-	r.plan.Start(s.routes, s.eng, s.rng, at(t), "gpt-4o")
+	r.arrival, r.first, r.replica = t, -1, 0
+	if len(s.engs) > 1 {
+		r.replica = int32(s.rng.IntN(len(s.engs)))
+	}
+	r.plan.Start(s.routes, s.engs[r.replica], s.rng, at(t), "gpt-4o")
 	if pol := s.routes.model.Policy; pol.Rollout != nil {
 		// The proxy hashes the request id: the simulated requests' ids are their numbers.
 		s.idBuf = strconv.AppendInt(append(s.idBuf[:0], "sim-"...), int64(s.res.Requests), 10)
@@ -448,8 +549,16 @@ func (s *sim) step(id int32, t int64) {
 		c := s.index(st.Channel.ID())
 		if r.first < 0 {
 			r.first = int8(c)
-			if r.plan.Cohort() == failover.CohortPolicy { // the listed cohort never moves off a channel
+			switch {
+			case s.fl != nil:
+				s.fl.firstChoice(c, t, st.Panic)
+			case r.plan.Cohort() == failover.CohortPolicy: // the listed cohort never moves off a channel
 				s.firstChoice(c, t)
+			}
+		}
+		if s.fl != nil {
+			if d, _, _ := s.down(c, t); d {
+				s.res.Fleet.BrokenAttempts++
 			}
 		}
 		o, lat := s.outcome(c, t)
@@ -493,18 +602,58 @@ func (s *sim) firstChoice(c int, t int64) {
 
 // attemptEnd reports the attempt to the engine and to the request's plan, and takes its next step.
 func (s *sim) attemptEnd(e event) {
-	s.eng.Observe(s.keys[e.ch], health.Observation{At: at(e.t), Outcome: e.o, Latency: e.lat})
+	rep := int(s.reqs[e.req].replica)
+	s.engs[rep].Observe(s.keys[e.ch], health.Observation{At: at(e.t), Outcome: e.o, Latency: e.lat})
+	s.observed(rep, e.o, e.lat)
 	s.reqs[e.req].plan.Observe(failover.Result{Outcome: e.o})
 	s.step(e.req, e.t)
 }
 
-// probe hands out the probes due at t; each is answered like a real attempt started at t.
+// observed follows what replica rep's engine just took: its journal (ejections) and, in a
+// fleet, whether it has something to tell the others.
+func (s *sim) observed(rep int, o health.Outcome, lat time.Duration) {
+	if s.fl == nil {
+		return // drain reads the one engine's journal after every event
+	}
+	s.journal(rep)
+	if o != health.OutcomeSuccess || lat > s.set.LatencyP95 {
+		s.fl.hot[rep] = true
+	}
+}
+
+// probe hands out the probes due at t; each is answered like a real attempt started at t. In a
+// fleet only the replicas with a key out of service are asked.
 func (s *sim) probe(t int64) {
-	s.due = s.eng.ProbesDue(at(t), s.due[:0])
-	for _, k := range s.due {
-		c := s.index(k.Channel)
-		o, lat := s.outcome(c, t)
-		s.push(event{t: t + int64(lat), kind: evProbeEnd, ch: int8(c), o: o, lat: lat})
+	for rep, e := range s.engs {
+		if s.fl != nil && s.fl.out[rep] == 0 {
+			continue
+		}
+		s.due = e.ProbesDue(at(t), s.due[:0])
+		for _, k := range s.due {
+			c := s.index(k.Channel)
+			o, lat := s.outcome(c, t)
+			if s.fl != nil {
+				s.res.Fleet.Probes++
+			}
+			s.push(event{t: t + int64(lat), kind: evProbeEnd, ch: int8(c), req: int32(rep), o: o, lat: lat})
+		}
+		if s.fl != nil {
+			s.journal(rep)
+		}
+	}
+}
+
+// journal counts the ejections in replica rep's journal since the last call, and in a fleet
+// keeps track of how many of its keys are out of service (Ejected or Probing).
+func (s *sim) journal(rep int) {
+	for _, ev := range s.engs[rep].Events(s.evSeqs[rep]) {
+		s.evSeqs[rep] = ev.Seq
+		if ev.To == health.PhaseEjected && ev.Reason != "ProbeFailed" {
+			s.res.Ejections++
+		}
+		if s.fl != nil {
+			s.fl.phase(rep, ev)
+		}
 	}
 }
 
@@ -513,6 +662,10 @@ func (s *sim) probe(t int64) {
 // after every event and a probe tick comes every second, so a start is noticed within a second
 // (the delay is measured from its exact start).
 func (s *sim) drain(now int64) {
+	if s.fl != nil {
+		s.fl.drain(now)
+		return
+	}
 	for c := range s.keys {
 		if d, _, i := s.down(c, now); d && i > s.lastOutage[c] {
 			s.lastOutage[c] = i
@@ -527,15 +680,15 @@ func (s *sim) drain(now int64) {
 			}
 		}
 	}
-	for _, ev := range s.eng.Events(s.evSeq) {
-		s.evSeq = ev.Seq
-		if ev.To == health.PhaseEjected && ev.Reason != "ProbeFailed" {
-			s.res.Ejections++
-		}
+	if s.fl == nil {
+		s.journal(0)
 	}
 }
 
 func (s *sim) finish() {
+	if s.fl != nil {
+		s.fl.finish()
+	}
 	for c := range s.keys {
 		if s.waiting[c] >= 0 {
 			s.res.EndedBeforeMove++

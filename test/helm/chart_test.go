@@ -724,6 +724,9 @@ func TestValuesRejected(t *testing.T) {
 		{"grace not longer than the drain", []string{"proxy.terminationGracePeriodSeconds=30"}, "terminationGracePeriodSeconds"},
 		{"autoscaling min above max", []string{"proxy.autoscaling.enabled=true", "proxy.autoscaling.minReplicas=5", "proxy.autoscaling.maxReplicas=3"}, "minReplicas"},
 		{"service account name missing", []string{"proxy.serviceAccount.create=false"}, "proxy.serviceAccount.name"},
+		{"fleet store password in the URL", []string{"fleet.redis.url=redis://:hunter2@redis:6379/0"}, "url"},
+		{"fleet store not a Redis URL", []string{"fleet.redis.url=http://redis:6379"}, "url"},
+		{"fleet password Secret without a name", []string{"fleet.redis.url=redis://redis:6379", "fleet.redis.passwordSecretRef.key=pw"}, "name"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1031,5 +1034,39 @@ func TestProxyKeysOrAnonymousIsExplicit(t *testing.T) {
 		if !slices.Contains(pc.Args, "--listen=:8080") || !slices.Contains(pc.Args, tc.want) || slices.Contains(pc.Args, tc.not) {
 			t.Errorf("--set %v: proxy args %v, want --listen=:8080 and %s, not %s", tc.sets, pc.Args, tc.want, tc.not)
 		}
+	}
+}
+
+// Without fleet values the proxy judges alone (no --fleet-* flag); with them it gets the store's
+// URL, interval and name as flags and the password from the Secret as an environment variable,
+// never in its args.
+func TestProxyFleetValues(t *testing.T) {
+	objs := parse(t, render(t, "switchyard", defaultNS, nil))
+	var proxy appsv1.Deployment
+	objs.get(t, "Deployment", "switchyard-proxy", &proxy)
+	for _, a := range container(t, &proxy, "proxy").Args {
+		if strings.HasPrefix(a, "--fleet-") {
+			t.Errorf("default values render %s", a)
+		}
+	}
+	objs = parse(t, render(t, "switchyard", defaultNS, nil, "fleet.redis.url=rediss://switchyard@redis.llm:6380/2",
+		"fleet.redis.passwordSecretRef.name=fleet-redis", "fleet.syncInterval=500ms"))
+	objs.get(t, "Deployment", "switchyard-proxy", &proxy)
+	pc := container(t, &proxy, "proxy")
+	for flag, want := range map[string]string{"fleet-redis": "rediss://switchyard@redis.llm:6380/2", "fleet-sync-interval": "500ms",
+		"fleet-name": defaultNS + "/switchyard-proxy"} {
+		if v, ok := flagValue(pc.Args, flag); !ok || v != want {
+			t.Errorf("--%s=%q, want %q (args %v)", flag, v, want, pc.Args)
+		}
+	}
+	var env *corev1.EnvVar
+	for i := range pc.Env {
+		if pc.Env[i].Name == "SWITCHYARD_FLEET_REDIS_PASSWORD" {
+			env = &pc.Env[i]
+		}
+	}
+	if env == nil || env.Value != "" || env.ValueFrom == nil || env.ValueFrom.SecretKeyRef == nil ||
+		env.ValueFrom.SecretKeyRef.Name != "fleet-redis" || env.ValueFrom.SecretKeyRef.Key != "password" {
+		t.Errorf("the fleet password env: %+v, want it from Secret fleet-redis key password", env)
 	}
 }

@@ -125,18 +125,13 @@ func TestDashboardPhaseEncoding(t *testing.T) {
 	views := []struct{ pod, channel, phase string }{
 		{"p1", "a", "Ejected"}, {"p2", "a", "Probing"}, {"p1", "b", "Healthy"}, {"p2", "b", "Healthy"}, {"p1", "c", "RampingUp"},
 	}
+	// The proxy exports only the current phase's series, at 1.
 	var series []map[string]string
 	for _, v := range views {
-		for _, ph := range phases {
-			val := "0x5"
-			if ph == v.phase {
-				val = "1x5"
-			}
-			series = append(series, map[string]string{
-				"series": fmt.Sprintf(`switchyard_channel_phase{namespace="llm",pod=%q,channel=%q,model="gpt-4o",phase=%q}`, v.pod, v.channel, ph),
-				"values": val,
-			})
-		}
+		series = append(series, map[string]string{
+			"series": fmt.Sprintf(`switchyard_channel_phase{namespace="llm",pod=%q,channel=%q,model="gpt-4o",phase=%q}`, v.pod, v.channel, v.phase),
+			"values": "1x5",
+		})
 	}
 	sample := func(channel, phase string) map[string]any {
 		v, err := strconv.ParseFloat(code[phase], 64)
