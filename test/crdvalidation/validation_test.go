@@ -243,9 +243,9 @@ func TestKubectlExperience(t *testing.T) {
 	}
 
 	for _, c := range []struct{ args, header string }{
-		{"get providerchannels", "NAME PROVIDER PHASE SCORE TRAFFIC DISABLED READY AGE"},
-		{"get providerchannels.switchyard.io", "NAME PROVIDER PHASE SCORE TRAFFIC DISABLED READY AGE"},
-		{"get pch", "NAME PROVIDER PHASE SCORE TRAFFIC DISABLED READY AGE"},
+		{"get providerchannels", "NAME PROVIDER PHASE REPLICAS SCORE TRAFFIC DISABLED READY AGE"},
+		{"get providerchannels.switchyard.io", "NAME PROVIDER PHASE REPLICAS SCORE TRAFFIC DISABLED READY AGE"},
+		{"get pch", "NAME PROVIDER PHASE REPLICAS SCORE TRAFFIC DISABLED READY AGE"},
 		{"get rp", "NAME SCENARIO MODELS READY AVAILABLE AGE"},
 	} {
 		out, stderr, err := env.Kubectl(nil, append(strings.Fields(c.args), "-n", ns)...)
