@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -127,6 +128,29 @@ func (e *env) eventually(limit time.Duration, what string, ok func() bool) time.
 
 func (e *env) modelField(channel, field string) string {
 	return e.try("get", "pch", channel, "-n", storyNS, "-o", `jsonpath={.status.models[?(@.name=="gpt-4o")].`+field+`}`)
+}
+
+// proxiesReporting is switchyard_controller_proxy_replicas{state="reporting"} summed over the
+// controller pods' metrics endpoints (:8080 on the pod IP): only the leader polls and exports it.
+func (e *env) proxiesReporting() int {
+	ips := strings.Fields(e.try("get", "pods", "-n", sysNS, "-l", "app.kubernetes.io/component=controller", "-o", "jsonpath={.items[*].status.podIP}"))
+	re := regexp.MustCompile(`(?m)^switchyard_controller_proxy_replicas\{[^}]*state="reporting"[^}]*\} (\S+)$`)
+	n := 0
+	client := &http.Client{Timeout: 5 * time.Second}
+	for _, ip := range ips {
+		resp, err := client.Get("http://" + ip + ":8080/metrics")
+		if err != nil {
+			continue
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, m := range re.FindAllSubmatch(b, -1) {
+			if v, err := strconv.ParseFloat(string(m[1]), 64); err == nil {
+				n += int(v)
+			}
+		}
+	}
+	return n
 }
 
 // dump prints what an SRE would look at when a step fails.
@@ -353,8 +377,9 @@ func story(t *testing.T, withRestartAndFailover bool) {
 		l := startLoad(addr, 4)
 		e.eventually(2*time.Minute, "both channels Healthy, seen by both proxy replicas", func() bool {
 			return e.modelField("provider-a", "phase") == "Healthy" && e.modelField("provider-b", "phase") == "Healthy" &&
-				// The controller found both replicas through the admin Service's EndpointSlices.
-				e.modelField("provider-a", "replicas.Healthy") == "2"
+				// The controller found both replicas through the admin Service's EndpointSlices
+				// (status counts replicas only while they disagree, so the leader's metric says it).
+				e.proxiesReporting() == 2
 		})
 		time.Sleep(2 * time.Second)
 		l.end(t, "steady traffic")
