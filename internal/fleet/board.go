@@ -56,21 +56,62 @@ type boardProposal struct {
 }
 
 type boardExchange struct {
-	N       int             `json:"n"`
-	Reports string          `json:"reports,omitempty"`
-	EvK     []string        `json:"evk,omitempty"`
-	Lease   []string        `json:"lease,omitempty"`
-	RA      [][2]any        `json:"ra,omitempty"`
-	Props   []boardProposal `json:"props,omitempty"`
+	Reps  []boardRep      `json:"reps,omitempty"`
+	EvK   []string        `json:"evk,omitempty"`
+	Lease []string        `json:"lease,omitempty"`
+	RA    [][2]any        `json:"ra,omitempty"`
+	Props []boardProposal `json:"props,omitempty"`
+}
+
+// boardRep is one report as the script stores it: C is a boardEntry as JSON, kept as is in the
+// key's hash of reports and returned when the replica is a top.
+type boardRep struct {
+	K string `json:"k"`
+	C string `json:"c"`
+}
+
+// boardEntry is what the store keeps of one replica's report of one key: the figures its sums
+// and tops are made of.
+type boardEntry struct {
+	Q  int                        `json:"q"`
+	F  int                        `json:"f"`
+	T  int                        `json:"t"`
+	St int                        `json:"st"`
+	Ev int                        `json:"ev"` // 1: the report has evidence (hasEvidence)
+	Sl uint32                     `json:"sl"` // samples above LatencyP95
+	Sa uint32                     `json:"sa"` // samples
+	B  [health.LatencyBins]uint32 `json:"b"`
+	SS int64                      `json:"ss"` // StreakStart, ms (0: none)
+	LS int64                      `json:"ls"` // LastSuccess, ms (0: none)
+}
+
+func entryOf(r *health.FleetReport) boardEntry {
+	e := boardEntry{Q: r.Counts.Requests, F: r.Counts.Failures, T: r.Counts.Timeouts, St: r.Streak,
+		Sl: r.Counts.Slow(), Sa: r.Counts.Samples(), B: r.Counts.Latency, SS: ms(r.StreakStart), LS: ms(r.LastSuccess)}
+	if hasEvidence(r) {
+		e.Ev = 1
+	}
+	return e
+}
+
+// boardKey is the script's reply for one key: the sums of every replica's report (HGETALL of
+// s:KEY, flat), the reports of the other replicas on top of each kind (boardEntry JSON), the
+// longest other streak, the earliest other StreakStart and the latest other LastSuccess.
+type boardKey struct {
+	S   []string `json:"s"`
+	TF  string   `json:"tf"`
+	TT  string   `json:"tt"`
+	TSl string   `json:"tsl"`
+	TSt string   `json:"tst"`
+	SS  string   `json:"ss"`
+	LS  string   `json:"ls"`
 }
 
 type boardState struct {
-	Reps   obj[string] `json:"reps"`
-	Seen   obj[string] `json:"seen"`
-	Prev   obj[string] `json:"prev"`
-	Ev     obj[string] `json:"ev"`
-	Leases obj[string] `json:"leases"`
-	Retry  obj[string] `json:"retry"`
+	K      obj[boardKey] `json:"k"`
+	C      obj[bool]     `json:"c"`
+	Leases obj[string]   `json:"leases"`
+	Retry  obj[string]   `json:"retry"`
 	V      obj[struct {
 		Blob string  `json:"blob"`
 		Ver  float64 `json:"ver"`
@@ -119,17 +160,15 @@ func (b *Board) exchange(ctx context.Context, now time.Time, replica string, rep
 
 // args are the script's arguments for one exchange.
 func (b *Board) args(now time.Time, replica string, reports []health.FleetReport, proposals []health.FleetVerdict) ([]any, error) {
-	x := boardExchange{N: len(reports)}
-	if len(reports) > 0 {
-		raw, err := json.Marshal(reports)
-		if err != nil {
-			return nil, err
-		}
-		x.Reports = string(raw)
-	}
+	var x boardExchange
 	for i := range reports {
 		r := &reports[i]
 		k := KeyString(r.Key)
+		c, err := json.Marshal(entryOf(r))
+		if err != nil {
+			return nil, err
+		}
+		x.Reps = append(x.Reps, boardRep{K: k, C: string(c)})
 		if hasEvidence(r) {
 			x.EvK = append(x.EvK, k)
 		}
@@ -182,33 +221,64 @@ func (b *Board) inputs(now time.Time, replica string, mine []health.FleetReport,
 	for i := range mine {
 		get(mine[i].Key)
 	}
-	// In replica order: FleetTop's ties go to the first replica considered.
-	reps := make([]string, 0, len(st.Reps))
-	for r := range st.Reps {
-		reps = append(reps, r)
+	own := make(map[health.Key]*health.FleetReport, len(mine))
+	for i := range mine {
+		own[mine[i].Key] = &mine[i]
 	}
-	slices.Sort(reps)
-	for _, rep := range reps {
-		blob := st.Reps[rep]
-		var theirs []health.FleetReport
-		if err := json.Unmarshal([]byte(blob), &theirs); err != nil {
-			return nil, fmt.Errorf("fleet exchange: a replica's reports do not decode: %w", err)
+	for ks, e := range st.K {
+		k := ParseKey(ks)
+		in := get(k)
+		sums := map[string]int64{}
+		for i := 0; i+1 < len(e.S); i += 2 {
+			n, err := strconv.ParseInt(e.S[i+1], 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("fleet exchange: a sum does not decode: %w", err)
+			}
+			sums[e.S[i]] = n
 		}
-		for i := range theirs {
-			r := &theirs[i]
-			in := get(r.Key)
-			in.Replicas++
-			in.Others.Add(&r.Counts)
-			in.Top.Consider(r)
-			if r.Streak > 0 {
-				in.Streak += r.Streak
-				if in.StreakStart.IsZero() || r.StreakStart.Before(in.StreakStart) {
-					in.StreakStart = r.StreakStart
-				}
+		// The others' figures are every replica's sums less the caller's own report.
+		var me boardEntry
+		n := sums["n"]
+		if r := own[k]; r != nil {
+			me, n = entryOf(r), n-1
+		}
+		in.Replicas = int(n)
+		in.Others.Requests = int(sums["q"]) - me.Q
+		in.Others.Failures = int(sums["f"]) - me.F
+		in.Others.Timeouts = int(sums["t"]) - me.T
+		for i := range in.Others.Latency {
+			in.Others.Latency[i] = uint32(sums["b"+strconv.Itoa(i+1)]) - me.B[i]
+		}
+		in.Streak = int(sums["st"]) - me.St
+		if in.Streak > 0 {
+			in.StreakStart = scoreTime(e.SS)
+		}
+		in.LastSuccess = scoreTime(e.LS)
+		var top boardEntry
+		if e.TF != "" {
+			if err := json.Unmarshal([]byte(e.TF), &top); err != nil {
+				return nil, fmt.Errorf("fleet exchange: a report does not decode: %w", err)
 			}
-			if r.LastSuccess.After(in.LastSuccess) {
-				in.LastSuccess = r.LastSuccess
+			in.Top.FailingRequests, in.Top.Failures = top.Q, top.F
+		}
+		if e.TT != "" {
+			if err := json.Unmarshal([]byte(e.TT), &top); err != nil {
+				return nil, fmt.Errorf("fleet exchange: a report does not decode: %w", err)
 			}
+			in.Top.TimingRequests, in.Top.Timeouts = top.Q, top.T
+		}
+		if e.TSl != "" {
+			if err := json.Unmarshal([]byte(e.TSl), &top); err != nil {
+				return nil, fmt.Errorf("fleet exchange: a report does not decode: %w", err)
+			}
+			in.Top.Slow = top.B
+		}
+		if e.TSt != "" {
+			f, err := strconv.ParseFloat(e.TSt, 64)
+			if err != nil {
+				return nil, fmt.Errorf("fleet exchange: a streak does not decode: %w", err)
+			}
+			in.Top.Streak = int(f)
 		}
 	}
 	for k, v := range st.V {
@@ -232,7 +302,7 @@ func (b *Board) inputs(now time.Time, replica string, mine []health.FleetReport,
 	}
 	out := make([]health.FleetInput, 0, len(byKey))
 	for k, in := range byKey {
-		in.Complete = complete(st, KeyString(k))
+		in.Complete = st.C[KeyString(k)]
 		out = append(out, *in)
 	}
 	slices.SortFunc(out, func(a, b health.FleetInput) int {
@@ -241,20 +311,14 @@ func (b *Board) inputs(now time.Time, replica string, mine []health.FleetReport,
 	return out, nil
 }
 
-// complete: every replica has exchanged twice since the key's evidence appeared.
-func complete(st *boardState, k string) bool {
-	since, ok := st.Ev[k]
-	if !ok {
-		return false
+// scoreTime reads a sorted-set score of milliseconds (Redis may write it as a float); "" or
+// 0 is the zero time.
+func scoreTime(s string) time.Time {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f == 0 {
+		return time.Time{}
 	}
-	s, _ := strconv.ParseInt(since, 10, 64)
-	for rep := range st.Seen {
-		p, _ := strconv.ParseInt(st.Prev[rep], 10, 64)
-		if p <= s {
-			return false
-		}
-	}
-	return true
+	return time.UnixMilli(int64(f))
 }
 
 var _ health.Board = (*Board)(nil)

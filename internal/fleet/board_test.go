@@ -1,6 +1,8 @@
 package fleet
 
 import (
+	"context"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -13,20 +15,36 @@ import (
 	"github.com/switchyard-io/switchyard/internal/health"
 )
 
-// boardSequence plays n random exchanges of 4 replicas over 3 keys against health.FleetBoard
-// and b, and fails at the first input that differs.
+// boardSequence plays n random exchanges of 6 replicas over 3 keys against health.FleetBoard
+// and b, and fails at the first input that differs. Some replicas pause for longer than the
+// fade-out (3 intervals) and come back, so the store's lazy subtraction of stale replicas and
+// its running sums across re-reports are both played; the sequence fails if it played neither.
 func boardSequence(t *testing.T, b health.Board, seed uint64, n int) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 1))
 	const interval = time.Second
 	ref := health.NewFleetBoard(interval)
 	keys := []health.Key{{Channel: "llm/a", Model: "gpt-4o"}, {Channel: "llm/b", Model: "gpt-4o"}, {Channel: "llm/a", Model: "o3"}}
-	replicas := []string{"r0", "r1", "r2", "r3"}
+	replicas := []string{"r0", "r1", "r2", "r3", "r4", "r5"}
+	last := map[string]time.Time{}
+	var faded, rereported int
 	now := time.UnixMilli(1_780_000_000_000)
 	versions := map[health.Key]uint64{}
 	for i := range n {
 		now = now.Add(time.Duration(rng.IntN(700)) * time.Millisecond)
+		// Replicas r4 and r5 exchange rarely: often they have faded out when they come back.
 		rep := replicas[rng.IntN(len(replicas))]
+		if (rep == "r4" || rep == "r5") && rng.IntN(4) != 0 {
+			rep = replicas[rng.IntN(4)]
+		}
+		if at, ok := last[rep]; ok {
+			if now.Sub(at) > 3*interval {
+				faded++
+			} else {
+				rereported++
+			}
+		}
+		last[rep] = now
 		var reports []health.FleetReport
 		for _, k := range keys {
 			if rng.IntN(3) == 0 {
@@ -73,6 +91,9 @@ func boardSequence(t *testing.T, b health.Board, seed uint64, n int) {
 				versions[in.Key] = in.Verdict.Version
 			}
 		}
+	}
+	if faded == 0 || rereported == 0 {
+		t.Fatalf("seed %d: %d returns after a fade-out and %d re-reports: the sequence did not play both", seed, faded, rereported)
 	}
 }
 
@@ -249,5 +270,94 @@ func TestLatestRetryAfterAppliesToTheFleet(t *testing.T) {
 	}
 	if in := exchange(t, b, 30*time.Second, "c", nil); !in.RetryAfterUntil.IsZero() {
 		t.Fatalf("an ended Retry-After is still shared: %v", in.RetryAfterUntil)
+	}
+}
+
+// replyBytes counts the bytes of the board script's replies, for the size test and the
+// benchmark.
+type replyBytes struct{ n int }
+
+func (h *replyBytes) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *replyBytes) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if c, ok := cmd.(*redis.Cmd); ok {
+			if s, ok := c.Val().(string); ok {
+				h.n += len(s)
+			}
+		}
+		return err
+	}
+}
+func (h *replyBytes) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// fleetOf has replicas exchange once each at now, every one reporting keys keys with evidence,
+// on a board whose replies h counts.
+func fleetOf(tb testing.TB, replicas, keys int) (*Board, *replyBytes) {
+	tb.Helper()
+	m := miniredis.RunT(tb)
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1, DisableIdentity: true})
+	tb.Cleanup(func() { rdb.Close() })
+	h := &replyBytes{}
+	rdb.AddHook(h)
+	b := NewBoard(rdb, "test", time.Second)
+	for r := range replicas {
+		if _, err := b.Exchange(bt, fmt.Sprintf("r%03d", r), outage(keys, r), nil); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return b, h
+}
+
+// outage is replica r's reports of keys keys that all fail.
+func outage(keys, r int) []health.FleetReport {
+	out := make([]health.FleetReport, keys)
+	for i := range out {
+		out[i] = health.FleetReport{Key: health.Key{Channel: fmt.Sprintf("llm/c%02d", i), Model: "gpt-4o"},
+			Counts: health.FleetCounts{Requests: 9, Failures: 5 + r%3, Timeouts: 1}, Streak: 2, StreakStart: bt, LastSuccess: bt,
+			Phase: health.PhaseHealthy}
+		out[i].Counts.Latency[50] = 3
+	}
+	return out
+}
+
+// TestReplySizeDoesNotGrowWithReplicas: one replica's reply for 3 keys at 50 replicas is about
+// the size it is at 5 (the sums gain a digit or so); reading every other replica's reports, as
+// the store did before its per-key sums, made it 10 times larger.
+func TestReplySizeDoesNotGrowWithReplicas(t *testing.T) {
+	size := func(replicas int) int {
+		b, h := fleetOf(t, replicas, 3)
+		h.n = 0
+		if _, err := b.Exchange(bt.Add(time.Second), "r000", outage(3, 0), nil); err != nil {
+			t.Fatal(err)
+		}
+		return h.n
+	}
+	small, large := size(5), size(50)
+	if small == 0 || large > small+small/10 {
+		t.Fatalf("reply of %d bytes at 5 replicas, %d at 50: it grows with the replicas", small, large)
+	}
+}
+
+// BenchmarkExchange: one replica's exchange during an outage of 50 keys that every replica
+// reports, at 10 and 200 replicas; reply-B/op is the script's reply.
+func BenchmarkExchange(b *testing.B) {
+	for _, replicas := range []int{10, 200} {
+		b.Run(fmt.Sprintf("replicas=%d", replicas), func(b *testing.B) {
+			board, h := fleetOf(b, replicas, 50)
+			h.n = 0
+			b.ResetTimer()
+			for i := range b.N {
+				// Round robin within one interval: no replica fades out.
+				r := i % replicas
+				at := bt.Add(time.Duration(i) * time.Second / time.Duration(replicas))
+				if _, err := board.Exchange(at, fmt.Sprintf("r%03d", r), outage(50, r), nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(h.n)/float64(b.N), "reply-B/op")
+		})
 	}
 }
