@@ -813,6 +813,10 @@ func TestNotes(t *testing.T) {
 		"/admin/v1/channels",
 		runbookURL,
 		"networkPolicy.adminFrom", // the warning: Prometheus cannot scrape through the NetworkPolicy
+		// proxy.requireClientKey is on by default: the first request needs a GatewayClient's key.
+		`"kind":"GatewayClient"`,
+		"create secret generic my-team-keys",
+		`-H "Authorization: Bearer $KEY"`,
 	} {
 		if !strings.Contains(notes, want) {
 			t.Errorf("NOTES lack %q:\n%s", want, notes)
