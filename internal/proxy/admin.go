@@ -13,21 +13,29 @@ import (
 	"github.com/switchyard-io/switchyard/internal/health"
 )
 
+// notReady says why the proxy should get no traffic now; "" when it is ready.
+func (s *Server) notReady() string {
+	switch {
+	case s.draining.Load():
+		return "draining"
+	case s.cfg.Load() == nil:
+		return "no routing config loaded"
+	case s.auditHeld():
+		return "the audit log cannot be written (--audit-required)"
+	}
+	return ""
+}
+
 // AdminHandler serves /healthz, /readyz, /metrics and the admin API on the admin port.
 func (s *Server) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		switch {
-		case s.draining.Load():
-			http.Error(w, "draining", http.StatusServiceUnavailable)
-		case s.cfg.Load() == nil:
-			http.Error(w, "no routing config loaded", http.StatusServiceUnavailable)
-		case s.auditHeld():
-			http.Error(w, "the audit log cannot be written (--audit-required)", http.StatusServiceUnavailable)
-		default:
-			_, _ = w.Write([]byte("ok\n"))
+		if why := s.notReady(); why != "" {
+			http.Error(w, why, http.StatusServiceUnavailable)
+			return
 		}
+		_, _ = w.Write([]byte("ok\n"))
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
 	// One implementation of the encoding (compact, gzip, ?since deltas) for proxies and tests.

@@ -44,6 +44,8 @@ func (s *Server) Handler() http.Handler {
 				return
 			}
 			s.serveAPI(w, r, strings.TrimPrefix(path, "/v1"))
+		case path == "/healthz" || path == "/readyz":
+			s.serveProbe(w, r, path)
 		case path == "/v1/models":
 			if r.Method != http.MethodGet {
 				w.Header().Set("Allow", http.MethodGet)
@@ -57,6 +59,26 @@ func (s *Server) Handler() http.Handler {
 				fmt.Sprintf("unknown path %s %s; Switchyard serves /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/responses, /v1/messages, /v1/messages/count_tokens and /v1/models", r.Method, path), 0)
 		}
 	})
+}
+
+// serveProbe answers /healthz and /readyz on the API port too, for load balancers and clients
+// that reach only that port. No key is needed, so the answer says nothing but ok or not ready:
+// why a proxy is not ready is for the admin port.
+func (s *Server) serveProbe(w http.ResponseWriter, r *http.Request, path string) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		s.refuseUnread(w, r, shapeFor(path), http.StatusMethodNotAllowed, "method_not_allowed", "invalid_request_error",
+			fmt.Sprintf("%s %s is not supported; use GET", r.Method, path), 0)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if path == "/readyz" && s.notReady() != "" {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte("not ready\n"))
+		return
+	}
+	_, _ = w.Write([]byte("ok\n"))
 }
 
 // serveModels lists the served models. With keys required it needs a key like the API and lists
