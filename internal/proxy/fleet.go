@@ -7,7 +7,6 @@ import (
 
 	"github.com/switchyard-io/switchyard/internal/adminapi"
 	"github.com/switchyard-io/switchyard/internal/fleet"
-	"github.com/switchyard-io/switchyard/internal/health"
 )
 
 // FleetOptions connect the proxy to a fleet store (--fleet-redis): its replicas then share health
@@ -145,13 +144,9 @@ func FleetStoreSettings(name, replica string, interval time.Duration) fleet.Sett
 	if interval <= 0 {
 		interval = fleet.DefaultSyncInterval
 	}
-	var phases []string
-	for p := health.PhaseHealthy; ; p++ {
-		n := p.String()
-		if _, err := health.ParsePhase(n); err != nil {
-			break
-		}
-		phases = append(phases, n)
+	phases := make([]string, len(allPhases)) // metrics.go: every phase the engine has
+	for i, p := range allPhases {
+		phases[i] = p.String()
 	}
 	return fleet.Settings{Name: name, Replica: replica, Live: max(3*interval, 3*time.Second), Phases: phases, Interval: interval}
 }

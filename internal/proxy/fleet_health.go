@@ -53,7 +53,7 @@ func (p *fleetPeer) adoptHealth(now time.Time, v fleet.View) {
 		keys[in.Key] = ks
 	}
 	for k, phases := range v.Phases {
-		hk := fleetKey(k)
+		hk := fleet.ParseKey(k)
 		ks := keys[hk]
 		ks.Replicas = phases
 		if ks.Phase == "" {
@@ -93,8 +93,6 @@ func (s *Server) fleetKeyState(k health.Key) *adminapi.FleetKeyState {
 	}
 	return &ks
 }
-
-func fleetKey(s string) health.Key { return fleet.ParseKey(s) }
 
 // majorityPhase is the phase most replicas report (ties: the more severe one).
 func majorityPhase(phases map[string]int) string {
