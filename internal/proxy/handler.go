@@ -119,20 +119,12 @@ func (s *Server) serveModels(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(out)
 }
 
+// serveAPI serves one client API request: admission, the client layer, the body, the routing
+// configuration, PII masking, then the failover walk (routeState.run).
 func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
 	shape := shapeFor(path)
-	rc := http.NewResponseController(w)
-	// A write deadline left by the connection's previous request must not cut this one short.
-	_ = rc.SetWriteDeadline(time.Time{})
-	// The body must arrive within the body-read deadline, from now: whatever answers before it is
-	// read (closeUnread), net/http then discards it, and only this deadline bounds that wait.
-	_ = rc.SetReadDeadline(time.Now().Add(s.opts.BodyReadTimeout))
-	reqID := s.requestID(r)
-	w.Header().Set("X-Request-Id", reqID)
-	if n := s.inFlight.Add(1); n > int64(s.opts.MaxInFlight) {
-		s.inFlight.Add(-1)
-		s.refuseUnread(w, r, shape, http.StatusServiceUnavailable, "overloaded", "server_error",
-			fmt.Sprintf("the gateway is serving its limit of %d requests at once; retry shortly", s.opts.MaxInFlight), time.Second)
+	rc, reqID, ok := s.admitConnection(w, r, shape)
+	if !ok {
 		return
 	}
 	defer s.inFlight.Add(-1)
@@ -143,69 +135,17 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
 	if call.refuseUnaudited() || !call.authenticate(r) || !call.limit(r) {
 		return
 	}
-	if len(r.TransferEncoding) > 0 {
-		// Go's server lets Transfer-Encoding override a Content-Length sent with it, where a
-		// front proxy may have framed the body by the Content-Length: a smuggled request. Every
-		// OpenAI client sends Content-Length, so a chunked body is refused, and with it any
-		// request carrying both.
-		w.Header().Set("Connection", "close")
-		s.reject(w, shape, http.StatusLengthRequired, "framing", "invalid_request_error",
-			"request bodies must be sent with a Content-Length, not Transfer-Encoding", 0)
-		return
-	}
-	if r.ContentLength > s.opts.MaxBodyBytes {
-		s.rejectTooLarge(w, shape)
-		return
-	}
-	body, held, err := s.readBody(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes), r.ContentLength, call)
+	body, held, ok := s.readRequestBody(w, r, shape, call)
 	defer s.bodyBytes.Add(-held)
-	if err != nil {
-		// What is left of the body is not read: the connection closes after the answer, and
-		// the read deadline stays to bound net/http's discard of it.
-		w.Header().Set("Connection", "close")
-		var tooBig *http.MaxBytesError
-		switch {
-		case errors.As(err, &tooBig):
-			s.rejectTooLarge(w, shape)
-		case errors.Is(err, errFairShare):
-			s.rejectFairShare(call)
-		case errors.Is(err, errBodyBudget):
-			s.reject(w, shape, http.StatusServiceUnavailable, "overloaded", "server_error",
-				"the gateway holds its limit of request bodies in memory; retry shortly", time.Second)
-		case errors.Is(err, os.ErrDeadlineExceeded):
-			s.reject(w, shape, http.StatusRequestTimeout, "body_timeout", "invalid_request_error",
-				fmt.Sprintf("the request body did not arrive within %s", s.opts.BodyReadTimeout), 0)
-		default:
-			s.reject(w, shape, http.StatusBadRequest, "body_read_error", "invalid_request_error", "failed to read the request body", 0)
-		}
+	if !ok {
 		return
 	}
 	_ = rc.SetReadDeadline(time.Time{})
-	cr, err := parseRequest(body)
-	if err != nil {
-		code := "invalid_request"
-		if br, ok := err.(errBadRequest); ok && br.code != "" {
-			code = br.code
-		}
-		s.reject(w, shape, http.StatusBadRequest, code, "invalid_request_error", err.Error(), 0)
-		return
-	}
-	c := s.cfg.Load()
-	if c == nil {
-		writeError(w, shape, http.StatusServiceUnavailable, "server_error", "no_config", "the gateway has no routing configuration loaded yet", 0)
-		return
-	}
-	cr, admitted := call.admit(c, cr)
-	if !admitted {
+	c, cr, ok := s.admitRequest(w, shape, body, call)
+	if !ok {
 		return
 	}
 	body = cr.bodyOr(body)
-	if c.models[cr.Model] == nil {
-		s.metrics.Requests.WithLabelValues("", "unknown", "model_not_found", "").Inc()
-		writeError(w, shape, http.StatusNotFound, "invalid_request_error", "model_not_found",
-			fmt.Sprintf("the model %q does not exist or is not routed by this gateway; GET /v1/models lists the served models", cr.Model), 0)
-		return
-	}
 	// The planner holds the request (its Fit) behind an interface, so a routeState lives on the
 	// heap: it is pooled, with its plan's scratch, instead of allocated per request.
 	rt, _ := s.routeStates.Get().(*routeState)
@@ -218,24 +158,10 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
 	}
 	defer s.putRouteState(rt)
 	defer call.routed(rt)
-	if c.models[cr.Model].pii != nil && isMessagesPath(path) {
-		s.reject(w, shape, http.StatusBadRequest, "pii_unsupported", "invalid_request_error",
-			fmt.Sprintf("model %q is routed by a policy that masks personal data, which /v1/messages does not support yet; use /v1/chat/completions", cr.Model), 0)
+	masked, ok := s.maskForModel(rt, shape, body)
+	defer s.bodyBytes.Add(-masked)
+	if !ok {
 		return
-	}
-	if pr := c.models[cr.Model].pii; pr != nil {
-		// The requested model's policy masks for every hop: fallbacks get the same masked body.
-		var ok bool
-		if rt.req, rt.restore, rt.piiMasked, ok = s.applyPII(w, pr, path, body, cr); !ok {
-			return
-		}
-		if rt.req != cr {
-			// The masked copy is held for the whole request too (not against the budget: the
-			// client's body was, and the copy is about its size).
-			n := int64(len(rt.req.body))
-			s.bodyBytes.Add(n)
-			defer s.bodyBytes.Add(-n)
-		}
 	}
 	start := s.clock.Now()
 	outcome := rt.run(r.Context())
@@ -244,6 +170,130 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
 	if pol.Rollout != nil {
 		s.recordCohort(pol, rt.cohort, outcome, s.clock.Now().Sub(start))
 	}
+}
+
+// admitConnection sets the request's deadlines and ID and takes an in-flight slot; when it
+// returns ok the caller must give the slot back (s.inFlight.Add(-1)).
+func (s *Server) admitConnection(w http.ResponseWriter, r *http.Request, shape errorShape) (*http.ResponseController, string, bool) {
+	rc := http.NewResponseController(w)
+	// A write deadline left by the connection's previous request must not cut this one short.
+	_ = rc.SetWriteDeadline(time.Time{})
+	// The body must arrive within the body-read deadline, from now: whatever answers before it is
+	// read (closeUnread), net/http then discards it, and only this deadline bounds that wait.
+	_ = rc.SetReadDeadline(time.Now().Add(s.opts.BodyReadTimeout))
+	reqID := s.requestID(r)
+	w.Header().Set("X-Request-Id", reqID)
+	if n := s.inFlight.Add(1); n > int64(s.opts.MaxInFlight) {
+		s.inFlight.Add(-1)
+		s.refuseUnread(w, r, shape, http.StatusServiceUnavailable, "overloaded", "server_error",
+			fmt.Sprintf("the gateway is serving its limit of %d requests at once; retry shortly", s.opts.MaxInFlight), time.Second)
+		return rc, reqID, false
+	}
+	return rc, reqID, true
+}
+
+// readRequestBody reads the client's body within the size and memory limits, or answers why
+// not. held is what the body holds of the gateway's body budget, to give back whatever ok says.
+func (s *Server) readRequestBody(w http.ResponseWriter, r *http.Request, shape errorShape, call *clientCall) (body []byte, held int64, ok bool) {
+	if len(r.TransferEncoding) > 0 {
+		// Go's server lets Transfer-Encoding override a Content-Length sent with it, where a
+		// front proxy may have framed the body by the Content-Length: a smuggled request. Every
+		// OpenAI client sends Content-Length, so a chunked body is refused, and with it any
+		// request carrying both.
+		w.Header().Set("Connection", "close")
+		s.reject(w, shape, http.StatusLengthRequired, "framing", "invalid_request_error",
+			"request bodies must be sent with a Content-Length, not Transfer-Encoding", 0)
+		return nil, 0, false
+	}
+	if r.ContentLength > s.opts.MaxBodyBytes {
+		s.rejectTooLarge(w, shape)
+		return nil, 0, false
+	}
+	body, held, err := s.readBody(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes), r.ContentLength, call)
+	if err != nil {
+		// What is left of the body is not read: the connection closes after the answer, and
+		// the read deadline stays to bound net/http's discard of it.
+		w.Header().Set("Connection", "close")
+		s.rejectBodyRead(w, shape, call, err)
+		return nil, held, false
+	}
+	return body, held, true
+}
+
+// rejectBodyRead answers a body that could not be read whole.
+func (s *Server) rejectBodyRead(w http.ResponseWriter, shape errorShape, call *clientCall, err error) {
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		s.rejectTooLarge(w, shape)
+	case errors.Is(err, errFairShare):
+		s.rejectFairShare(call)
+	case errors.Is(err, errBodyBudget):
+		s.reject(w, shape, http.StatusServiceUnavailable, "overloaded", "server_error",
+			"the gateway holds its limit of request bodies in memory; retry shortly", time.Second)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		s.reject(w, shape, http.StatusRequestTimeout, "body_timeout", "invalid_request_error",
+			fmt.Sprintf("the request body did not arrive within %s", s.opts.BodyReadTimeout), 0)
+	default:
+		s.reject(w, shape, http.StatusBadRequest, "body_read_error", "invalid_request_error", "failed to read the request body", 0)
+	}
+}
+
+// admitRequest parses the body and has the client layer admit it against the loaded
+// configuration, or answers why not (malformed, no config, a model the client may not use or
+// the gateway does not route).
+func (s *Server) admitRequest(w http.ResponseWriter, shape errorShape, body []byte, call *clientCall) (*config, *clientRequest, bool) {
+	cr, err := parseRequest(body)
+	if err != nil {
+		code := "invalid_request"
+		if br, ok := err.(errBadRequest); ok && br.code != "" {
+			code = br.code
+		}
+		s.reject(w, shape, http.StatusBadRequest, code, "invalid_request_error", err.Error(), 0)
+		return nil, nil, false
+	}
+	c := s.cfg.Load()
+	if c == nil {
+		writeError(w, shape, http.StatusServiceUnavailable, "server_error", "no_config", "the gateway has no routing configuration loaded yet", 0)
+		return nil, nil, false
+	}
+	cr, admitted := call.admit(c, cr)
+	if !admitted {
+		return nil, nil, false
+	}
+	if c.models[cr.Model] == nil {
+		s.metrics.Requests.WithLabelValues("", "unknown", "model_not_found", "").Inc()
+		writeError(w, shape, http.StatusNotFound, "invalid_request_error", "model_not_found",
+			fmt.Sprintf("the model %q does not exist or is not routed by this gateway; GET /v1/models lists the served models", cr.Model), 0)
+		return nil, nil, false
+	}
+	return c, cr, true
+}
+
+// maskForModel masks the request's personal data when the requested model's policy says so
+// (for every hop: fallbacks get the same masked body), or answers why it cannot. held is what
+// the masked copy holds of the body budget, to give back whatever ok says.
+func (s *Server) maskForModel(rt *routeState, shape errorShape, body []byte) (held int64, ok bool) {
+	pr := rt.c.models[rt.req.Model].pii
+	if pr == nil {
+		return 0, true
+	}
+	if isMessagesPath(rt.path) {
+		s.reject(rt.w, shape, http.StatusBadRequest, "pii_unsupported", "invalid_request_error",
+			fmt.Sprintf("model %q is routed by a policy that masks personal data, which /v1/messages does not support yet; use /v1/chat/completions", rt.req.Model), 0)
+		return 0, false
+	}
+	cr := rt.req
+	if rt.req, rt.restore, rt.piiMasked, ok = s.applyPII(rt.w, pr, rt.path, body, cr); !ok {
+		return 0, false
+	}
+	if rt.req != cr {
+		// The masked copy is held for the whole request too (not against the budget: the
+		// client's body was, and the copy is about its size).
+		held = int64(len(rt.req.body))
+		s.bodyBytes.Add(held)
+	}
+	return held, true
 }
 
 // routeState is one client request's walk through channels and fallback models: the I/O around
