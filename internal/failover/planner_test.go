@@ -430,3 +430,62 @@ func TestContinuationOrder(t *testing.T) {
 		})
 	}
 }
+
+func TestPlanContinueDecidesTheContinuation(t *testing.T) {
+	w := newWorld(func(w *world) {
+		for _, id := range []string{"a", "b", "c"} {
+			caps := routing.Capabilities{Prefill: id != "b"}
+			w.channels[id].Models = []routing.ChannelModel{{Name: "gpt-4o", Capabilities: caps}}
+		}
+	})
+	h := &fakeHealth{}
+	start := func(setup func(*Plan)) *Plan {
+		var p Plan
+		p.Start(w, h, fixedRand(0.5), t0, "gpt-4o")
+		if setup != nil {
+			setup(&p)
+		}
+		return &p
+	}
+	brokeOn := func(ids ...string) func(string) (bool, bool) {
+		return func(id string) (bool, bool) { return slices.Contains(ids, id), false }
+	}
+	name := func(ch *routing.Channel, splice bool) string {
+		if ch == nil {
+			return "none"
+		}
+		if splice {
+			return "splice " + ch.Name
+		}
+		return "prefill " + ch.Name
+	}
+	mr := w.models["gpt-4o"]
+	for _, c := range []struct {
+		name     string
+		setup    func(*Plan)
+		failed   []string
+		passOver map[string]bool
+		spliceOK bool
+		want     string
+	}{
+		{"the broken channel last, a prefill channel first", nil, []string{"a"}, nil, false, "prefill c"},
+		{"a channel that refused the prefill is passed over", nil, []string{"a"}, map[string]bool{"c": true}, false, "prefill a"},
+		{"no prefill channel left and not deterministic: none", nil, []string{"a"}, map[string]bool{"a": true, "c": true}, false, "none"},
+		{"no prefill channel left, deterministic: splice on the first routable", nil, []string{"a"}, map[string]bool{"a": true, "c": true}, true, "splice b"},
+		{"nothing failed yet: the first channel with prefill", nil, nil, nil, false, "prefill a"},
+		{"a channel unfit for the request is not asked", func(p *Plan) { p.SetFit(fit{unfit: map[string]bool{"a": true}}) }, nil, nil, false, "prefill c"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := start(c.setup)
+			got := name(p.Continue(ContinueInput{Now: t0, Model: mr, Draw: 0.5, Failed: brokeOn(c.failed...), PassOver: c.passOver, SpliceOK: c.spliceOK}))
+			if got != c.want {
+				t.Fatalf("Continue = %s, want %s", got, c.want)
+			}
+		})
+	}
+	mr.Policy.RequireResidency = []string{"kz"}
+	w.channels["c"].Residency = "kz"
+	if got := name(start(nil).Continue(ContinueInput{Now: t0, Model: mr, Draw: 0.5, Failed: brokeOn()})); got != "prefill c" {
+		t.Errorf("with requireResidency kz (only c): Continue = %s, want prefill c", got)
+	}
+}

@@ -129,12 +129,12 @@ func (rt *routeState) recoverStream(ctx context.Context, broken *attempt, mr *fa
 	limit := rt.plan.First().Policy.MaxContinuations
 	// The continuations of one break share the fallback deadline of the channel that broke: the
 	// client waits at most that long for the stream to go on.
-	deadline := time.Now().Add(broken.channel.Timeouts.FallbackRequest)
+	deadline := s.clock.Now().Add(broken.channel.Timeouts.FallbackRequest)
 	lastRes := res
 	passOver := map[string]bool{} // channels refusing the prefill, or writing another answer
 	tap.endPart()
 	for i := 1; why == "" && i <= limit; i++ {
-		remaining := time.Until(deadline)
+		remaining := deadline.Sub(s.clock.Now())
 		if remaining <= 0 {
 			why = "no continuation within the request's deadline"
 			break
@@ -205,40 +205,16 @@ func (rt *routeState) recoverStream(ctx context.Context, broken *attempt, mr *fa
 	return res
 }
 
-// continuationTarget picks the channel that goes on: a routable one whose model has prefill (in
-// failover.Continuation's order: those that did not fail this request first), else, when splice
-// is allowed, any routable one that fits.
+// continuationTarget asks the planner (failover.Plan.Continue) which channel goes on, on the
+// server's clock and with the request's draw.
 func (rt *routeState) continuationTarget(mr *failover.Model, passOver map[string]bool, spliceOK bool) (*routing.Channel, bool) {
 	s := rt.s
 	var rnd failover.Rand = failover.GlobalRand{}
 	if s.rand != nil {
 		rnd = s.rand(rt.requestID)
 	}
-	routes := s.engine.Select(s.clock.Now(), mr.Name, mr.Candidates, mr.Strategy, false, rnd.Float64(), nil)
-	want := rt.plan.First().Policy.RequireResidency
-	fits := func(id string) (*routing.Channel, *routing.ChannelModel, bool) {
-		ch := rt.c.channels[id]
-		if ch == nil || len(want) > 0 && !slices.Contains(want, ch.Residency) || rt.unfit(ch, mr.Name) != "" {
-			return nil, nil, false
-		}
-		m, ok := ch.Model(mr.Name)
-		return ch, m, ok
-	}
-	order := failover.Continuation(routes, rt.failedHere, func(id string) bool {
-		_, m, ok := fits(id)
-		return ok && m.Capabilities.Prefill && !passOver[id]
-	})
-	if len(order) > 0 {
-		return rt.c.channels[order[0]], false
-	}
-	if !spliceOK {
-		return nil, false
-	}
-	order = failover.Continuation(routes, rt.failedHere, func(id string) bool { _, _, ok := fits(id); return ok })
-	if len(order) > 0 {
-		return rt.c.channels[order[0]], true
-	}
-	return nil, false
+	return rt.plan.Continue(failover.ContinueInput{Now: s.clock.Now(), Model: mr, Draw: rnd.Float64(),
+		Failed: rt.failedHere, PassOver: passOver, SpliceOK: spliceOK})
 }
 
 // abandonedParts counts the parts of a recovered stream that broke before the continuation the
