@@ -51,3 +51,36 @@ func TestContinuedStreams(t *testing.T) {
 		}
 	}
 }
+
+// TestContinuationAsksThePlanner: replay follows a logged continuation only where its planner
+// would have sent it (failover.Plan.Continue on the replayed health): a continuation on a channel
+// the replayed engine has ejected leaves the stream cut.
+func TestContinuationAsksThePlanner(t *testing.T) {
+	var l logBuilder
+	line := func(ts time.Time, id, channel, outcome string, attempt, continuation int) {
+		fmt.Fprintf(&l.buf, `{"ts":%q,"requestId":%q,"channel":%q,"model":"gpt-4o","attempt":%d,"status":200,"outcome":%q,"latencyMs":400,"ttftMs":90,"stream":true,"continuation":%d}`+"\n",
+			ts.UTC().Format(time.RFC3339Nano), id, channel, attempt, outcome, continuation)
+	}
+	// azure-eastus fails ten requests in a row (each failed over to openai-direct): ejected.
+	for i := range 10 {
+		at := t10.Add(time.Duration(i) * time.Second)
+		line(at, fmt.Sprintf("r-%d", i), "openai-direct", "server_error", 1, 0)
+		line(at.Add(100*time.Millisecond), fmt.Sprintf("r-%d", i), "azure-eastus", "server_error", 2, 0)
+	}
+	// Then a stream breaks on openai-direct and the log's proxy continued it on azure-eastus.
+	line(t10.Add(20*time.Second), "r-cut", "openai-direct", "stream_cut", 1, 0)
+	line(t10.Add(21*time.Second), "r-cut", "azure-eastus", "success", 2, 1)
+	setup, err := NewSetup(mustPolicies(t, chatPolicy), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(context.Background(), setup, bytes.NewReader(l.buf.Bytes()), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := rep.Models[0].Requests
+	t.Logf("requests %d, failed with policy %d, failed as logged %d", m.Requests, m.FailedWithPolicy, m.FailedAsLogged)
+	if m.Requests != 11 || m.FailedWithPolicy != 11 {
+		t.Errorf("requests %d (want 11), failed with policy %d (want 11: the continuation went to a channel the replayed engine ejected)", m.Requests, m.FailedWithPolicy)
+	}
+}

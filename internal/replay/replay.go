@@ -481,7 +481,7 @@ func (r *replayer) process(e *entry) {
 	if req != nil {
 		req.attempts = append(req.attempts, attemptRec{key: e.key, line: e.line, outcome: e.outcome, retry: e.retryAfter, overflow: e.overflow})
 		if e.continuation > 0 {
-			followed = r.continued(req, e)
+			followed = r.continued(req, e, t)
 		} else {
 			followed = r.follow(req, e, t)
 		}
@@ -567,15 +567,48 @@ func cohortKey(e *entry) string {
 // many continuations allowed) the proxy would have sent it too, so it is followed (the engine
 // observes it, as the proxy's did) and its success is the request's; otherwise it is evidence
 // only and the request stays cut.
-func (r *replayer) continued(req *request, e *entry) bool {
+func (r *replayer) continued(req *request, e *entry, t int64) bool {
 	p := r.setup.Models[req.model].policy
 	if !req.cut || p == nil || p.StreamRecovery != "Continue" || int(e.continuation) > p.MaxContinuations {
+		return false
+	}
+	if e.continuation == 1 && !r.continuesOn(req, e, t) {
 		return false
 	}
 	if e.outcome == health.OutcomeSuccess {
 		req.ok, req.cut = true, false
 	}
 	return true
+}
+
+// continuesOn reports whether the replayed planner would send a request's first continuation
+// where the log's went (failover.Plan.Continue, on the replayed health): a policy that disables
+// or ejects that channel, or puts it outside requireResidency, leaves the stream cut. The log
+// carries no request bodies, so every channel counts as fit and splicing as allowed, and a
+// continuation after the first (whose channel also depends on prefill refusals the log does not
+// show) is taken as logged. The draw is the request's own (Options.Rand), as the proxy's is; 0
+// without one, so that replay's shared stream is not shifted.
+func (r *replayer) continuesOn(req *request, e *entry, t int64) bool {
+	ks := r.keys[e.key]
+	mr := r.Model(r.setup.Models[ks.model].Model)
+	if mr == nil || req.plan.First() == nil {
+		return false
+	}
+	var draw float64
+	if r.opts.Rand != nil {
+		draw = r.opts.Rand(e.reqID).Float64()
+	}
+	failed := func(id string) (bool, bool) {
+		var f, timedOut bool
+		for _, a := range req.attempts[:len(req.attempts)-1] { // the continuation's own outcome came after
+			if k := r.keys[a.key].key; k.Channel == id && a.outcome != health.OutcomeSuccess {
+				f, timedOut = true, timedOut || a.outcome == health.OutcomeTimeout
+			}
+		}
+		return f, timedOut
+	}
+	ch, _ := req.plan.Continue(failover.ContinueInput{Now: tm(t), Model: mr, Draw: draw, Failed: failed, SpliceOK: true})
+	return ch != nil && ch.ID() == ks.key.Channel
 }
 
 // newRequest returns a resolved request to reuse, or a new one.
