@@ -396,6 +396,9 @@ type ModelStatus struct {
 // +kubebuilder:printcolumn:name="Disabled",type=boolean,JSONPath=`.status.disabled`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.reason`,priority=1,description="The rule or actor of the last phase transition"
+// +kubebuilder:printcolumn:name="Last Transition",type=date,JSONPath=`.status.lastTransitionTime`,priority=1,description="When the phase last changed"
+// +kubebuilder:printcolumn:name="Panic",type=boolean,JSONPath=`.status.panic`,priority=1,description="A replica routes here only because every channel of the model is out"
 
 // ProviderChannel is one independent way to reach a model provider (an account, a region, a
 // reseller). Its status shows the channel's live health as the proxy replicas see it.

@@ -560,6 +560,8 @@ type RolloutStatus struct {
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].reason`,priority=1,description="Why the policy is or is not available (PanicRouting while panic routing serves a model)"
+// +kubebuilder:printcolumn:name="Last Transition",type=date,JSONPath=`.status.conditions[?(@.type=="Available")].lastTransitionTime`,priority=1,description="When Available last changed"
 
 // RoutingPolicy routes public model names to ProviderChannels and sets the health rules that move
 // traffic between them.

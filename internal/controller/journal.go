@@ -99,6 +99,29 @@ func readyEvents(oldConds []metav1.Condition, ready metav1.Condition, rv string,
 	return nil
 }
 
+// ReasonPanicRoutingEnded journals a policy leaving panic routing: its models have routable
+// channels again (or none is served at all, which Available says).
+const ReasonPanicRoutingEnded = "PanicRoutingEnded"
+
+// panicEvents journals a policy's Available condition entering panic routing (a Warning: its
+// requests are answered by a channel the rules ejected) and leaving it.
+func panicEvents(oldConds []metav1.Condition, available *metav1.Condition, rv string, now time.Time) []journalEntry {
+	if available == nil {
+		return nil
+	}
+	old := meta.FindStatusCondition(oldConds, v1alpha1.ConditionAvailable)
+	wasPanic := old != nil && old.Reason == ReasonPanicRouting
+	switch {
+	case available.Reason == ReasonPanicRouting && !wasPanic:
+		return []journalEntry{{Type: corev1.EventTypeWarning, Reason: ReasonPanicRouting, Action: "Route", Note: available.Message, Time: now,
+			Key: "panic/" + rv}}
+	case wasPanic && available.Reason != ReasonPanicRouting:
+		return []journalEntry{{Type: corev1.EventTypeNormal, Reason: ReasonPanicRoutingEnded, Action: "Route",
+			Note: "panic routing ended: " + available.Message, Time: now, Key: "panic/" + rv + "/ended"}}
+	}
+	return nil
+}
+
 // isCompileProblem reports whether a Ready=False reason was a problem of the object itself, as
 // opposed to waiting: for other objects (ConfigHeldBack) or for the proxies to serve it (the
 // Programmed reasons). Only the end of a problem is journaled as ProblemResolved.

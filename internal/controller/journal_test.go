@@ -280,3 +280,25 @@ func TestFingerprintSeesWhatCompileReads(t *testing.T) {
 		}
 	}
 }
+
+// TestPanicEvents: entering panic routing is a Warning, leaving it a Normal Event, each once per
+// object state; staying in it journals nothing.
+func TestPanicEvents(t *testing.T) {
+	panicking := metav1.Condition{Type: v1alpha1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: ReasonPanicRouting, Message: "no routable channel for mini: panic routing serves it"}
+	routable := metav1.Condition{Type: v1alpha1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: ReasonAllModelsRoutable, Message: "every model has a routable channel"}
+	now := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	got := panicEvents([]metav1.Condition{routable}, &panicking, "7", now)
+	if len(got) != 1 || got[0].Type != corev1.EventTypeWarning || got[0].Reason != ReasonPanicRouting || got[0].Note != panicking.Message {
+		t.Fatalf("entering panic routing: %+v", got)
+	}
+	if got := panicEvents([]metav1.Condition{panicking}, &panicking, "8", now); len(got) != 0 {
+		t.Errorf("still in panic routing: %+v", got)
+	}
+	got = panicEvents([]metav1.Condition{panicking}, &routable, "9", now)
+	if len(got) != 1 || got[0].Type != corev1.EventTypeNormal || got[0].Reason != ReasonPanicRoutingEnded {
+		t.Errorf("leaving panic routing: %+v", got)
+	}
+	if got := panicEvents(nil, &routable, "1", now); len(got) != 0 {
+		t.Errorf("never in panic routing: %+v", got)
+	}
+}

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -163,7 +164,9 @@ func (r *PolicyReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		// A hop that cannot be followed is journaled like a problem, and its end as resolved.
 		ready = metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: conds.ResolvedRefs.Reason, Message: conds.ResolvedRefs.Message}
 	}
-	for _, e := range readyEvents(rp.Status.Conditions, ready, rp.ResourceVersion, now) {
+	entries := append(readyEvents(rp.Status.Conditions, ready, rp.ResourceVersion, now),
+		panicEvents(rp.Status.Conditions, meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionAvailable), rp.ResourceVersion, now)...)
+	for _, e := range entries {
 		if err := r.journal.Record(ctx, rp, "RoutingPolicy", e); err != nil {
 			return reconcile.Result{}, err
 		}

@@ -49,6 +49,9 @@ const (
 	ReasonNotPublished      = "NotPublished"
 	ReasonAllModelsRoutable = "AllModelsRoutable"
 	ReasonModelNotRoutable  = "ModelNotRoutable"
+	// ReasonPanicRouting: some model has no routable channel, and the policy's panicRouting
+	// serves it on the least-bad one: requests are answered, by a channel the rules ejected.
+	ReasonPanicRouting = "PanicRouting"
 	ReasonChannelsHealthy   = "AllChannelsHealthy"
 	ReasonChannelsUnhealthy = "ChannelsNotHealthy"
 	ReasonAllReporting      = "AllReplicasReporting"
@@ -559,7 +562,7 @@ func policyStatus(in policyInputs) v1alpha1.RoutingPolicyStatus {
 	setOptional(&st.Conditions, in.Programmed, rp.Generation, in.Now)
 	setOptional(&st.Conditions, in.ResolvedRefs, rp.Generation, in.Now)
 	setCondition(&st.Conditions, in.Ready, rp.Generation, in.Now)
-	available, degraded := policyHealth(published, rp.Spec.Models, st.Channels)
+	available, degraded := policyHealth(published, pol != nil && pol.PanicRouting, rp.Spec.Models, st.Channels)
 	setCondition(&st.Conditions, available, rp.Generation, in.Now)
 	setCondition(&st.Conditions, degraded, rp.Generation, in.Now)
 	return st
@@ -589,9 +592,10 @@ func policyRows(published tableLookup, namespace, name string) (rows []v1alpha1.
 	return rows, true
 }
 
-// policyHealth is a policy's Available (every model has a routable channel) and Degraded (some
-// channel is not Healthy) conditions.
-func policyHealth(published bool, models []string, rows []v1alpha1.PolicyChannelStatus) (available, degraded metav1.Condition) {
+// policyHealth is a policy's Available (every model has a routable channel, or panic routing
+// serves those without one) and Degraded (some channel is not Healthy) conditions. panicRouting
+// is the published policy's effective panicRouting.
+func policyHealth(published, panicRouting bool, models []string, rows []v1alpha1.PolicyChannelStatus) (available, degraded metav1.Condition) {
 	available = metav1.Condition{Type: v1alpha1.ConditionAvailable}
 	degraded = metav1.Condition{Type: v1alpha1.ConditionDegraded}
 	if !published {
@@ -606,22 +610,38 @@ func policyHealth(published bool, models []string, rows []v1alpha1.PolicyChannel
 		degraded.Status, degraded.Reason, degraded.Message = metav1.ConditionUnknown, ReasonNoReport, msg
 		return
 	}
-	var unroutable, unhealthy []string
+	var unroutable, panicking, unhealthy []string
 	for _, m := range models {
-		if !slices.ContainsFunc(rows, func(r v1alpha1.PolicyChannelStatus) bool { return r.Model == m && routable(r.Phase) }) {
-			unroutable = append(unroutable, m)
+		if slices.ContainsFunc(rows, func(r v1alpha1.PolicyChannelStatus) bool { return r.Model == m && routable(r.Phase) }) {
+			continue
 		}
+		// Panic routing (health.Engine.Select) names the least-bad channel unless every one is
+		// Disabled by an operator.
+		if panicRouting && slices.ContainsFunc(rows, func(r v1alpha1.PolicyChannelStatus) bool {
+			return r.Model == m && r.Phase != v1alpha1.PhaseDisabled && r.Phase != v1alpha1.PhaseUnknown
+		}) {
+			panicking = append(panicking, m)
+			continue
+		}
+		unroutable = append(unroutable, m)
 	}
 	for _, r := range rows {
 		if r.Phase != v1alpha1.PhaseHealthy {
 			unhealthy = append(unhealthy, fmt.Sprintf("%s/%s is %s", r.Channel, r.Model, r.Phase))
 		}
 	}
-	if len(unroutable) == 0 {
+	switch {
+	case len(unroutable) == 0 && len(panicking) == 0:
 		available.Status, available.Reason, available.Message = metav1.ConditionTrue, ReasonAllModelsRoutable, "every model has a routable channel"
-	} else {
+	case len(unroutable) == 0:
+		available.Status, available.Reason, available.Message = metav1.ConditionTrue, ReasonPanicRouting,
+			"no routable channel for "+strings.Join(panicking, ", ")+": panic routing serves it on the least-bad channel (spec.panicRouting)"
+	default:
 		available.Status, available.Reason, available.Message = metav1.ConditionFalse, ReasonModelNotRoutable,
 			"no routable channel for "+strings.Join(unroutable, ", ")
+		if len(panicking) > 0 {
+			available.Message += "; panic routing serves " + strings.Join(panicking, ", ") + " on the least-bad channel"
+		}
 	}
 	if len(unhealthy) == 0 {
 		degraded.Status, degraded.Reason, degraded.Message = metav1.ConditionFalse, ReasonChannelsHealthy, "every channel is Healthy"

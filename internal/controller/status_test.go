@@ -320,6 +320,24 @@ func TestPolicyStatus(t *testing.T) {
 	if dg.Status != metav1.ConditionTrue || dg.Message != "a/mini is Ejected, b/gpt-4o is RampingUp" {
 		t.Errorf("Degraded = %+v", dg)
 	}
+	// With panicRouting, the ejected channel answers mini: Available, and it says panic.
+	tbl.Policies[0].PanicRouting = true
+	channels := map[string]*v1alpha1.ProviderChannel{
+		"a": withModels("a", v1alpha1.ModelStatus{Name: "gpt-4o", Phase: v1alpha1.PhaseHealthy}, v1alpha1.ModelStatus{Name: "mini", Phase: v1alpha1.PhaseEjected}),
+		"b": withModels("b", v1alpha1.ModelStatus{Name: "gpt-4o", Phase: v1alpha1.PhaseHealthy}),
+	}
+	st = policyStatus(policyInputs{Policy: rp, Now: testStart, Ready: readyTrue, Published: tbl, Channels: channels})
+	if av := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionAvailable); av.Status != metav1.ConditionTrue || av.Reason != ReasonPanicRouting ||
+		!strings.HasPrefix(av.Message, "no routable channel for mini: panic routing serves it") {
+		t.Errorf("panic routing: Available = %+v", av)
+	}
+	// An operator's Disabled leaves panic routing nothing to pick: not available.
+	channels["a"].Status.Models[1].Phase = v1alpha1.PhaseDisabled
+	st = policyStatus(policyInputs{Policy: rp, Now: testStart, Ready: readyTrue, Published: tbl, Channels: channels})
+	if av := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionAvailable); av.Status != metav1.ConditionFalse || av.Reason != ReasonModelNotRoutable {
+		t.Errorf("every channel of mini disabled: Available = %+v", av)
+	}
+	tbl.Policies[0].PanicRouting = false
 	// Not published: no rows, Unknown.
 	st = policyStatus(policyInputs{Policy: rp, Now: testStart, Ready: readyTrue, Published: &routing.Table{}})
 	if len(st.Channels) != 0 || meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionAvailable).Status != metav1.ConditionUnknown {

@@ -247,6 +247,9 @@ func TestKubectlExperience(t *testing.T) {
 		{"get providerchannels.switchyard.io", "NAME PROVIDER PHASE REPLICAS SCORE TRAFFIC DISABLED READY AGE"},
 		{"get pch", "NAME PROVIDER PHASE REPLICAS SCORE TRAFFIC DISABLED READY AGE"},
 		{"get rp", "NAME SCENARIO MODELS READY AVAILABLE AGE"},
+		// -o wide adds the last transition's reason and time (and the panic flag).
+		{"get pch -o wide", "NAME PROVIDER PHASE REPLICAS SCORE TRAFFIC DISABLED READY AGE REASON LAST TRANSITION PANIC"},
+		{"get rp -o wide", "NAME SCENARIO MODELS READY AVAILABLE AGE REASON LAST TRANSITION"},
 	} {
 		out, stderr, err := env.Kubectl(nil, append(strings.Fields(c.args), "-n", ns)...)
 		if err != nil {
