@@ -51,7 +51,7 @@ const (
 	ReasonModelNotRoutable  = "ModelNotRoutable"
 	// ReasonPanicRouting: some model has no routable channel, and the policy's panicRouting
 	// serves it on the least-bad one: requests are answered, by a channel the rules ejected.
-	ReasonPanicRouting = "PanicRouting"
+	ReasonPanicRouting      = "PanicRouting"
 	ReasonChannelsHealthy   = "AllChannelsHealthy"
 	ReasonChannelsUnhealthy = "ChannelsNotHealthy"
 	ReasonAllReporting      = "AllReplicasReporting"
