@@ -244,7 +244,8 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (err error) {
 	apiBase := "http://127.0.0.1:" + strconv.Itoa(apiPort)
 	adminBase := "http://127.0.0.1:" + strconv.Itoa(adminPort)
 	proxyArgs := []string{"proxy", "--config", st.Dir, "--listen", "127.0.0.1:" + strconv.Itoa(apiPort),
-		"--admin-listen", "127.0.0.1:" + strconv.Itoa(adminPort), "--drain-timeout", "3s"}
+		"--admin-listen", "127.0.0.1:" + strconv.Itoa(adminPort), "--drain-timeout", "3s",
+		"--access-log", filepath.Join(tmp, "access.log")}
 	if o.Scale < 1 {
 		tick := max(time.Duration(float64(time.Second)*o.Scale).Round(10*time.Millisecond), 200*time.Millisecond)
 		proxyArgs = append(proxyArgs, "--tick", tick.String())
@@ -259,6 +260,7 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (err error) {
 	}
 
 	m := &monitor{o: o, st: st, hc: hc, admin: adminBase, api: apiBase, out: stdout, live: live, failing: failing, proxy: px,
+		accessLog: filepath.Join(tmp, "access.log"),
 		mk: marks{Channel: failing, FailMode: map[string]string{}, FailAt: map[string]time.Time{}, RecoverAt: map[string]time.Time{}}}
 	for _, model := range st.Models {
 		if ch := st.channel(failing); ch != nil {
@@ -343,6 +345,8 @@ type monitor struct {
 	failing string
 	proxy   *procs.Child
 	gen     *generator
+	// accessLog is the proxy's access log (--access-log): what a failed client request met.
+	accessLog string
 	mk      marks
 
 	stage    string
@@ -466,8 +470,10 @@ loop:
 			fmt.Fprintln(m.out, l)
 		}
 	}
-	s := summarize(m.events, m.mk, m.metrics, m.gen.snapshot(), m.st.Table, m.channels.Channels, m.attempts)
+	results := m.gen.snapshot()
+	s := summarize(m.events, m.mk, m.metrics, results, m.st.Table, m.channels.Channels, m.attempts)
 	s.render(m.out)
+	writeFailedRequests(m.out, results, m.mk.Start, m.accessLog)
 	if !m.mk.Interrupted {
 		// After the summary, whose figures it leaves alone: one stream cut halfway.
 		bs, err := m.brokenStream(ctx, m.api)

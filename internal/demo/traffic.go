@@ -26,6 +26,9 @@ type outcome struct {
 	Channel  string // X-Switchyard-Channel of the answer, "" when none
 	Attempts int    // X-Switchyard-Attempts, 0 when absent
 	Latency  time.Duration
+	// RequestID is the proxy's X-Request-Id of the answer ("" without one): a failed request's
+	// lines in the proxy's access log.
+	RequestID string
 }
 
 // generator is a closed-loop client: a fixed number of workers, each sending one request at a
@@ -140,6 +143,7 @@ func (g *generator) send(ctx context.Context, model string, stream bool, prompt 
 	defer resp.Body.Close()
 	o.Channel = resp.Header.Get("X-Switchyard-Channel")
 	o.Attempts, _ = strconv.Atoi(resp.Header.Get("X-Switchyard-Attempts"))
+	o.RequestID = resp.Header.Get("X-Request-Id")
 	switch {
 	case resp.StatusCode != http.StatusOK:
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
