@@ -305,39 +305,26 @@ func (s *Server) apply(t *routing.Table, source string, rejected error, problems
 	for i := range t.Channels {
 		c.channels[t.Channels[i].ID()] = &t.Channels[i]
 	}
-	var targets []health.Target
+	piiByPolicy := map[*routing.Policy]*piiRoute{}
 	for i := range t.Policies {
 		p := &t.Policies[i]
-		strategy, _ := health.ParseStrategy(p.Strategy)
-		bkey := p.Namespace + "/" + p.Name
-		b, _ := s.budgets.LoadOrStore(bkey, failover.NewBudget())
-		var pr *piiRoute
-		if p.PII != nil {
-			if pr = newPIIRoute(p); pr.err != nil {
-				s.log.Error("Failed to compile a policy's PII detectors; its requests are refused", "policy", bkey, "error", pr.err.Error())
-			}
+		if p.PII == nil {
+			continue
 		}
-		for _, model := range p.Models {
-			mr := &modelRoute{Model: failover.Model{Name: model, Policy: p, Strategy: strategy, Budget: b.(*failover.Budget)}, pii: pr}
-			for _, pc := range p.Channels {
-				ch := c.channels[pc.Channel]
-				if ch == nil {
-					continue
-				}
-				if _, ok := ch.Upstream(model); !ok {
-					continue
-				}
-				mr.Candidates = append(mr.Candidates, health.Candidate{Channel: ch.ID(), Weight: pc.Weight})
-				tg := health.Target{Key: health.Key{Channel: ch.ID(), Model: model}, Settings: p.Settings,
-					Disabled: ch.Disabled, DisabledReason: ch.DisabledReason, DryRun: p.Rollout != nil && p.Rollout.DryRun}
-				if ch.DisabledUntil != nil {
-					tg.DisabledUntil = *ch.DisabledUntil
-				}
-				targets = append(targets, tg)
-			}
-			c.models[model] = mr
+		pr := newPIIRoute(p)
+		if pr.err != nil {
+			s.log.Error("Failed to compile a policy's PII detectors; its requests are refused", "policy", p.Namespace+"/"+p.Name, "error", pr.err.Error())
 		}
+		piiByPolicy[p] = pr
 	}
+	routes := failover.BuildRoutes(failover.RouteInputs{Table: t, Budget: func(p *routing.Policy) *failover.Budget {
+		b, _ := s.budgets.LoadOrStore(p.Namespace+"/"+p.Name, failover.NewBudget())
+		return b.(*failover.Budget)
+	}})
+	for _, m := range routes.Models {
+		c.models[m.Name] = &modelRoute{Model: m, pii: piiByPolicy[m.Policy]}
+	}
+	targets := routes.Targets
 	keep := make(map[health.Key]bool, len(targets))
 	for _, tg := range targets {
 		if !keep[tg.Key] {
