@@ -79,7 +79,11 @@ type Options struct {
 	// request, by its request id; math/rand/v2's global source when nil. A test that gives replay
 	// the same function gets the same draws for every request, whatever else the proxy served.
 	Rand func(requestID string) failover.Rand
-	// Transport for upstream calls; a tuned http.Transport when nil.
+	// Transport, when set, carries every upstream call, those of channels with spec.tls included
+	// (their CA bundle and client certificate are then the transport's business): the seam for
+	// tests and benchmarks to put an in-memory or pre-trusted upstream behind every channel. When
+	// nil, a tuned http.Transport carries the channels without spec.tls and each TLS client
+	// configuration gets its own (tlstransport.go).
 	Transport http.RoundTripper
 	// Replica names this process on the admin API (default: the hostname).
 	Replica string
@@ -111,7 +115,9 @@ type Server struct {
 	metrics   *Metrics
 	registry  *prometheus.Registry
 	transport http.RoundTripper
-	channelTr channelTransports // of the channels with spec.tls
+	channelTr channelTransports // of the channels with spec.tls; unused with Options.Transport
+	// injected: Options.Transport was given, and carries the TLS channels too.
+	injected  bool
 	accessLog *accessLog
 	bootID    string
 	clients   *clientsState // client keys, limits and the audit log (clientauth.go)
@@ -193,7 +199,8 @@ func New(opts Options) *Server {
 	if opts.Clock == nil {
 		opts.Clock = realClock{}
 	}
-	if opts.Transport == nil {
+	injected := opts.Transport != nil
+	if !injected {
 		opts.Transport = defaultTransport()
 	}
 	if opts.Replica == "" {
@@ -216,6 +223,7 @@ func New(opts Options) *Server {
 		registry:     opts.Registry,
 		metrics:      NewMetrics(opts.Registry),
 		transport:    opts.Transport,
+		injected:     injected,
 		accessLog:    newAccessLog(opts.AccessLog),
 		bootID:       hex.EncodeToString(b),
 		panicKeys:    map[health.Key]bool{},
@@ -295,10 +303,12 @@ func (s *Server) apply(t *routing.Table, source string, rejected error, problems
 			s.log.Error("A channel's adapter does not load; its attempts fail until it does", "channel", id, "error", ca.err.Error())
 		}
 	}
-	var tlsErrs []error
-	c.transports, tlsErrs = s.channelTr.update(t)
-	for _, err := range tlsErrs {
-		s.log.Error("A channel's TLS settings do not load; its attempts fail until they do", "error", err.Error())
+	if !s.injected { // an injected transport carries every channel: no c.transports for transportFor
+		var tlsErrs []error
+		c.transports, tlsErrs = s.channelTr.update(t)
+		for _, err := range tlsErrs {
+			s.log.Error("A channel's TLS settings do not load; its attempts fail until they do", "error", err.Error())
+		}
 	}
 	var goneClients []*clientLimiter
 	c.auth, goneClients = s.clients.index(t)
