@@ -397,7 +397,7 @@ func runOne(ctx context.Context, cfg *Config, outages [][]outage, mode string) (
 		lastOutage: make([]int, n)}
 	set := health.DefaultSettings(cfg.Scenario)
 	s.set = set
-	policy := &routing.Policy{Name: "simulate", Models: []string{"gpt-4o"}, Strategy: health.StrategyHealthScore.String(),
+	policy := routing.Policy{Name: "simulate", Models: []string{"gpt-4o"}, Strategy: health.StrategyHealthScore.String(),
 		Scenario: cfg.Scenario, Settings: set, PanicRouting: true,
 		Retry: routing.Retry{MaxAttempts: cfg.MaxAttempts, BudgetPercent: routing.DefaultBudgetPercent,
 			BackoffBase: routing.DefaultBackoffBase, BackoffMax: routing.DefaultBackoffMax}}
@@ -405,7 +405,7 @@ func runOne(ctx context.Context, cfg *Config, outages [][]outage, mode string) (
 		policy.Rollout = &routing.Rollout{Percent: cfg.RolloutPercent}
 		s.res.Cohorts = &Cohorts{}
 	}
-	table := &routing.Table{Policies: []routing.Policy{*policy}, Channels: make([]routing.Channel, n)}
+	table := &routing.Table{Policies: []routing.Policy{policy}, Channels: make([]routing.Channel, n)}
 	for i := range n {
 		id := fmt.Sprintf("channel-%d", i+1)
 		table.Channels[i] = routing.Channel{Name: id, Provider: "openai", Weight: 100,
@@ -414,13 +414,13 @@ func runOne(ctx context.Context, cfg *Config, outages [][]outage, mode string) (
 			Domain:   routing.FailureDomain{Region: id}}
 		table.Policies[0].Channels = append(table.Policies[0].Channels, routing.PolicyChannel{Channel: id, Weight: 100})
 	}
-	// The proxy's routes and health targets from the simulated table.
+	// The proxy's routes and health targets, from the simulated table.
 	built := failover.BuildRoutes(failover.RouteInputs{Table: table})
 	s.routes = &routes{model: built.Models[0], channels: map[string]*routing.Channel{}}
 	targets := built.Targets
 	for i := range n {
 		ch := &table.Channels[i]
-		s.keys = append(s.keys, health.Key{Channel: ch.ID(), Model: "gpt-4o"})
+		s.keys = append(s.keys, targets[i].Key)
 		s.routes.channels[ch.ID()] = ch
 		s.waiting[i], s.lastOutage[i] = -1, -1
 		s.res.Outages += len(outages[i])
