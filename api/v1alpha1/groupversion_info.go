@@ -7,8 +7,9 @@
 package v1alpha1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
@@ -16,8 +17,21 @@ var (
 	GroupVersion = schema.GroupVersion{Group: "switchyard.io", Version: "v1alpha1"}
 
 	// SchemeBuilder registers the Switchyard types with a runtime.Scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	SchemeBuilder = &schemeBuilder{}
 
 	// AddToScheme adds the Switchyard types to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
+
+// schemeBuilder is apimachinery's runtime.SchemeBuilder with the Register of controller-runtime's
+// deprecated scheme.Builder, so that the API package depends on apimachinery alone.
+type schemeBuilder struct{ runtime.SchemeBuilder }
+
+// Register adds objs to the scheme of the Switchyard GroupVersion.
+func (b *schemeBuilder) Register(objs ...runtime.Object) {
+	b.SchemeBuilder.Register(func(s *runtime.Scheme) error {
+		s.AddKnownTypes(GroupVersion, objs...)
+		metav1.AddToGroupVersion(s, GroupVersion)
+		return nil
+	})
+}

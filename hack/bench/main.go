@@ -60,25 +60,25 @@ func exitOn(err error) {
 
 // plan is how long each part runs: the default run or --quick.
 type plan struct {
-	rates          []int         // open-loop rates for the overhead
-	targetRate     int           // the rate the latency targets are judged at
-	rounds         int           // alternations direct/proxy per measurement
-	slice          time.Duration // length of one open-loop slice
-	satConns       int
-	satSlice       time.Duration
-	satRounds      int
-	streamRate     int
-	streamEvents   int
-	streamGap      time.Duration // between a stream's events, as a model emitting tokens
-	streamRounds   int
-	streamSlice    time.Duration
-	failoverPairs  int
-	ejectRate      int
-	ejectWarm      time.Duration
-	scaleRounds    int
-	scaleSlice     time.Duration
-	warm           time.Duration
-	profileSeconds time.Duration
+	rates         []int         // open-loop rates for the overhead
+	targetRate    int           // the rate the latency targets are judged at
+	rounds        int           // alternations direct/proxy per measurement
+	slice         time.Duration // length of one open-loop slice
+	satConns      int
+	satSlice      time.Duration
+	satRounds     int
+	streamRate    int
+	streamEvents  int
+	streamGap     time.Duration // between a stream's events, as a model emitting tokens
+	streamRounds  int
+	streamSlice   time.Duration
+	failoverPairs int
+	ejectRate     int
+	ejectWarm     time.Duration
+	scaleRounds   int
+	scaleSlice    time.Duration
+	warm          time.Duration
+	profileTime   time.Duration
 }
 
 func defaultPlan(quick bool) plan {
@@ -90,7 +90,7 @@ func defaultPlan(quick bool) plan {
 		streamRate: 100, streamEvents: 32, streamGap: 2 * time.Millisecond, streamRounds: 6, streamSlice: time.Second,
 		failoverPairs: 400, ejectRate: 100, ejectWarm: 3 * time.Second,
 		scaleRounds: 4, scaleSlice: time.Second, warm: 500 * time.Millisecond,
-		profileSeconds: 10 * time.Second,
+		profileTime: 10 * time.Second,
 	}
 	if quick {
 		p.rounds, p.slice = 3, 500*time.Millisecond
@@ -100,7 +100,7 @@ func defaultPlan(quick bool) plan {
 		p.ejectWarm = time.Second
 		p.scaleRounds, p.scaleSlice = 2, 500*time.Millisecond
 		p.warm = 300 * time.Millisecond
-		p.profileSeconds = 5 * time.Second
+		p.profileTime = 5 * time.Second
 	}
 	return p
 }
@@ -1121,14 +1121,14 @@ func (b *bench) profile(file string, scale bool) error {
 	var r runResult
 	switch {
 	case scale:
-		b.logf("pprof (scale config): %d req/s, open loop, %s, into %s", b.plan.targetRate, b.plan.profileSeconds, path)
-		r = openLoop(b.ctx, via, b.plan.targetRate, b.plan.profileSeconds, nil)
+		b.logf("pprof (scale config): %d req/s, open loop, %s, into %s", b.plan.targetRate, b.plan.profileTime, path)
+		r = openLoop(b.ctx, via, b.plan.targetRate, b.plan.profileTime, nil)
 	case b.opts.pprofAt > 0:
-		b.logf("pprof: %d req/s, open loop, %s, into %s", b.opts.pprofAt, b.plan.profileSeconds, path)
-		r = openLoop(b.ctx, via, b.opts.pprofAt, b.plan.profileSeconds, nil)
+		b.logf("pprof: %d req/s, open loop, %s, into %s", b.opts.pprofAt, b.plan.profileTime, path)
+		r = openLoop(b.ctx, via, b.opts.pprofAt, b.plan.profileTime, nil)
 	default:
-		b.logf("pprof: %d connections, closed loop, %s, into %s", b.plan.satConns, b.plan.profileSeconds, path)
-		r = closedLoop(b.ctx, via, b.plan.satConns, b.plan.profileSeconds)
+		b.logf("pprof: %d connections, closed loop, %s, into %s", b.plan.satConns, b.plan.profileTime, path)
+		r = closedLoop(b.ctx, via, b.plan.satConns, b.plan.profileTime)
 	}
 	pp.Stop(stopGrace)
 	if scale {

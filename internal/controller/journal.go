@@ -175,7 +175,7 @@ func disabledBy(obj metav1.Object) string {
 			continue
 		}
 		var fields map[string]any
-		if json.Unmarshal(mf.FieldsV1.Raw, &fields) != nil {
+		if json.Unmarshal(mf.FieldsV1.GetRawBytes(), &fields) != nil {
 			continue
 		}
 		spec, ok := fields["f:spec"].(map[string]any)

@@ -127,10 +127,6 @@ func TestBankExample(t *testing.T) {
 }
 
 func TestTripRulesAndNoise(t *testing.T) {
-	type step struct {
-		every   time.Duration // spacing of the attempts
-		outcome []Outcome     // one per attempt
-	}
 	ok := OutcomeSuccess
 	rep := func(n int, o Outcome) []Outcome {
 		out := make([]Outcome, n)

@@ -137,14 +137,6 @@ func (p Phase) Severity() int {
 	return len(phaseSeverity)
 }
 
-// WorstPhase returns the more severe of a and b.
-func WorstPhase(a, b Phase) Phase {
-	if b.Severity() > a.Severity() {
-		return b
-	}
-	return a
-}
-
 // ParsePhase parses the CamelCase phase name used in status and the journal.
 func ParsePhase(s string) (Phase, error) {
 	for i, n := range phaseNames {

@@ -36,6 +36,9 @@ func TestMessagesWireFormat(t *testing.T) {
 		t.Errorf("tools: %d %s", status, body)
 	}
 	status, body = post("/v1/messages", msg+`,"stream":true,"tools":[{"name":"lookup","input_schema":{"type":"object"}}]}`, key)
+	if status != 200 {
+		t.Errorf("stream with tools: %d %s", status, body)
+	}
 	for _, want := range []string{"event: message_start\n", "event: ping\n", `"type":"text_delta"`, `"type":"input_json_delta"`, `"stop_reason":"tool_use"`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("stream lacks %q:\n%s", want, body)

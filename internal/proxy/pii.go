@@ -194,8 +194,7 @@ func maskRequest(path string, body []byte, f func(string) string) ([]byte, error
 		return nil, errUnscannable
 	}
 	// texts masks a string, or each string (and each part's text) of an array.
-	var texts func(s, e int)
-	texts = func(s, e int) {
+	texts := func(s, e int) {
 		switch body[s] {
 		case '"':
 			sp.str(s, e, f)

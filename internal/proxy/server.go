@@ -79,7 +79,11 @@ type Options struct {
 	// request, by its request id; math/rand/v2's global source when nil. A test that gives replay
 	// the same function gets the same draws for every request, whatever else the proxy served.
 	Rand func(requestID string) failover.Rand
-	// Transport for upstream calls; a tuned http.Transport when nil.
+	// Transport, when set, carries every upstream call, those of channels with spec.tls included
+	// (their CA bundle and client certificate are then the transport's business): the seam for
+	// tests and benchmarks to put an in-memory or pre-trusted upstream behind every channel. When
+	// nil, a tuned http.Transport carries the channels without spec.tls and each TLS client
+	// configuration gets its own (tlstransport.go).
 	Transport http.RoundTripper
 	// Replica names this process on the admin API (default: the hostname).
 	Replica string
@@ -111,7 +115,9 @@ type Server struct {
 	metrics   *Metrics
 	registry  *prometheus.Registry
 	transport http.RoundTripper
-	channelTr channelTransports // of the channels with spec.tls
+	channelTr channelTransports // of the channels with spec.tls; unused with Options.Transport
+	// injected: Options.Transport was given, and carries the TLS channels too.
+	injected  bool
 	accessLog *accessLog
 	bootID    string
 	clients   *clientsState // client keys, limits and the audit log (clientauth.go)
@@ -193,7 +199,8 @@ func New(opts Options) *Server {
 	if opts.Clock == nil {
 		opts.Clock = realClock{}
 	}
-	if opts.Transport == nil {
+	injected := opts.Transport != nil
+	if !injected {
 		opts.Transport = defaultTransport()
 	}
 	if opts.Replica == "" {
@@ -216,6 +223,7 @@ func New(opts Options) *Server {
 		registry:     opts.Registry,
 		metrics:      NewMetrics(opts.Registry),
 		transport:    opts.Transport,
+		injected:     injected,
 		accessLog:    newAccessLog(opts.AccessLog),
 		bootID:       hex.EncodeToString(b),
 		panicKeys:    map[health.Key]bool{},
@@ -295,49 +303,38 @@ func (s *Server) apply(t *routing.Table, source string, rejected error, problems
 			s.log.Error("A channel's adapter does not load; its attempts fail until it does", "channel", id, "error", ca.err.Error())
 		}
 	}
-	var tlsErrs []error
-	c.transports, tlsErrs = s.channelTr.update(t)
-	for _, err := range tlsErrs {
-		s.log.Error("A channel's TLS settings do not load; its attempts fail until they do", "error", err.Error())
+	if !s.injected { // an injected transport carries every channel: no c.transports for transportFor
+		var tlsErrs []error
+		c.transports, tlsErrs = s.channelTr.update(t)
+		for _, err := range tlsErrs {
+			s.log.Error("A channel's TLS settings do not load; its attempts fail until they do", "error", err.Error())
+		}
 	}
 	var goneClients []*clientLimiter
 	c.auth, goneClients = s.clients.index(t)
 	for i := range t.Channels {
 		c.channels[t.Channels[i].ID()] = &t.Channels[i]
 	}
-	var targets []health.Target
+	piiByPolicy := map[*routing.Policy]*piiRoute{}
 	for i := range t.Policies {
 		p := &t.Policies[i]
-		strategy, _ := health.ParseStrategy(p.Strategy)
-		bkey := p.Namespace + "/" + p.Name
-		b, _ := s.budgets.LoadOrStore(bkey, failover.NewBudget())
-		var pr *piiRoute
-		if p.PII != nil {
-			if pr = newPIIRoute(p); pr.err != nil {
-				s.log.Error("Failed to compile a policy's PII detectors; its requests are refused", "policy", bkey, "error", pr.err.Error())
-			}
+		if p.PII == nil {
+			continue
 		}
-		for _, model := range p.Models {
-			mr := &modelRoute{Model: failover.Model{Name: model, Policy: p, Strategy: strategy, Budget: b.(*failover.Budget)}, pii: pr}
-			for _, pc := range p.Channels {
-				ch := c.channels[pc.Channel]
-				if ch == nil {
-					continue
-				}
-				if _, ok := ch.Upstream(model); !ok {
-					continue
-				}
-				mr.Candidates = append(mr.Candidates, health.Candidate{Channel: ch.ID(), Weight: pc.Weight})
-				tg := health.Target{Key: health.Key{Channel: ch.ID(), Model: model}, Settings: p.Settings,
-					Disabled: ch.Disabled, DisabledReason: ch.DisabledReason, DryRun: p.Rollout != nil && p.Rollout.DryRun}
-				if ch.DisabledUntil != nil {
-					tg.DisabledUntil = *ch.DisabledUntil
-				}
-				targets = append(targets, tg)
-			}
-			c.models[model] = mr
+		pr := newPIIRoute(p)
+		if pr.err != nil {
+			s.log.Error("Failed to compile a policy's PII detectors; its requests are refused", "policy", p.Namespace+"/"+p.Name, "error", pr.err.Error())
 		}
+		piiByPolicy[p] = pr
 	}
+	routes := failover.BuildRoutes(failover.RouteInputs{Table: t, Budget: func(p *routing.Policy) *failover.Budget {
+		b, _ := s.budgets.LoadOrStore(p.Namespace+"/"+p.Name, failover.NewBudget())
+		return b.(*failover.Budget)
+	}})
+	for _, m := range routes.Models {
+		c.models[m.Name] = &modelRoute{Model: m, pii: piiByPolicy[m.Policy]}
+	}
+	targets := routes.Targets
 	keep := make(map[health.Key]bool, len(targets))
 	for _, tg := range targets {
 		if !keep[tg.Key] {

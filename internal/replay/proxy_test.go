@@ -74,6 +74,12 @@ spec:
 
 func newWorld(t *testing.T, policy string) *world {
 	t.Helper()
+	return newWorldOf(t, policy, nil)
+}
+
+// newWorldOf is newWorld with the channel manifests passed through edit (nil: unchanged).
+func newWorldOf(t *testing.T, policy string, edit func(channels string) string) *world {
+	t.Helper()
 	w := &world{t: t, clock: testutil.NewClock(proxyT0), done: make(chan struct{}, 1)}
 	urls := map[string]string{}
 	for _, name := range []string{"a", "b"} {
@@ -87,7 +93,11 @@ func newWorld(t *testing.T, policy string) *world {
 			w.b = m
 		}
 	}
-	w.man = channelsYAML(urls) + "---\n" + policy
+	channels := channelsYAML(urls)
+	if edit != nil {
+		channels = edit(channels)
+	}
+	w.man = channels + "---\n" + policy
 	in, err := routing.ParseManifests([]routing.ManifestFile{{Path: "world.yaml", Data: []byte(w.man)}})
 	if err != nil {
 		t.Fatal(err)
@@ -458,4 +468,78 @@ func firstDifference(a, b []string) string {
 		}
 	}
 	return ""
+}
+
+const dryRunPolicy = `apiVersion: switchyard.io/v1alpha1
+kind: RoutingPolicy
+metadata: {name: chat}
+spec:
+  models: [gpt-4o]
+  channels: [{name: a}, {name: b}]
+  strategy: Priority
+  scenario: chat
+  rollout: {mode: DryRun}
+`
+
+// TestDisabledAndDryRunAsInTheProxy: replay builds its routes and health targets with the
+// proxy's function (failover.BuildRoutes), so an operator-disabled channel and a DryRun policy
+// are judged alike. a answers 503 throughout. Disabled, it takes no request in the proxy and none
+// in the replay, and both journal it Disabled by the operator. Under a DryRun policy every request
+// tries a first and fails over to b; the shadow journals would-be ejections, which replay
+// journals too, while a itself stays Healthy and the report counts no ejection.
+func TestDisabledAndDryRunAsInTheProxy(t *testing.T) {
+	const seconds = 90
+	for _, tc := range []struct {
+		name, policy string
+		edit         func(string) string
+	}{
+		{"disabled", panicPolicy, func(ch string) string {
+			return strings.Replace(ch, "metadata: {name: a}\nspec:\n", "metadata: {name: a}\nspec:\n  disabled: true\n  disabledReason: maintenance\n", 1)
+		}},
+		{"dry-run", dryRunPolicy, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorldOf(t, tc.policy, tc.edit)
+			w.a.SetDefault(mockprovider.Behavior{Mode: mockprovider.ModeStatus, Status: 503})
+			for s := range seconds {
+				w.at(proxyT0.Add(time.Duration(s) * time.Second))
+				w.request(fmt.Sprintf("r-%d", s), "")
+			}
+			end := proxyT0.Add((seconds - 1) * time.Second)
+			full := w.log.Bytes()
+			want := proxyAttempts(readLog(t, full))
+			journal := w.journal(end)
+			ja := strings.Join(only(journal, "a"), "\n")
+			switch tc.name {
+			case "disabled":
+				if strings.Contains(strings.Join(want, " "), " a") || !strings.Contains(ja, "Disabled") {
+					t.Fatalf("the proxy sent a requests or did not journal it Disabled:\n%s\n%s", strings.Join(want, "\n"), ja)
+				}
+			case "dry-run":
+				if !strings.Contains(ja, "->Ejected DryRun") {
+					t.Fatalf("the proxy's shadow of a did not eject:\n%s", ja)
+				}
+			}
+
+			got := replayLog(t, w.man, full, end)
+			if d := firstDifference(want, got.attempts); d != "" {
+				t.Errorf("replay's attempts differ from the proxy's: %s", d)
+			}
+			if strings.Join(got.journal, "\n") != strings.Join(journal, "\n") {
+				t.Errorf("replay journals differently:\n%s", diffLines(journal, got.journal))
+			}
+			for _, c := range got.rep.Channels {
+				if c.Channel != "a" {
+					continue
+				}
+				wantPhase := "Disabled"
+				if tc.name == "dry-run" {
+					wantPhase = "Healthy"
+				}
+				if c.Ejections != 0 || len(c.Phases) == 0 || c.Phases[0].Phase != wantPhase || c.Phases[0].TimePercent < 99 {
+					t.Errorf("a in the report: %d ejections, phases %+v; want none and %s throughout", c.Ejections, c.Phases, wantPhase)
+				}
+			}
+		})
+	}
 }

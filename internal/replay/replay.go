@@ -201,6 +201,7 @@ type replayer struct {
 	prng   failover.Rand // the planner's draws for requests that follow the log
 
 	fmodels  []failover.Model // per setup model: the planner's route, with this run's budgets
+	targets  []health.Target  // the engine's keys, configured at the first line's time
 	channels map[string]*routing.Channel
 	keyByCh  map[chKey]int32
 
@@ -349,14 +350,16 @@ func newReplayer(setup *Setup, opts Options) *replayer {
 		ch := &setup.table.Channels[i]
 		r.channels[ch.ID()] = ch
 	}
-	budgets := map[*routing.Policy]*failover.Budget{}
-	for mi := range setup.Models {
-		m := &setup.Models[mi]
-		if budgets[m.policy] == nil {
-			budgets[m.policy] = failover.NewBudget()
-		}
-		r.fmodels[mi] = failover.Model{Name: m.Model, Policy: m.policy, Strategy: m.Strategy, Candidates: m.Candidates, Budget: budgets[m.policy]}
+	// The proxy's routes and health targets (operator overrides, DryRun), with this run's budgets.
+	routes := failover.BuildRoutes(failover.RouteInputs{Table: setup.table})
+	byModel := make(map[string]*failover.Model, len(routes.Models))
+	for i := range routes.Models {
+		byModel[routes.Models[i].Name] = &routes.Models[i]
 	}
+	for mi := range setup.Models {
+		r.fmodels[mi] = *byModel[setup.Models[mi].Model]
+	}
+	r.targets = routes.Targets
 	for mi := range setup.Models {
 		m := &setup.Models[mi]
 		r.modelIdx[m.Model] = mi
@@ -414,15 +417,14 @@ func (r *replayer) keyOf(k health.Key) *keyState {
 	return r.keys[r.byName[k.Channel][k.Model]]
 }
 
-// start configures the engine at the first line's time: every key starts Healthy then.
+// start configures the engine at the first line's time: every key starts Healthy then (a
+// disabled one is Disabled at once, as the journal's first event for it says).
 func (r *replayer) start(t int64) {
 	r.started, r.first, r.clock = true, t, t
-	var targets []health.Target
 	for _, ks := range r.keys {
-		targets = append(targets, health.Target{Key: ks.key, Settings: r.setup.Models[ks.model].Settings})
 		ks.phase, ks.since = health.PhaseHealthy, t
 	}
-	r.eng.Configure(tm(t), targets)
+	r.eng.Configure(tm(t), r.targets)
 	r.drain(t)
 }
 
@@ -778,6 +780,13 @@ func (r *replayer) drain(now int64) {
 			r.seq = ev.Seq
 			ks := r.keyOf(health.Key{Channel: ev.Channel, Model: ev.Model})
 			at := ev.At.UnixNano()
+			if strings.HasPrefix(ev.Reason, health.DryRunPrefix) {
+				// A DryRun policy's shadow: the report lists what its rules would do, but the
+				// key's phase, its ejections and the observer's transitions are the live
+				// verdicts only, as in the proxy.
+				ks.recordEvent(ev, at)
+				continue
+			}
 			if len(ks.events) < maxEventsPerKey {
 				ks.events = append(ks.events, EventReport{At: formatTS(at), From: ev.From.String(), To: ev.To.String(),
 					Reason: ev.Reason, Actor: ev.Actor, Message: ev.Message})
@@ -804,6 +813,16 @@ func (r *replayer) drain(now int64) {
 		if changed {
 			r.schedule(now)
 		}
+	}
+}
+
+// recordEvent keeps a journal event for the report, up to maxEventsPerKey.
+func (ks *keyState) recordEvent(ev *health.Event, at int64) {
+	if len(ks.events) < maxEventsPerKey {
+		ks.events = append(ks.events, EventReport{At: formatTS(at), From: ev.From.String(), To: ev.To.String(),
+			Reason: ev.Reason, Actor: ev.Actor, Message: ev.Message})
+	} else {
+		ks.eventsOmitted++
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1alpha1 "github.com/switchyard-io/switchyard/api/v1alpha1"
+	"github.com/switchyard-io/switchyard/internal/failover"
 	"github.com/switchyard-io/switchyard/internal/health"
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
@@ -43,7 +44,8 @@ type ModelRoute struct {
 // Without channel manifests every listed channel is taken to serve every model of its policy with
 // weight 100 (or the policy's per-channel weight). With them, a channel serves the models it lists,
 // has its own weight, and requireResidency filters as in the compiled table. Secrets, base URLs
-// and operator overrides (spec.disabled) do not matter to a replay of history and are ignored.
+// and fault injection do not matter to a replay of history and are ignored; an operator override
+// (spec.disabled) keeps the channel out of rotation, as in the proxy.
 func LoadSetup(policyPath, channelsPath string) (*Setup, error) {
 	in, err := routing.LoadManifests(policyPath)
 	if err != nil {
@@ -66,8 +68,10 @@ func LoadSetup(policyPath, channelsPath string) (*Setup, error) {
 //
 // Without channel manifests every listed channel is taken to serve every model of its policy with
 // weight 100 (or the policy's per-channel weight): a stand-in channel is made for each. Secrets,
-// base URLs and operator overrides do not matter to a replay of history and are dropped before
-// compiling.
+// base URLs and fault injection do not matter to a replay of history and are dropped before
+// compiling. The routes and health targets come from failover.BuildRoutes, as in the proxy: a
+// disabled channel (spec.disabled, until spec.disabledUntil) is out of rotation, and a DryRun
+// policy's rules run on shadows that journal what they would do.
 func NewSetup(policies []v1alpha1.RoutingPolicy, channels []v1alpha1.ProviderChannel) (*Setup, error) {
 	if len(policies) == 0 {
 		return nil, errors.New("no RoutingPolicy in --policy")
@@ -77,7 +81,6 @@ func NewSetup(policies []v1alpha1.RoutingPolicy, channels []v1alpha1.ProviderCha
 		for _, pc := range channels {
 			pc := *pc.DeepCopy()
 			pc.Spec.CredentialsRef, pc.Spec.FaultInjection = nil, nil
-			pc.Spec.Disabled, pc.Spec.DisabledUntil, pc.Spec.DisabledReason = false, nil, ""
 			in.Channels = append(in.Channels, pc)
 		}
 	} else {
@@ -95,22 +98,11 @@ func NewSetup(policies []v1alpha1.RoutingPolicy, channels []v1alpha1.ProviderCha
 		return nil, errors.New(strings.Join(msgs, "; "))
 	}
 	s := &Setup{table: t}
-	for i := range t.Policies {
-		p := &t.Policies[i]
-		strategy, _ := health.ParseStrategy(p.Strategy) // validated by Compile
-		name := qualified(p.Namespace, p.Name)
-		for _, m := range p.Models {
-			mr := ModelRoute{Model: m, Policy: name, Scenario: p.Scenario, Strategy: strategy, Settings: p.Settings,
-				MaxAttempts: p.Retry.MaxAttempts, PanicRouting: p.PanicRouting, policy: p}
-			for _, pc := range p.Channels {
-				if ch, ok := t.Channel(pc.Channel); ok {
-					if _, serves := ch.Upstream(m); serves {
-						mr.Candidates = append(mr.Candidates, health.Candidate{Channel: pc.Channel, Weight: pc.Weight})
-					}
-				}
-			}
-			s.Models = append(s.Models, mr)
-		}
+	for _, m := range failover.BuildRoutes(failover.RouteInputs{Table: t}).Models {
+		p := m.Policy
+		s.Models = append(s.Models, ModelRoute{Model: m.Name, Policy: qualified(p.Namespace, p.Name), Scenario: p.Scenario,
+			Strategy: m.Strategy, Settings: p.Settings, Candidates: m.Candidates, MaxAttempts: p.Retry.MaxAttempts,
+			PanicRouting: p.PanicRouting, policy: p})
 	}
 	sort.Slice(s.Models, func(i, j int) bool { return s.Models[i].Model < s.Models[j].Model })
 	return s, nil
@@ -163,13 +155,4 @@ func qualified(ns, name string) string {
 		return name
 	}
 	return ns + "/" + name
-}
-
-// describe is a one-line summary of a model's routing, for the report header.
-func (m *ModelRoute) describe() string {
-	names := make([]string, len(m.Candidates))
-	for i, c := range m.Candidates {
-		names[i] = fmt.Sprintf("%s (weight %d)", c.Channel, c.Weight)
-	}
-	return fmt.Sprintf("%s: policy %s, scenario %s, strategy %s, candidates %s", m.Model, m.Policy, m.Scenario, m.Strategy, strings.Join(names, ", "))
 }

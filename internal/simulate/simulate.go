@@ -397,7 +397,7 @@ func runOne(ctx context.Context, cfg *Config, outages [][]outage, mode string) (
 		lastOutage: make([]int, n)}
 	set := health.DefaultSettings(cfg.Scenario)
 	s.set = set
-	policy := &routing.Policy{Name: "simulate", Models: []string{"gpt-4o"}, Strategy: health.StrategyHealthScore.String(),
+	policy := routing.Policy{Name: "simulate", Models: []string{"gpt-4o"}, Strategy: health.StrategyHealthScore.String(),
 		Scenario: cfg.Scenario, Settings: set, PanicRouting: true,
 		Retry: routing.Retry{MaxAttempts: cfg.MaxAttempts, BudgetPercent: routing.DefaultBudgetPercent,
 			BackoffBase: routing.DefaultBackoffBase, BackoffMax: routing.DefaultBackoffMax}}
@@ -405,18 +405,23 @@ func runOne(ctx context.Context, cfg *Config, outages [][]outage, mode string) (
 		policy.Rollout = &routing.Rollout{Percent: cfg.RolloutPercent}
 		s.res.Cohorts = &Cohorts{}
 	}
-	s.routes = &routes{model: failover.Model{Name: "gpt-4o", Policy: policy, Strategy: health.StrategyHealthScore, Budget: failover.NewBudget()},
-		channels: map[string]*routing.Channel{}}
-	var targets []health.Target
+	table := &routing.Table{Policies: []routing.Policy{policy}, Channels: make([]routing.Channel, n)}
 	for i := range n {
-		k := health.Key{Channel: fmt.Sprintf("channel-%d", i+1), Model: "gpt-4o"}
-		s.keys = append(s.keys, k)
-		s.routes.model.Candidates = append(s.routes.model.Candidates, health.Candidate{Channel: k.Channel, Weight: 100})
-		s.routes.channels[k.Channel] = &routing.Channel{Name: k.Channel, Provider: "openai", Weight: 100,
+		id := fmt.Sprintf("channel-%d", i+1)
+		table.Channels[i] = routing.Channel{Name: id, Provider: "openai", Weight: 100,
 			Models:   []routing.ChannelModel{{Name: "gpt-4o", Upstream: "gpt-4o"}},
 			Timeouts: routing.Timeouts{Request: routing.DefaultRequestTimeout, FallbackRequest: routing.DefaultFallbackTimeout, FirstByte: cfg.Timeout, StreamIdle: routing.DefaultStreamIdle},
-			Domain:   routing.FailureDomain{Region: k.Channel}}
-		targets = append(targets, health.Target{Key: k, Settings: set})
+			Domain:   routing.FailureDomain{Region: id}}
+		table.Policies[0].Channels = append(table.Policies[0].Channels, routing.PolicyChannel{Channel: id, Weight: 100})
+	}
+	// The proxy's routes and health targets, from the simulated table.
+	built := failover.BuildRoutes(failover.RouteInputs{Table: table})
+	s.routes = &routes{model: built.Models[0], channels: map[string]*routing.Channel{}}
+	targets := built.Targets
+	for i := range n {
+		ch := &table.Channels[i]
+		s.keys = append(s.keys, targets[i].Key)
+		s.routes.channels[ch.ID()] = ch
 		s.waiting[i], s.lastOutage[i] = -1, -1
 		s.res.Outages += len(outages[i])
 	}
