@@ -261,7 +261,7 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (err error) {
 
 	m := &monitor{o: o, st: st, hc: hc, admin: adminBase, api: apiBase, out: stdout, live: live, failing: failing, proxy: px,
 		accessLog: filepath.Join(tmp, "access.log"),
-		mk: marks{Channel: failing, FailMode: map[string]string{}, FailAt: map[string]time.Time{}, RecoverAt: map[string]time.Time{}}}
+		mk:        marks{Channel: failing, FailMode: map[string]string{}, FailAt: map[string]time.Time{}, RecoverAt: map[string]time.Time{}}}
 	for _, model := range st.Models {
 		if ch := st.channel(failing); ch != nil {
 			if _, ok := ch.Upstream(model); ok {
@@ -347,7 +347,7 @@ type monitor struct {
 	gen     *generator
 	// accessLog is the proxy's access log (--access-log): what a failed client request met.
 	accessLog string
-	mk      marks
+	mk        marks
 
 	stage    string
 	stageEnd time.Time
