@@ -67,8 +67,9 @@ func childMain(args []string) int {
 		adminListen := fs.String("admin-listen", "", "")
 		drain := fs.Duration("drain-timeout", time.Second, "")
 		tick := fs.Duration("tick", time.Second, "")
+		accessLog := fs.String("access-log", "", "")
 		if err = fs.Parse(args[1:]); err == nil {
-			err = runTestProxy(ctx, *cfg, *listen, *adminListen, *drain, *tick)
+			err = runTestProxy(ctx, *cfg, *listen, *adminListen, *accessLog, *drain, *tick)
 		}
 	default:
 		err = fmt.Errorf("unknown command %q", args[0])
@@ -80,8 +81,17 @@ func childMain(args []string) int {
 	return 0
 }
 
-func runTestProxy(ctx context.Context, cfg, listen, adminListen string, drain, tick time.Duration) error {
-	srv := proxy.New(proxy.Options{Logger: slog.New(slog.NewJSONHandler(os.Stderr, nil))})
+func runTestProxy(ctx context.Context, cfg, listen, adminListen, accessLog string, drain, tick time.Duration) error {
+	opts := proxy.Options{Logger: slog.New(slog.NewJSONHandler(os.Stderr, nil))}
+	if accessLog != "" {
+		f, err := os.OpenFile(accessLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		opts.AccessLog = f
+	}
+	srv := proxy.New(opts)
 	bg, stopBG := context.WithCancel(context.Background())
 	defer stopBG()
 	src := &proxy.FileSource{Path: cfg, Interval: time.Second}
