@@ -101,6 +101,9 @@ type result struct {
 	// reason, on a canceled result, says how the client failed when the audit line names it
 	// (reasonClientWriteTimeout).
 	reason string
+	// estimated are the tokens of an abandoned stream the client layer counted as estimates
+	// (clientObserver), for the access log.
+	estimated accessTokens
 }
 
 // endedOnTimeout reports whether the attempt timed out, whatever its outcome class.
@@ -354,79 +357,20 @@ func transportFailure(ctx context.Context, err error, during string) result {
 	return result{outcome: health.OutcomeConnectionError, detail: fmt.Sprintf("connection error %s: %s", during, redactURL(err))}
 }
 
-// finishAttempt reports the outcome to the health engine, the metrics and the access log.
+// finishAttempt settles what the result says of the channel and hands the attempt to the
+// server's observers (observer.go): the health engine, the metrics, the client layer, the access
+// log.
 func (s *Server) finishAttempt(a *attempt, r *result) {
 	now := s.clock.Now()
-	key := health.Key{Channel: a.channel.ID(), Model: a.model}
-	switch {
-	case a.probe && r.outcome == health.OutcomeClientError && !r.canceled:
+	if a.probe && r.outcome == health.OutcomeClientError && !r.canceled {
 		// A probe the provider refuses (wrong shape, missing model) proves nothing: it fails, so
 		// the channel is journaled as ProbeFailed instead of waiting in Probing forever.
 		r.outcome = health.OutcomeServerError
 		r.detail = "probe refused: " + r.detail
-	case !a.probe && r.outcome == health.OutcomeSuccess:
-		// Probes copy the API real traffic uses for this channel×model.
-		if p, ok := s.apiPaths.Load(key); !ok || p.(string) != a.path {
-			s.apiPaths.Store(key, a.path)
-		}
 	}
-	counted := !r.canceled
-	if r.outcome == health.OutcomeSuccess {
-		a.answered.Add(1)
-	} else if r.outcome == health.OutcomeTimeout && !a.stream && !a.probe {
-		// A non-streamed answer arrives whole, so one that outlives the request timeout may be
-		// a hung channel or just a long answer. A channel that completed other answers meanwhile
-		// is alive: the timeout is the request's length (a large max_tokens), not the channel's
-		// fault, and counting it would let any client eject healthy channels with long requests.
-		if n := a.answered.Load() - a.answeredBefore; n > 0 {
-			counted = false
-			r.detail += fmt.Sprintf(" (not counted against the channel: it completed %d other answer(s) meanwhile; for answers this long raise spec.timeouts.request or stream)", n)
-		}
+	for _, o := range s.observers {
+		o.finished(now, a, r)
 	}
-	if counted {
-		s.engine.Observe(key,
-			health.Observation{At: now, Outcome: r.outcome, Latency: healthLatency(a.stream, r), RetryAfter: r.retryAfter, Probe: a.probe})
-	}
-	outcome := r.outcome.String()
-	if r.canceled {
-		outcome = "canceled"
-	}
-	if !a.probe {
-		s.metrics.Attempts.WithLabelValues(a.channel.Namespace, a.channel.Name, a.channel.Provider, a.model, outcome).Inc()
-		s.metrics.Duration.WithLabelValues(a.channel.Namespace, a.channel.Name, a.model).Observe(r.latency.Seconds())
-		if r.ttft > 0 {
-			s.metrics.TTFT.WithLabelValues(a.channel.Namespace, a.channel.Name, a.model).Observe(r.ttft.Seconds())
-		}
-	}
-	a.call.attempt(a, r)
-	var estimated *accessTokens
-	if r.canceled {
-		if p, c := abandonedTokens(a); p+c > 0 {
-			a.call.add(int64(p), int64(c), true)
-			estimated = &accessTokens{Prompt: p, Completion: c}
-		}
-	}
-	if s.accessLog == nil {
-		return
-	}
-	line := &accessLogLine{TS: now.UTC(), RequestID: a.requestID, Channel: a.channel.ID(), Model: a.model, Attempt: a.number,
-		Status: r.status, Outcome: r.outcome.String(), LatencyMs: r.latency.Milliseconds(), TTFTMs: ttftMs(r.ttft),
-		Stream: a.stream, Probe: a.probe, PII: a.piiMasked, Continuation: a.continuation}
-	if estimated != nil {
-		line.Estimated, line.Tokens = true, estimated
-	}
-	if !a.probe && a.requested != a.model {
-		line.RequestedModel = a.requested
-	}
-	if !a.probe {
-		line.CohortKey = cohortHeader(a.header)
-	}
-	if r.outcome != health.OutcomeSuccess {
-		line.Error = r.detail
-		line.ErrorCode = r.errCode
-		line.RetryAfterMs = r.retryAfter.Milliseconds()
-	}
-	s.accessLog.write(line)
 }
 
 // abandonedTokens are the tokens of a stream the client abandoned (canceled) that no usage event
