@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -45,8 +46,6 @@ type attempt struct {
 	answeredBefore uint64
 	// target is the channel×model the health engine judges the attempt on (set by do).
 	target health.Key
-	// ended is the attempt's result as its observers see it (finishAttempt).
-	ended result
 	// restore, when set, puts the originals of the request's masked values back into the answer.
 	restore *pii.Session
 	// piiMasked counts the values masked in the request, per detector (access log).
@@ -222,11 +221,6 @@ func (s *Server) buildRequest(ctx context.Context, a *attempt) (req *http.Reques
 	return req, nil, r, true
 }
 
-// jsonContentType is the Content-Type of a request body sent upstream, shared by every request
-// (a header value the transports only read): one allocation less per attempt, paying for the
-// attempt its observers (observer.go) move to the heap.
-var jsonContentType = []string{"application/json"}
-
 // directRequest is the upstream request of a channel that speaks plain HTTP to its BaseURL.
 func directRequest(ctx context.Context, a *attempt, up *upstream) (*http.Request, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.channel.BaseURL+up.path, bytes.NewReader(up.body))
@@ -234,7 +228,7 @@ func directRequest(ctx context.Context, a *attempt, up *upstream) (*http.Request
 		return nil, err
 	}
 	copyRequestHeaders(req.Header, a.header)
-	req.Header["Content-Type"] = jsonContentType
+	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Request-Id", a.requestID)
 	setUpstreamAuth(req.Header, a, up)
 	return req, nil
@@ -375,14 +369,25 @@ func (s *Server) finishAttempt(a *attempt, r *result) {
 		r.outcome = health.OutcomeServerError
 		r.detail = "probe refused: " + r.detail
 	}
-	// The observers see the attempt's own copy of the result: a pointer to do's, passed through
-	// the interface, would move every attempt's result to the heap.
-	a.ended = *r
+	// The observers see pooled copies of the attempt and its result: a pointer to do's, passed
+	// through the interface, would move every attempt and its result to the heap.
+	e := endedAttempts.Get().(*endedAttempt)
+	e.a, e.r = *a, *r
 	for _, o := range s.observers {
-		o.finished(now, a, &a.ended)
+		o.finished(now, &e.a, &e.r)
 	}
-	*r = a.ended
+	*r = e.r
+	*e = endedAttempt{}
+	endedAttempts.Put(e)
 }
+
+// endedAttempt is the copy of a finished attempt its observers see (finishAttempt).
+type endedAttempt struct {
+	a attempt
+	r result
+}
+
+var endedAttempts = sync.Pool{New: func() any { return new(endedAttempt) }}
 
 // abandonedTokens are the tokens of a stream the client abandoned (canceled) that no usage event
 // counted: the provider bills the prompt it was sent and the text it wrote all the same, so they
