@@ -11,12 +11,14 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/switchyard-io/switchyard/internal/anthropic"
 	"github.com/switchyard-io/switchyard/internal/health"
 	"github.com/switchyard-io/switchyard/internal/pii"
+	"github.com/switchyard-io/switchyard/internal/provider"
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
 
@@ -42,6 +44,8 @@ type attempt struct {
 	// if none completed since.
 	answered       *atomic.Uint64
 	answeredBefore uint64
+	// target is the channel×model the health engine judges the attempt on (set by do).
+	target health.Key
 	// restore, when set, puts the originals of the request's masked values back into the answer.
 	restore *pii.Session
 	// piiMasked counts the values masked in the request, per detector (access log).
@@ -98,6 +102,9 @@ type result struct {
 	// reason, on a canceled result, says how the client failed when the audit line names it
 	// (reasonClientWriteTimeout).
 	reason string
+	// estimated are the tokens of an abandoned stream the client layer counted as estimates
+	// (clientObserver), for the access log.
+	estimated accessTokens
 }
 
 // endedOnTimeout reports whether the attempt timed out, whatever its outcome class.
@@ -123,10 +130,12 @@ var (
 // maxUpstreamBody bounds a non-streamed upstream answer held in memory before it is sent on.
 var maxUpstreamBody int64 = 64 << 20 // a variable so tests can lower it
 
-// do runs one attempt. On success (and for a stream, from its first event on) it writes to w.
+// do runs one attempt: build the request, round-trip it, classify the answer, relay it. On
+// success (and for a stream, from its first event on) it writes to w.
 func (s *Server) do(ctx context.Context, w http.ResponseWriter, a *attempt) (res result) {
 	start := time.Now()
-	a.answered = s.answeredCounter(health.Key{Channel: a.channel.ID(), Model: a.model})
+	a.target = health.Key{Channel: a.channel.ID(), Model: a.model}
+	a.answered = s.answeredCounter(a.target)
 	a.answeredBefore = a.answered.Load()
 	defer func() {
 		if res.latency == 0 {
@@ -139,123 +148,162 @@ func (s *Server) do(ctx context.Context, w http.ResponseWriter, a *attempt) (res
 	defer cancel(nil)
 	whole := time.AfterFunc(a.timeout, func() { cancel(errAttempt) })
 	defer whole.Stop()
-	// firstByte bounds a stream until its first event, and a probe (a one-token answer). A
-	// non-streamed answer's headers come only once the whole answer is generated, so a first-byte
-	// timer would fail every long answer and count it against a healthy channel: the request
-	// timeout alone bounds it.
-	firstByte := stoppedTimer
-	if a.stream || a.probe {
-		firstByte = time.AfterFunc(a.channel.Timeouts.FirstByte, func() { cancel(errFirstByte) })
-		defer firstByte.Stop()
-	}
+	firstByte := armFirstByte(a, cancel)
+	defer firstByte.Stop()
 
 	if f := s.activeFault(a); f != nil {
 		if r, done := s.injectFault(ctx, f); done {
 			return r
 		}
 	}
-
-	up, err := upstreamFor(a, a.caps, time.Now())
-	if err != nil {
-		return translationFailure(err)
+	req, ad, r, ok := s.buildRequest(ctx, a)
+	if !ok {
+		return r
 	}
-	a.wire = up
-	// bedrock and vertex: the adapter builds (signs, authorizes) the request (adapters.go).
-	ad, err := s.adapterFor(a.channel)
-	if err != nil {
-		return result{outcome: health.OutcomeServerError, detail: "the channel's adapter does not load: " + err.Error()}
-	}
-	var req *http.Request
-	if ad != nil {
-		if req, err = adapterRequest(ctx, ad, a, up); err != nil {
-			return adapterRequestFailure(ctx, a, err)
-		}
-	} else {
-		req, err = http.NewRequestWithContext(ctx, http.MethodPost, a.channel.BaseURL+up.path, bytes.NewReader(up.body))
-		if err != nil {
-			return result{outcome: health.OutcomeConnectionError, detail: "building the upstream request failed"}
-		}
-		copyRequestHeaders(req.Header, a.header)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("X-Request-Id", a.requestID)
-		setUpstreamAuth(req.Header, a, up)
-	}
-
 	a.sent = true                                         // from here the provider may bill the prompt
-	resp, err := s.transportFor(a.channel).RoundTrip(req) // no redirects to follow: a 3xx is a failure (below)
+	resp, err := s.transportFor(a.channel).RoundTrip(req) // no redirects to follow: a 3xx is a failure (classify)
 	if err != nil {
 		return transportFailure(ctx, err, "waiting for response headers")
 	}
-	defer func() { resp.Body.Close() }()
-	res.status = resp.StatusCode
-	res.header = resp.Header
-	if ad != nil {
-		if resp.StatusCode >= 300 {
-			return adapterError(a, ad, resp)
-		}
-		if a.stream {
-			events, err := ad.DecodeStream(resp)
-			if err != nil {
-				r, _ := streamFailure(a, err)
-				r.status = resp.StatusCode
-				return r
-			}
-			resp = sseResponse(resp, events)
-		}
+	defer func() { resp.Body.Close() }() // resp becomes the decoded stream's below
+	if r, failed := classify(a, ad, resp); failed {
+		return r
 	}
-	// The outcome is health's one classification, shared with replay; the cases below handle
-	// the body each class needs.
-	res.outcome = health.OutcomeFromStatus(resp.StatusCode)
-	if resp.StatusCode >= 400 {
-		if r, done := classifyProviderError(a, resp); done {
+	if ad != nil && a.stream {
+		events, err := ad.DecodeStream(resp)
+		if err != nil {
+			r, _ := streamFailure(a, err)
+			r.status = resp.StatusCode
 			return r
 		}
+		resp = sseResponse(resp, events)
 	}
-
-	switch {
-	case resp.StatusCode == http.StatusTooManyRequests:
-		res.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		res.body = a.redact.bytes(b)
-		res.detail = "429 rate limited"
-		return res
-	case resp.StatusCode >= 500:
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-		res.detail = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, summarize(a.redact.bytes(b)))
-		return res
-	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
-		// The provider refused the gateway's own key (revoked, expired, wrong account): the
-		// channel is broken, not the request. Fail over, and never hand the provider's message
-		// (which quotes part of the key) to the client.
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		res.detail = fmt.Sprintf("HTTP %d: the provider rejected the channel's credentials", resp.StatusCode)
-		return res
-	case resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed:
-		// The path is the provider's own API path and the model one the channel declares: a 404
-		// or 405 here is a wrong baseURL or upstreamModel, or an API this provider does not
-		// serve. The channel's fault, not the client's: fail over, and let the channel show it.
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-		res.detail = fmt.Sprintf("HTTP %d on %s (check the channel's baseURL and upstreamModel): %s", resp.StatusCode, a.path, summarize(a.redact.bytes(b)))
-		return res
-	case resp.StatusCode >= 400:
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		res.errCode = upstreamErrorCode(b)
-		res.body = a.redact.bytes(b) // passed back to the client
-		if up.errorBody != nil {
-			res.body = up.errorBody(resp.StatusCode, res.body)
-		}
-		res.detail = fmt.Sprintf("HTTP %d %s", resp.StatusCode, res.errCode)
-		return res
-	case resp.StatusCode >= 300:
-		res.detail = fmt.Sprintf("unexpected HTTP %d from upstream", resp.StatusCode)
-		return res
-	}
-
 	if a.stream && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		return s.relayStream(ctx, cancel, w, a, resp, firstByte, whole, start)
 	}
 	firstByte.Stop()
-	res.ttft = time.Since(start)
+	return s.relayAnswer(ctx, w, a, resp, start)
+}
+
+// armFirstByte starts the timer that bounds a stream until its first event, and a probe (a
+// one-token answer). A non-streamed answer's headers come only once the whole answer is
+// generated, so a first-byte timer would fail every long answer and count it against a healthy
+// channel: the request timeout alone bounds it.
+func armFirstByte(a *attempt, cancel context.CancelCauseFunc) *time.Timer {
+	if a.stream || a.probe {
+		return time.AfterFunc(a.channel.Timeouts.FirstByte, func() { cancel(errFirstByte) })
+	}
+	return stoppedTimer
+}
+
+// buildRequest makes the attempt's upstream request for its channel: the body in the channel's
+// API (a.wire), then the request built by the channel's adapter (bedrock and vertex: it signs or
+// authorizes, adapters.go) or as plain HTTP to its BaseURL (ad is nil). When ok is false, r is
+// the attempt's result.
+func (s *Server) buildRequest(ctx context.Context, a *attempt) (req *http.Request, ad provider.Adapter, r result, ok bool) {
+	up, err := upstreamFor(a, a.caps, time.Now())
+	if err != nil {
+		return nil, nil, translationFailure(err), false
+	}
+	a.wire = up
+	if ad, err = s.adapterFor(a.channel); err != nil {
+		return nil, nil, result{outcome: health.OutcomeServerError, detail: "the channel's adapter does not load: " + err.Error()}, false
+	}
+	if ad != nil {
+		if req, err = adapterRequest(ctx, ad, a, up); err != nil {
+			return nil, nil, adapterRequestFailure(ctx, a, err), false
+		}
+		return req, ad, r, true
+	}
+	if req, err = directRequest(ctx, a, up); err != nil {
+		return nil, nil, result{outcome: health.OutcomeConnectionError, detail: "building the upstream request failed"}, false
+	}
+	return req, nil, r, true
+}
+
+// directRequest is the upstream request of a channel that speaks plain HTTP to its BaseURL.
+func directRequest(ctx context.Context, a *attempt, up *upstream) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.channel.BaseURL+up.path, bytes.NewReader(up.body))
+	if err != nil {
+		return nil, err
+	}
+	copyRequestHeaders(req.Header, a.header)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Request-Id", a.requestID)
+	setUpstreamAuth(req.Header, a, up)
+	return req, nil
+}
+
+// classify reads an answer that failed (any status from 300 on) into the attempt's result;
+// failed is false for an answer to relay. An adapter's channel has its adapter classify the
+// error; a channel of plain HTTP has its provider's error table a word first
+// (classifyProviderError), then classifyStatus.
+func classify(a *attempt, ad provider.Adapter, resp *http.Response) (r result, failed bool) {
+	switch {
+	case resp.StatusCode < 300:
+		return r, false
+	case ad != nil:
+		return adapterError(a, ad, resp), true
+	case resp.StatusCode >= 400:
+		if r, done := classifyProviderError(a, resp); done {
+			return r, true
+		}
+	}
+	return classifyStatus(a, resp), true
+}
+
+// classifyStatus is the result of a failed answer by its status alone. The outcome is health's
+// one classification of the status (shared with replay and injected faults); each outcome reads
+// what of the body it needs.
+func classifyStatus(a *attempt, resp *http.Response) result {
+	r := result{outcome: health.OutcomeFromStatus(resp.StatusCode), status: resp.StatusCode, header: resp.Header}
+	switch r.outcome {
+	case health.OutcomeRateLimited:
+		r.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		r.body = a.redact.bytes(b)
+		r.detail = "429 rate limited"
+	case health.OutcomeMisconfigured:
+		// The path is the provider's own API path and the model one the channel declares: a 404
+		// or 405 here is a wrong baseURL or upstreamModel, or an API this provider does not
+		// serve. The channel's fault, not the client's: fail over, and let the channel show it.
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		r.detail = fmt.Sprintf("HTTP %d on %s (check the channel's baseURL and upstreamModel): %s", resp.StatusCode, a.path, summarize(a.redact.bytes(b)))
+	case health.OutcomeClientError:
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		r.errCode = upstreamErrorCode(b)
+		r.body = a.redact.bytes(b) // passed back to the client
+		if a.wire.errorBody != nil {
+			r.body = a.wire.errorBody(resp.StatusCode, r.body)
+		}
+		r.detail = fmt.Sprintf("HTTP %d %s", resp.StatusCode, r.errCode)
+	default:
+		r.detail = serverErrorDetail(a, resp)
+	}
+	return r
+}
+
+// serverErrorDetail says why a status that is a server error (5xx, 401 and 403, 3xx) failed.
+func serverErrorDetail(a *attempt, resp *http.Response) string {
+	status := resp.StatusCode
+	switch {
+	case status >= 500:
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		return fmt.Sprintf("HTTP %d: %s", status, summarize(a.redact.bytes(b)))
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		// The provider refused the gateway's own key (revoked, expired, wrong account): the
+		// channel is broken, not the request. Fail over, and never hand the provider's message
+		// (which quotes part of the key) to the client.
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		return fmt.Sprintf("HTTP %d: the provider rejected the channel's credentials", status)
+	}
+	return fmt.Sprintf("unexpected HTTP %d from upstream", status)
+}
+
+// relayAnswer reads a non-streamed answer whole, translates it into the client's API, counts its
+// usage and writes it to w. A probe's answer is read and not written.
+func (s *Server) relayAnswer(ctx context.Context, w http.ResponseWriter, a *attempt, resp *http.Response, start time.Time) result {
+	res := result{status: resp.StatusCode, header: resp.Header, ttft: time.Since(start)}
 	// One byte more than the limit tells a body that fits from one that was cut: an answer
 	// truncated to invalid JSON must never go out as a 200.
 	body, err := readAllSized(io.LimitReader(resp.Body, maxUpstreamBody+1), resp.ContentLength, holdAny)
@@ -273,8 +321,8 @@ func (s *Server) do(ctx context.Context, w http.ResponseWriter, a *attempt) (res
 	if a.probe {
 		return res
 	}
-	if up.answer != nil {
-		if body, err = up.answer(body); err != nil {
+	if a.wire.answer != nil {
+		if body, err = a.wire.answer(body); err != nil {
 			return result{outcome: health.OutcomeServerError, status: resp.StatusCode, detail: "the upstream answer could not be translated: " + err.Error()}
 		}
 	}
@@ -310,80 +358,36 @@ func transportFailure(ctx context.Context, err error, during string) result {
 	return result{outcome: health.OutcomeConnectionError, detail: fmt.Sprintf("connection error %s: %s", during, redactURL(err))}
 }
 
-// finishAttempt reports the outcome to the health engine, the metrics and the access log.
+// finishAttempt settles what the result says of the channel and hands the attempt to the
+// server's observers (observer.go): the health engine, the metrics, the client layer, the access
+// log.
 func (s *Server) finishAttempt(a *attempt, r *result) {
 	now := s.clock.Now()
-	key := health.Key{Channel: a.channel.ID(), Model: a.model}
-	switch {
-	case a.probe && r.outcome == health.OutcomeClientError && !r.canceled:
+	if a.probe && r.outcome == health.OutcomeClientError && !r.canceled {
 		// A probe the provider refuses (wrong shape, missing model) proves nothing: it fails, so
 		// the channel is journaled as ProbeFailed instead of waiting in Probing forever.
 		r.outcome = health.OutcomeServerError
 		r.detail = "probe refused: " + r.detail
-	case !a.probe && r.outcome == health.OutcomeSuccess:
-		// Probes copy the API real traffic uses for this channel×model.
-		if p, ok := s.apiPaths.Load(key); !ok || p.(string) != a.path {
-			s.apiPaths.Store(key, a.path)
-		}
 	}
-	counted := !r.canceled
-	if r.outcome == health.OutcomeSuccess {
-		a.answered.Add(1)
-	} else if r.outcome == health.OutcomeTimeout && !a.stream && !a.probe {
-		// A non-streamed answer arrives whole, so one that outlives the request timeout may be
-		// a hung channel or just a long answer. A channel that completed other answers meanwhile
-		// is alive: the timeout is the request's length (a large max_tokens), not the channel's
-		// fault, and counting it would let any client eject healthy channels with long requests.
-		if n := a.answered.Load() - a.answeredBefore; n > 0 {
-			counted = false
-			r.detail += fmt.Sprintf(" (not counted against the channel: it completed %d other answer(s) meanwhile; for answers this long raise spec.timeouts.request or stream)", n)
-		}
+	// The observers see pooled copies of the attempt and its result: a pointer to do's, passed
+	// through the interface, would move every attempt and its result to the heap.
+	e := endedAttempts.Get().(*endedAttempt)
+	e.a, e.r = *a, *r
+	for _, o := range s.observers {
+		o.finished(now, &e.a, &e.r)
 	}
-	if counted {
-		s.engine.Observe(key,
-			health.Observation{At: now, Outcome: r.outcome, Latency: healthLatency(a.stream, r), RetryAfter: r.retryAfter, Probe: a.probe})
-	}
-	outcome := r.outcome.String()
-	if r.canceled {
-		outcome = "canceled"
-	}
-	if !a.probe {
-		s.metrics.Attempts.WithLabelValues(a.channel.Namespace, a.channel.Name, a.channel.Provider, a.model, outcome).Inc()
-		s.metrics.Duration.WithLabelValues(a.channel.Namespace, a.channel.Name, a.model).Observe(r.latency.Seconds())
-		if r.ttft > 0 {
-			s.metrics.TTFT.WithLabelValues(a.channel.Namespace, a.channel.Name, a.model).Observe(r.ttft.Seconds())
-		}
-	}
-	a.call.attempt(a, r)
-	var estimated *accessTokens
-	if r.canceled {
-		if p, c := abandonedTokens(a); p+c > 0 {
-			a.call.add(int64(p), int64(c), true)
-			estimated = &accessTokens{Prompt: p, Completion: c}
-		}
-	}
-	if s.accessLog == nil {
-		return
-	}
-	line := &accessLogLine{TS: now.UTC(), RequestID: a.requestID, Channel: a.channel.ID(), Model: a.model, Attempt: a.number,
-		Status: r.status, Outcome: r.outcome.String(), LatencyMs: r.latency.Milliseconds(), TTFTMs: ttftMs(r.ttft),
-		Stream: a.stream, Probe: a.probe, PII: a.piiMasked, Continuation: a.continuation}
-	if estimated != nil {
-		line.Estimated, line.Tokens = true, estimated
-	}
-	if !a.probe && a.requested != a.model {
-		line.RequestedModel = a.requested
-	}
-	if !a.probe {
-		line.CohortKey = cohortHeader(a.header)
-	}
-	if r.outcome != health.OutcomeSuccess {
-		line.Error = r.detail
-		line.ErrorCode = r.errCode
-		line.RetryAfterMs = r.retryAfter.Milliseconds()
-	}
-	s.accessLog.write(line)
+	*r = e.r
+	*e = endedAttempt{}
+	endedAttempts.Put(e)
 }
+
+// endedAttempt is the copy of a finished attempt its observers see (finishAttempt).
+type endedAttempt struct {
+	a attempt
+	r result
+}
+
+var endedAttempts = sync.Pool{New: func() any { return new(endedAttempt) }}
 
 // abandonedTokens are the tokens of a stream the client abandoned (canceled) that no usage event
 // counted: the provider bills the prompt it was sent and the text it wrote all the same, so they

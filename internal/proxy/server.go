@@ -119,6 +119,7 @@ type Server struct {
 	// injected: Options.Transport was given, and carries the TLS channels too.
 	injected  bool
 	accessLog *accessLog
+	observers []attemptObserver // the effects of a finished attempt, in order (observer.go)
 	bootID    string
 	clients   *clientsState // client keys, limits and the audit log (clientauth.go)
 	fleet     *fleet.Syncer // the fleet exchange (fleet.go); nil without a fleet store
@@ -246,6 +247,7 @@ func New(opts Options) *Server {
 	opts.Registry.MustRegister(s.metrics.InFlight, s.metrics.BodyBytes)
 	s.clients = newClientsState(s)
 	s.fleet = s.newFleet()
+	s.observers = s.attemptObservers()
 	if cs, ok := opts.Transport.(interface{ connStats() (open, idle int) }); ok {
 		f := func() (open, idle int) {
 			o, i := cs.connStats()
