@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/switchyard-io/switchyard/internal/anthropic"
 	"github.com/switchyard-io/switchyard/internal/health"
@@ -106,16 +108,31 @@ func ClassifyAnthropicError(status int, e anthropic.UpstreamError) Failure {
 	return f
 }
 
-// Summarize shortens a provider message for Detail: one line, at most 200 bytes.
+// Summarize shortens a provider's error message, or an error body, for Detail and the access
+// log: the body's error.message when it is a JSON error ({"error":{"message"}}), on one line,
+// trimmed, at most 200 bytes (cut at a character, "…" after a cut). It is the one summary of
+// provider text: the proxy's direct channels and the adapters use it.
 func Summarize(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if c == '\n' || c == '\r' || c == '\t' {
-			b[i] = ' '
+	var e struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if strings.HasPrefix(strings.TrimSpace(s), "{") && json.Unmarshal([]byte(s), &e) == nil && e.Error.Message != "" {
+		s = e.Error.Message
+	}
+	s = strings.TrimSpace(strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\r' || r == '\t' {
+			return ' '
 		}
+		return r
+	}, s))
+	if len(s) <= 200 {
+		return s
 	}
-	if len(b) > 200 {
-		b = append(b[:200:200], "..."...)
+	cut := 200
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
 	}
-	return string(b)
+	return s[:cut] + "…"
 }

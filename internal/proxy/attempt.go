@@ -3,7 +3,6 @@ package proxy
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +16,7 @@ import (
 	"github.com/switchyard-io/switchyard/internal/anthropic"
 	"github.com/switchyard-io/switchyard/internal/health"
 	"github.com/switchyard-io/switchyard/internal/pii"
+	"github.com/switchyard-io/switchyard/internal/provider"
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
 
@@ -214,14 +214,14 @@ func (s *Server) do(ctx context.Context, w http.ResponseWriter, a *attempt) (res
 
 	switch {
 	case resp.StatusCode == http.StatusTooManyRequests:
-		res.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		res.retryAfter = provider.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		res.body = a.redact.bytes(b)
 		res.detail = "429 rate limited"
 		return res
 	case resp.StatusCode >= 500:
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-		res.detail = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, summarize(a.redact.bytes(b)))
+		res.detail = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, provider.Summarize(string(a.redact.bytes(b))))
 		return res
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
 		// The provider refused the gateway's own key (revoked, expired, wrong account): the
@@ -235,7 +235,7 @@ func (s *Server) do(ctx context.Context, w http.ResponseWriter, a *attempt) (res
 		// or 405 here is a wrong baseURL or upstreamModel, or an API this provider does not
 		// serve. The channel's fault, not the client's: fail over, and let the channel show it.
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-		res.detail = fmt.Sprintf("HTTP %d on %s (check the channel's baseURL and upstreamModel): %s", resp.StatusCode, a.path, summarize(a.redact.bytes(b)))
+		res.detail = fmt.Sprintf("HTTP %d on %s (check the channel's baseURL and upstreamModel): %s", resp.StatusCode, a.path, provider.Summarize(string(a.redact.bytes(b))))
 		return res
 	case resp.StatusCode >= 400:
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
@@ -466,38 +466,6 @@ func healthLatency(stream bool, r *result) time.Duration {
 		return time.Duration(float64(r.latency) * latencyTokens / float64(r.outputTokens))
 	}
 	return r.latency
-}
-
-// parseRetryAfter reads delta-seconds or an HTTP date; 0 when absent or unreadable.
-func parseRetryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	if secs, err := strconv.ParseFloat(v, 64); err == nil && secs > 0 {
-		return time.Duration(secs * float64(time.Second))
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
-}
-
-// summarize shortens an upstream error body for the client's 503 message and the access log.
-func summarize(b []byte) string {
-	var e struct {
-		Error struct {
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(b, &e) == nil && e.Error.Message != "" {
-		b = []byte(e.Error.Message)
-	}
-	s := strings.TrimSpace(string(b))
-	if len(s) > 200 {
-		s = s[:200] + "…"
-	}
-	return s
 }
 
 // redactURL keeps transport errors free of URLs (with user info or query strings): a *url.Error
