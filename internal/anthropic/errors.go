@@ -61,16 +61,14 @@ type UpstreamError struct {
 	Message string
 }
 
-// ParseError reads a Messages API error body ({"type":"error","error":{"type","message"}}).
-func ParseError(body []byte) (UpstreamError, bool) {
-	var e struct {
-		Type  string `json:"type"`
-		Error struct {
-			Type    string `json:"type"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(body, &e) != nil || e.Error.Type == "" {
+// ParseError reads a Messages API error body or "error" stream event
+// ({"type":"error","error":{"type","message"}}); ok is false when b is not one. It is the one
+// parser of Anthropic errors: the direct anthropic channels, the bedrock and vertex adapters and
+// the translation to OpenAI's shape all read them here. An OpenAI error ({"error":{"type",...}}
+// without the top-level "type":"error") is not one.
+func ParseError(b []byte) (UpstreamError, bool) {
+	var e errorObject
+	if json.Unmarshal(b, &e) != nil || e.Type != "error" || e.Error.Type == "" {
 		return UpstreamError{}, false
 	}
 	return UpstreamError{Type: e.Error.Type, Message: e.Error.Message}, true

@@ -534,7 +534,7 @@ func (m *monitor) backToHealthy() bool {
 	for _, model := range m.mk.Models {
 		done := false
 		for _, ev := range m.events {
-			if ev.Channel == m.failing && ev.Model == model && ev.Reason == "RampCompleted" && !ev.Time.Before(m.mk.RecoverAt[model]) {
+			if ev.Channel == m.failing && ev.Model == model && ev.Reason == health.ReasonRampCompleted && !ev.Time.Before(m.mk.RecoverAt[model]) {
 				done = true
 			}
 		}

@@ -145,13 +145,13 @@ func summarize(events []adminapi.Event, mk marks, met Metrics, results []outcome
 	}
 	sortLabeled(s.FailoversBy)
 	for _, ev := range events {
-		if ev.To == health.PhaseEjected.String() && ev.Reason != "ProbeFailed" {
+		if newEjection(ev) {
 			s.Ejections = addLabeled(s.Ejections, fmt.Sprintf("%s × %s (%s)", ev.Channel, ev.Model, ev.Reason), 1)
 		}
 	}
 	sortLabeled(s.Ejections)
 	s.EjectionsMetric = met.Sum("switchyard_ejections_total", nil)
-	s.EjectionsMetricProbe = met.Sum("switchyard_ejections_total", map[string]string{"reason": "ProbeFailed"})
+	s.EjectionsMetricProbe = met.Sum("switchyard_ejections_total", map[string]string{"reason": health.ReasonProbeFailed})
 
 	phase := map[string]string{}
 	for _, c := range final {
@@ -233,9 +233,9 @@ func storyOf(events []adminapi.Event, channel, model string, failAt, recoverAt t
 			continue
 		}
 		switch {
-		case ev.Reason == "ProbeFailed":
+		case ev.Reason == health.ReasonProbeFailed:
 			ks.ProbeFailures++
-		case ev.To == health.PhaseEjected.String():
+		case newEjection(ev):
 			ks.Ejections++
 			if !ks.Ejected {
 				ks.Ejected, ks.ToEjection, ks.Rule, ks.Message = true, ev.Time.Sub(failAt), ev.Reason, ev.Message
@@ -245,19 +245,19 @@ func storyOf(events []adminapi.Event, channel, model string, failAt, recoverAt t
 			continue
 		}
 		switch ev.Reason {
-		case "ProbesPassed":
+		case health.ReasonProbesPassed:
 			rampAt, fullAt, rampSteps = ev.Time, time.Time{}, 0
 			if steps <= 1 {
 				fullAt = ev.Time
 			}
-		case "RampStep":
+		case health.ReasonRampStep:
 			rampSteps++
 			if !rampAt.IsZero() && rampSteps == steps-1 {
 				fullAt = ev.Time
 			}
-		case "RampErrorRise", "RampLatencyRise":
+		case health.ReasonRampErrorRise, health.ReasonRampLatencyRise:
 			rampAt, fullAt, rampSteps = time.Time{}, time.Time{}, 0
-		case "RampCompleted":
+		case health.ReasonRampCompleted:
 			ks.Healthy, ks.ToHealthy = true, ev.Time.Sub(recoverAt)
 			if !rampAt.IsZero() {
 				ks.Ramp, ks.ToRamp = true, rampAt.Sub(recoverAt)
@@ -453,4 +453,11 @@ func (s summary) render(w io.Writer) {
 			fmt.Fprintf(w, "  - %s\n", p)
 		}
 	}
+}
+
+// newEjection is health.NewEjection of an event as the admin API journals it.
+func newEjection(ev adminapi.Event) bool {
+	from, _ := health.ParsePhase(ev.From)
+	to, err := health.ParsePhase(ev.To)
+	return err == nil && health.NewEjection(from, to, ev.Reason)
 }

@@ -455,7 +455,7 @@ func (e *Engine) adopt(s *state, v *FleetVerdict) bool {
 		}
 		s.step, s.stepStart = step, start
 		if !was {
-			e.transition(s, s.now, PhaseRampingUp, "ProbesPassed", actorFleet,
+			e.transition(s, s.now, PhaseRampingUp, ReasonProbesPassed, actorFleet,
 				fmt.Sprintf("fleet verdict of %s: %s; traffic share %d%%", by, v.Message, s.set.RampSteps[step]))
 		}
 		return true
@@ -494,12 +494,12 @@ func (s *state) fleetTrip(in *FleetInput) (reason, msg string, ok bool) {
 		lreq := w.total.requests()
 		fail := w.total.failures() + o.Failures
 		if holds(set.ErrorRatePercent, fail, req, w.total.failures(), lreq, top.Failures, top.FailingRequests) {
-			return "ErrorRateExceeded", fmt.Sprintf("error rate %.1f%% (%d/%d) >= %d%% over %s %s",
+			return ReasonErrorRateExceeded, fmt.Sprintf("error rate %.1f%% (%d/%d) >= %d%% over %s %s",
 				float64(fail)*100/float64(req), fail, req, set.ErrorRatePercent, set.Window, across()), true
 		}
 		lto := int(w.total[OutcomeTimeout])
 		if to := lto + o.Timeouts; holds(set.TimeoutRatePercent, to, req, lto, lreq, top.Timeouts, top.TimingRequests) {
-			return "TimeoutRateExceeded", fmt.Sprintf("timeout rate %.1f%% (%d/%d) >= %d%% over %s %s",
+			return ReasonTimeoutRateExceeded, fmt.Sprintf("timeout rate %.1f%% (%d/%d) >= %d%% over %s %s",
 				float64(to)*100/float64(req), to, req, set.TimeoutRatePercent, set.Window, across()), true
 		}
 		if lim := float64(set.LatencyP95); lim > 0 {
@@ -515,7 +515,7 @@ func (s *state) fleetTrip(in *FleetInput) (reason, msg string, ok bool) {
 			}
 			n, rn := w.latN+o.Samples(), w.latN+o.Samples()-worst.Samples()
 			if p := w.quantile(&sum, n, 95); p > lim && rn > 0 && w.quantile(&rest, rn, 95) > lim {
-				return "LatencyP95Exceeded", fmt.Sprintf("p95 latency %s > %s over %s (%d successes, %d requests) %s",
+				return ReasonLatencyP95Exceeded, fmt.Sprintf("p95 latency %s > %s over %s (%d successes, %d requests) %s",
 					dur(p), set.LatencyP95, set.Window, n, req, across()), true
 			}
 		}
@@ -528,7 +528,7 @@ func (s *state) fleetTrip(in *FleetInput) (reason, msg string, ok bool) {
 			start = min(start, s.streakStart)
 		}
 		if last < start {
-			return "ConsecutiveFailures", fmt.Sprintf("%d consecutive failures %s (last here: %s)",
+			return ReasonConsecutiveFailures, fmt.Sprintf("%d consecutive failures %s (last here: %s)",
 				total, across(), s.lastFail), true
 		}
 	}

@@ -282,27 +282,27 @@ func (e *Engine) fire(s *state, at int64) {
 	if s.rlOn && s.rlEnd() <= at {
 		from := s.phase()
 		s.rlOn = false
-		e.changed(s, at, from, "RateLimitRecovered", actorRule, "no 429 for the restore period; share back at 100%")
+		e.changed(s, at, from, ReasonRateLimitRecovered, actorRule, "no 429 for the restore period; share back at 100%")
 		return
 	}
 	switch s.base {
 	case PhaseEjected:
-		e.enterProbing(s, at, "CooldownElapsed", actorRule, fmt.Sprintf("cooldown of %s elapsed", s.cooldownLen))
+		e.enterProbing(s, at, ReasonCooldownElapsed, actorRule, fmt.Sprintf("cooldown of %s elapsed", s.cooldownLen))
 	case PhaseRampingUp:
 		held := s.set.RampSteps[s.step]
 		if s.step == len(s.set.RampSteps)-1 {
 			// The score decides between Healthy and Degraded at the next bucket boundary.
 			s.consec, s.lowSince, s.inServiceSince = 0, 0, at
-			e.transition(s, at, PhaseHealthy, "RampCompleted", actorRule,
+			e.transition(s, at, PhaseHealthy, ReasonRampCompleted, actorRule,
 				fmt.Sprintf("held %d%% for %s without a rise in errors or latency", held, s.set.RampHold))
 			return
 		}
 		s.step++
 		s.startStep(at)
-		e.note(s, at, "RampStep", actorRule, fmt.Sprintf("traffic share %d%% -> %d%% after holding %s without a rise",
+		e.note(s, at, ReasonRampStep, actorRule, fmt.Sprintf("traffic share %d%% -> %d%% after holding %s without a rise",
 			held, s.set.RampSteps[s.step], s.set.RampHold))
 	case PhaseDisabled:
-		e.enterProbing(s, at, "Enabled", actorOperator,
+		e.enterProbing(s, at, ReasonEnabled, actorOperator,
 			fmt.Sprintf("override expired at %s; probing before the ramp", timeOf(at).Format(time.RFC3339)))
 	}
 }
@@ -334,7 +334,7 @@ func (e *Engine) boundary(s *state, b int64, sliced bool) {
 			s.lowSince = b
 		}
 		if b-s.lowSince >= int64(set.EjectAfter) {
-			e.eject(s, b, "HealthScoreLow", fmt.Sprintf("health score %d < %d for %s (%s)",
+			e.eject(s, b, ReasonHealthScoreLow, fmt.Sprintf("health score %d < %d for %s (%s)",
 				s.score, set.EjectBelow, time.Duration(b-s.lowSince), s.figures()))
 			return
 		}
@@ -343,10 +343,10 @@ func (e *Engine) boundary(s *state, b int64, sliced bool) {
 	}
 	switch {
 	case s.base == PhaseHealthy && s.score < set.DegradedBelow:
-		e.transition(s, b, PhaseDegraded, "HealthScoreDegraded", actorRule,
+		e.transition(s, b, PhaseDegraded, ReasonHealthScoreDegraded, actorRule,
 			fmt.Sprintf("health score %d < %d (%s)", s.score, set.DegradedBelow, s.figures()))
 	case s.base == PhaseDegraded && s.score >= set.DegradedBelow:
-		e.transition(s, b, PhaseHealthy, "HealthScoreRecovered", actorRule,
+		e.transition(s, b, PhaseHealthy, ReasonHealthScoreRecovered, actorRule,
 			fmt.Sprintf("health score %d >= %d (%s)", s.score, set.DegradedBelow, s.figures()))
 	}
 }
@@ -413,24 +413,24 @@ func (e *Engine) checkTrips(s *state, at int64, withLatency bool) bool {
 	if req := w.total.requests(); req >= set.MinRequests {
 		fail := w.total.failures()
 		if set.ErrorRatePercent > 0 && fail*100 >= req*set.ErrorRatePercent {
-			e.eject(s, at, "ErrorRateExceeded", fmt.Sprintf("error rate %.1f%% (%d/%d) >= %d%% over %s",
+			e.eject(s, at, ReasonErrorRateExceeded, fmt.Sprintf("error rate %.1f%% (%d/%d) >= %d%% over %s",
 				float64(fail)*100/float64(req), fail, req, set.ErrorRatePercent, set.Window))
 			return true
 		}
 		to := int(w.total[OutcomeTimeout])
 		if set.TimeoutRatePercent > 0 && to*100 >= req*set.TimeoutRatePercent {
-			e.eject(s, at, "TimeoutRateExceeded", fmt.Sprintf("timeout rate %.1f%% (%d/%d) >= %d%% over %s",
+			e.eject(s, at, ReasonTimeoutRateExceeded, fmt.Sprintf("timeout rate %.1f%% (%d/%d) >= %d%% over %s",
 				float64(to)*100/float64(req), to, req, set.TimeoutRatePercent, set.Window))
 			return true
 		}
 		if withLatency && set.LatencyP95 > 0 && w.latN > 0 && s.p95v() > float64(set.LatencyP95) {
-			e.eject(s, at, "LatencyP95Exceeded", fmt.Sprintf("p95 latency %s > %s over %s (%d successes, %d requests)",
+			e.eject(s, at, ReasonLatencyP95Exceeded, fmt.Sprintf("p95 latency %s > %s over %s (%d successes, %d requests)",
 				dur(s.p95v()), set.LatencyP95, set.Window, w.latN, req))
 			return true
 		}
 	}
 	if set.ConsecutiveFailures > 0 && s.consec >= set.ConsecutiveFailures {
-		e.eject(s, at, "ConsecutiveFailures", fmt.Sprintf("%d consecutive failures (last: %s)", s.consec, s.lastFail))
+		e.eject(s, at, ReasonConsecutiveFailures, fmt.Sprintf("%d consecutive failures (last: %s)", s.consec, s.lastFail))
 		return true
 	}
 	return false
@@ -489,7 +489,7 @@ func (e *Engine) observeRamp(s *state, t int64, o Observation) {
 	case o.Outcome.IsFailure():
 		s.stepFail++
 		if uint64(s.stepFail)*200 > uint64(s.stepReq)*uint64(set.ErrorRatePercent) {
-			e.eject(s, t, "RampErrorRise", fmt.Sprintf("%d/%d failures (%.1f%%, last: %s) at ramp step %d%% > %.1f%%",
+			e.eject(s, t, ReasonRampErrorRise, fmt.Sprintf("%d/%d failures (%.1f%%, last: %s) at ramp step %d%% > %.1f%%",
 				s.stepFail, s.stepReq, float64(s.stepFail)*100/float64(s.stepReq), o.Outcome,
 				set.RampSteps[s.step], float64(set.ErrorRatePercent)/2))
 		}
@@ -501,7 +501,7 @@ func (e *Engine) observeRamp(s *state, t int64, o Observation) {
 		}
 		p := s.win.quantile(&s.stepLat, s.stepN, 95)
 		if (s.baseline > 0 && p > 2*s.refLatency()) || (set.LatencyP95 > 0 && p > float64(set.LatencyP95)) {
-			e.eject(s, t, "RampLatencyRise", fmt.Sprintf("p95 latency %s at ramp step %d%% over %d successes, baseline %s, limit %s",
+			e.eject(s, t, ReasonRampLatencyRise, fmt.Sprintf("p95 latency %s at ramp step %d%% over %d successes, baseline %s, limit %s",
 				dur(p), set.RampSteps[s.step], s.stepN, dur(s.baseline), set.LatencyP95))
 		}
 	}
@@ -516,7 +516,7 @@ func (e *Engine) observeProbe(s *state, t int64, o Observation) {
 		if s.probeOK >= set.ProbeSuccessesRequired {
 			s.step = 0
 			s.startStep(t)
-			e.transition(s, t, PhaseRampingUp, "ProbesPassed", actorProbe,
+			e.transition(s, t, PhaseRampingUp, ReasonProbesPassed, actorProbe,
 				fmt.Sprintf("%d probes in a row succeeded within %s; traffic share %d%%",
 					s.probeOK, set.ProbeMaxLatency, set.RampSteps[0]))
 			s.fleetProbed()
@@ -534,7 +534,7 @@ func (e *Engine) observeProbe(s *state, t int64, o Observation) {
 func (e *Engine) probeFailed(s *state, t int64, msg string) {
 	s.cooldownLen = s.cooldownFor(s.level - 1)
 	s.cooldownUntil = t + int64(s.cooldownLen)
-	e.transition(s, t, PhaseEjected, "ProbeFailed", actorProbe, msg)
+	e.transition(s, t, PhaseEjected, ReasonProbeFailed, actorProbe, msg)
 	s.fleetProbed()
 }
 
@@ -561,7 +561,7 @@ func (e *Engine) rateLimitedBy(s *state, t int64, retryAfter time.Duration, sour
 	if s.retryUntil > t {
 		msg += fmt.Sprintf(", nothing before %s (Retry-After)", timeOf(s.retryUntil).Format(time.RFC3339Nano))
 	}
-	e.changed(s, t, from, "RateLimited", actorRule, msg)
+	e.changed(s, t, from, ReasonRateLimited, actorRule, msg)
 }
 
 // ---- transitions ----
@@ -620,9 +620,9 @@ func (e *Engine) applyDisabled(s *state, tg Target) {
 		if until > 0 {
 			msg += " (until " + timeOf(until).Format(time.RFC3339) + ")"
 		}
-		e.transition(s, s.now, PhaseDisabled, "Disabled", actorOperator, msg)
+		e.transition(s, s.now, PhaseDisabled, ReasonDisabled, actorOperator, msg)
 	case !off && s.base == PhaseDisabled:
-		e.enterProbing(s, s.now, "Enabled", actorOperator, "override lifted by operator; probing before the ramp")
+		e.enterProbing(s, s.now, ReasonEnabled, actorOperator, "override lifted by operator; probing before the ramp")
 	}
 }
 

@@ -99,6 +99,15 @@ func TestFullRecovery(t *testing.T) {
 			t.Errorf("event %d %s at +%s by %s, want +%s by %s", i, ev.Reason, ev.At.Sub(t0), ev.Actor, wantAt[i].Sub(t0), wantActor[i])
 		}
 	}
+	newEjections := 0
+	for _, ev := range evs {
+		if ev.NewEjection() {
+			newEjections++
+		}
+	}
+	if st := status(t, e, done, kA); newEjections != 1 || st.Ejections != newEjections {
+		t.Errorf("%d new ejections in the journal, the engine counts %d; want 1 (a failed probe is the same ejection)", newEjections, st.Ejections)
+	}
 	if !strings.Contains(evs[2].Message, "11s > 10s") {
 		t.Errorf("slow probe message %q lacks the figures", evs[2].Message)
 	}

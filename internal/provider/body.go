@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
+	"unicode/utf8"
 
+	"github.com/switchyard-io/switchyard/internal/anthropic"
 	"github.com/switchyard-io/switchyard/internal/health"
 )
 
@@ -48,79 +51,88 @@ func eventType(data []byte) string {
 	return t.Type
 }
 
-// anthropicError is the body of an Anthropic error answer or "error" stream event.
-type anthropicError struct {
-	Type  string `json:"type"`
-	Error struct {
-		Type    string `json:"type"`
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
-// ParseAnthropicError reads an Anthropic error body ({"type":"error","error":{...}}); ok is false
-// when b is not one.
-func ParseAnthropicError(b []byte) (typ, message string, ok bool) {
-	var e anthropicError
-	if json.Unmarshal(b, &e) != nil || e.Type != "error" || e.Error.Type == "" {
-		return "", "", false
-	}
-	return e.Error.Type, e.Error.Message, true
-}
-
-// ClassifyAnthropicError is what an Anthropic error type means, answered with status (0 for an
-// error event in a stream) and the provider's message. Only the caller's own mistakes keep the
-// provider's message for the client.
+// ClassifyAnthropicError is what an Anthropic error means, answered with status (0 for an error
+// event in a stream) and read by anthropic.ParseError. It is the one classifier of the Anthropic
+// wire format: direct anthropic channels (the proxy), Claude on Vertex (its answers and stream)
+// and on Bedrock (error events inside its stream) are all judged by it. Only the caller's own
+// mistakes keep the provider's message for the client.
 //
 //	overloaded_error (529), api_error (500)        server error: fail over
 //	rate_limit_error (429)                         rate limited
 //	authentication_error, permission_error         the channel's credentials: a server error, text withheld
+//	billing_error (402)                            the gateway's account is out of credit: a server error
+//	                                               (fail over to a channel another account pays), text withheld
 //	not_found_error (404)                          misconfigured (model id or location)
-//	timeout_error                                  timeout
-//	invalid_request_error, request_too_large, ...  the caller's: client error, message kept
-func ClassifyAnthropicError(status int, typ, message string) Failure {
-	f := Failure{Status: status, Code: typ}
-	switch typ {
+//	timeout_error (504)                            timeout
+//	invalid_request_error, request_too_large       the caller's: client error, message kept
+//	any other type                                 by status (health.OutcomeFromStatus), a server error in a stream
+func ClassifyAnthropicError(status int, e anthropic.UpstreamError) Failure {
+	f := Failure{Status: status, Code: e.Type}
+	withheld := ""
+	switch e.Type {
 	case "overloaded_error", "api_error":
 		f.Outcome = health.OutcomeServerError
 	case "rate_limit_error":
 		f.Outcome = health.OutcomeRateLimited
 	case "authentication_error", "permission_error":
 		f.Outcome = health.OutcomeServerError
-		f.Detail = fmt.Sprintf("the provider rejected the channel's credentials (%s)", typ)
+		withheld = "the provider rejected the channel's credentials"
+	case "billing_error":
+		f.Outcome = health.OutcomeServerError
+		withheld = "the provider account cannot be billed"
 	case "not_found_error":
 		f.Outcome = health.OutcomeMisconfigured
 	case "timeout_error":
 		f.Outcome = health.OutcomeTimeout
-	default:
+	case "invalid_request_error", "request_too_large":
 		f.Outcome = health.OutcomeClientError
-		f.ClientMessage = message
-	}
-	if f.Detail == "" {
-		f.Detail = fmt.Sprintf("%s: %s", typ, Summarize(message))
+	default:
+		f.Outcome = health.OutcomeServerError
 		if status != 0 {
-			f.Detail = fmt.Sprintf("HTTP %d %s", status, f.Detail)
+			f.Outcome = health.OutcomeFromStatus(status)
 		}
 	}
-	f.ClientType = ClientTypeFor(f.Outcome)
-	if f.Outcome == health.OutcomeClientError {
-		f.ClientType = typ
+	if withheld != "" {
+		f.Detail = fmt.Sprintf("%s (%s)", withheld, e.Type)
+	} else {
+		f.Detail = fmt.Sprintf("%s: %s", e.Type, Summarize(e.Message))
 	}
-	if f.ClientMessage == "" {
-		f.ClientMessage = GenericMessage(f.Outcome)
+	if status != 0 {
+		f.Detail = fmt.Sprintf("HTTP %d %s", status, f.Detail)
+	}
+	f.ClientType = ClientTypeFor(f.Outcome)
+	f.ClientMessage = GenericMessage(f.Outcome)
+	if f.Outcome == health.OutcomeClientError {
+		f.ClientType, f.ClientMessage = e.Type, e.Message
 	}
 	return f
 }
 
-// Summarize shortens a provider message for Detail: one line, at most 200 bytes.
+// Summarize shortens a provider's error message, or an error body, for Detail and the access
+// log: the body's error.message when it is a JSON error ({"error":{"message"}}), on one line,
+// trimmed, at most 200 bytes (cut at a character, "…" after a cut). It is the one summary of
+// provider text: the proxy's direct channels and the adapters use it.
 func Summarize(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if c == '\n' || c == '\r' || c == '\t' {
-			b[i] = ' '
+	var e struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if strings.HasPrefix(strings.TrimSpace(s), "{") && json.Unmarshal([]byte(s), &e) == nil && e.Error.Message != "" {
+		s = e.Error.Message
+	}
+	s = strings.TrimSpace(strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\r' || r == '\t' {
+			return ' '
 		}
+		return r
+	}, s))
+	if len(s) <= 200 {
+		return s
 	}
-	if len(b) > 200 {
-		b = append(b[:200:200], "..."...)
+	cut := 200
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
 	}
-	return string(b)
+	return s[:cut] + "…"
 }

@@ -153,24 +153,31 @@ func GenericMessage(o health.Outcome) string {
 	}
 }
 
-// ParseRetryAfter reads a Retry-After value: delta-seconds or an HTTP date (relative to now).
-// It returns 0 for a missing, malformed or past value.
+// MaxRetryAfter caps the wait a Retry-After may ask for: a provider that asks for more than a day
+// is still not tried again for a day, not forever.
+const MaxRetryAfter = 24 * time.Hour
+
+// ParseRetryAfter reads a Retry-After value: delta-seconds or an HTTP date (relative to now),
+// capped at MaxRetryAfter. It returns 0 for a missing, malformed or past value. It is the one
+// parser of Retry-After: the proxy's direct channels and the adapters use it.
 func ParseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
 	if v == "" {
 		return 0
 	}
+	var d time.Duration
 	if n, err := strconv.ParseFloat(v, 64); err == nil {
-		if n <= 0 || n > 86400 {
+		if !(n > 0) { // NaN too
 			return 0
 		}
-		return time.Duration(n * float64(time.Second))
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		if d := t.Sub(now); d > 0 {
-			return d
+		if n >= MaxRetryAfter.Seconds() {
+			return MaxRetryAfter
 		}
+		d = time.Duration(n * float64(time.Second))
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = t.Sub(now)
 	}
-	return 0
+	return max(0, min(d, MaxRetryAfter))
 }
 
 // ParseBaseURL parses a channel's baseURL (or the one an adapter derived from its region): an

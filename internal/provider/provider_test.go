@@ -77,9 +77,26 @@ func TestParseRetryAfter(t *testing.T) {
 		"": 0, "3": 3 * time.Second, "0.5": 500 * time.Millisecond, "-1": 0, "soon": 0,
 		now.Add(90 * time.Second).Format(http.TimeFormat): 90 * time.Second,
 		now.Add(-time.Minute).Format(http.TimeFormat):     0,
+		" 7 ": 7 * time.Second, "90000": provider.MaxRetryAfter, "1e300": provider.MaxRetryAfter, "NaN": 0,
+		now.Add(48 * time.Hour).Format(http.TimeFormat): provider.MaxRetryAfter,
 	} {
 		if got := provider.ParseRetryAfter(v, now); got != want {
 			t.Errorf("%q: %v, want %v", v, got, want)
+		}
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	long := strings.Repeat("é", 150) // 300 bytes: cut at a character, not inside one
+	for in, want := range map[string]string{
+		"  model\noverloaded\t":                   "model overloaded",
+		`{"error":{"message":"Invalid API key"}}`: "Invalid API key",
+		`{"error":{"code":"x"}}`:                  `{"error":{"code":"x"}}`,
+		long:                                      strings.Repeat("é", 100) + "…",
+		strings.Repeat("a", 201):                  strings.Repeat("a", 200) + "…",
+	} {
+		if got := provider.Summarize(in); got != want {
+			t.Errorf("%q: %q, want %q", in, got, want)
 		}
 	}
 }

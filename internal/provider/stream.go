@@ -8,6 +8,7 @@ import (
 	"io"
 	"sync"
 
+	"github.com/switchyard-io/switchyard/internal/anthropic"
 	"github.com/switchyard-io/switchyard/internal/health"
 )
 
@@ -23,11 +24,11 @@ type StreamState struct {
 // failed over), after one it is a cut stream.
 func (s *StreamState) Observe(ev Event) error {
 	if ev.Type == "error" {
-		typ, msg, ok := ParseAnthropicError(ev.Data)
+		e, ok := anthropic.ParseError(ev.Data)
 		if !ok {
-			typ, msg = "api_error", "malformed error event"
+			e = anthropic.UpstreamError{Type: "api_error", Message: "malformed error event"}
 		}
-		return s.Fail(ClassifyAnthropicError(0, typ, msg))
+		return s.Fail(ClassifyAnthropicError(0, e))
 	}
 	s.events++
 	if ev.Type == "message_stop" {

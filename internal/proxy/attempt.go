@@ -3,7 +3,6 @@ package proxy
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -259,7 +258,7 @@ func classifyStatus(a *attempt, resp *http.Response) result {
 	r := result{outcome: health.OutcomeFromStatus(resp.StatusCode), status: resp.StatusCode, header: resp.Header}
 	switch r.outcome {
 	case health.OutcomeRateLimited:
-		r.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		r.retryAfter = provider.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		r.body = a.redact.bytes(b)
 		r.detail = "429 rate limited"
@@ -268,7 +267,7 @@ func classifyStatus(a *attempt, resp *http.Response) result {
 		// or 405 here is a wrong baseURL or upstreamModel, or an API this provider does not
 		// serve. The channel's fault, not the client's: fail over, and let the channel show it.
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-		r.detail = fmt.Sprintf("HTTP %d on %s (check the channel's baseURL and upstreamModel): %s", resp.StatusCode, a.path, summarize(a.redact.bytes(b)))
+		r.detail = fmt.Sprintf("HTTP %d on %s (check the channel's baseURL and upstreamModel): %s", resp.StatusCode, a.path, provider.Summarize(string(a.redact.bytes(b))))
 	case health.OutcomeClientError:
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		r.errCode = upstreamErrorCode(b)
@@ -289,7 +288,7 @@ func serverErrorDetail(a *attempt, resp *http.Response) string {
 	switch {
 	case status >= 500:
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-		return fmt.Sprintf("HTTP %d: %s", status, summarize(a.redact.bytes(b)))
+		return fmt.Sprintf("HTTP %d: %s", status, provider.Summarize(string(a.redact.bytes(b))))
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		// The provider refused the gateway's own key (revoked, expired, wrong account): the
 		// channel is broken, not the request. Fail over, and never hand the provider's message
@@ -470,38 +469,6 @@ func healthLatency(stream bool, r *result) time.Duration {
 		return time.Duration(float64(r.latency) * latencyTokens / float64(r.outputTokens))
 	}
 	return r.latency
-}
-
-// parseRetryAfter reads delta-seconds or an HTTP date; 0 when absent or unreadable.
-func parseRetryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	if secs, err := strconv.ParseFloat(v, 64); err == nil && secs > 0 {
-		return time.Duration(secs * float64(time.Second))
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
-}
-
-// summarize shortens an upstream error body for the client's 503 message and the access log.
-func summarize(b []byte) string {
-	var e struct {
-		Error struct {
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(b, &e) == nil && e.Error.Message != "" {
-		b = []byte(e.Error.Message)
-	}
-	s := strings.TrimSpace(string(b))
-	if len(s) > 200 {
-		s = s[:200] + "…"
-	}
-	return s
 }
 
 // redactURL keeps transport errors free of URLs (with user info or query strings): a *url.Error

@@ -3,7 +3,9 @@ package proxy
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -11,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchyard-io/switchyard/internal/health"
 	"github.com/switchyard-io/switchyard/internal/mockprovider"
+	"github.com/switchyard-io/switchyard/internal/routing"
 	"github.com/switchyard-io/switchyard/internal/testutil"
 )
 
@@ -348,22 +352,31 @@ func TestProviderErrorTable(t *testing.T) {
 		provider string
 		status   int
 		body     string
-		channel  bool
+		outcome  health.Outcome
 		code     string
 		matched  bool
 	}{
-		{"openai", 429, `{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":"insufficient_quota"}}`, true, "", true},
-		{"azure-openai", 429, `{"error":{"code":"insufficient_quota","message":"quota"}}`, true, "", true},
-		{"openai", 429, `{"error":{"code":"rate_limit_exceeded","message":"slow down"}}`, false, "", false},
-		{"anthropic", 402, `{"type":"error","error":{"type":"billing_error","message":"credit balance"}}`, true, "", true},
-		{"anthropic", 400, `{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 208310 tokens > 200000 maximum"}}`, false, "context_length_exceeded", true},
-		{"anthropic", 400, `{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: 0 < 1"}}`, false, "", false},
-		{"anthropic", 429, `{"type":"error","error":{"type":"rate_limit_error","message":"slow"}}`, false, "", false},
-		{"anthropic", 529, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, false, "", false},
+		{"openai", 429, `{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":"insufficient_quota"}}`, health.OutcomeServerError, "", true},
+		{"azure-openai", 429, `{"error":{"code":"insufficient_quota","message":"quota"}}`, health.OutcomeServerError, "", true},
+		{"openai", 429, `{"error":{"code":"rate_limit_exceeded","message":"slow down"}}`, 0, "", false},
+		{"anthropic", 402, `{"type":"error","error":{"type":"billing_error","message":"credit balance"}}`, health.OutcomeServerError, "", true},
+		{"anthropic", 402, `Payment Required`, health.OutcomeServerError, "", true},
+		{"anthropic", 504, `{"type":"error","error":{"type":"timeout_error","message":"Request timed out"}}`, health.OutcomeTimeout, "", true},
+		{"anthropic", 400, `{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 208310 tokens > 200000 maximum"}}`, health.OutcomeClientError, "context_length_exceeded", true},
+		{"anthropic", 400, `{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: 0 < 1"}}`, health.OutcomeClientError, "invalid_request_error", true},
+		// Where the classifier agrees with the status, do's case for the status writes the result.
+		{"anthropic", 429, `{"type":"error","error":{"type":"rate_limit_error","message":"slow"}}`, 0, "", false},
+		{"anthropic", 529, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, 0, "", false},
+		{"anthropic", 502, `<html>Bad Gateway</html>`, 0, "", false},
 	} {
-		got, ok := providerErrors[c.provider](c.status, []byte(c.body))
-		if ok != c.matched || got.channelFailure != c.channel || got.code != c.code {
-			t.Errorf("%s %d %s: %+v matched %v", c.provider, c.status, c.body, got, ok)
+		a := &attempt{channel: &routing.Channel{Provider: c.provider}}
+		resp := &http.Response{StatusCode: c.status, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(c.body))}
+		got, ok := classifyProviderError(a, resp)
+		if ok != c.matched || (ok && (got.outcome != c.outcome || got.errCode != c.code)) {
+			t.Errorf("%s %d %s: %s %q matched %v", c.provider, c.status, c.body, got.outcome, got.errCode, ok)
+		}
+		if rest, _ := io.ReadAll(resp.Body); !ok && string(rest) != c.body {
+			t.Errorf("%s %d: the body left for do is %q", c.provider, c.status, rest)
 		}
 	}
 }

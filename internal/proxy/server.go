@@ -493,10 +493,9 @@ func (s *Server) publishStatus(now time.Time, all bool) {
 	defer s.eventsMu.Unlock()
 	for _, ev := range s.engine.Events(s.lastSeq.Load()) {
 		s.lastSeq.Store(ev.Seq)
-		// A failed probe restarts the cooldown of the same ejection; it is not a new one (the
-		// engine's own count agrees).
-		// A dry run's would-be ejection is no ejection: it shows on switchyard_channel_dryrun_phase.
-		if ev.To == health.PhaseEjected && ev.From != health.PhaseProbing && !strings.HasPrefix(ev.Reason, health.DryRunPrefix) {
+		// A failed probe continues the same ejection, and a dry run's would-be ejection shows on
+		// switchyard_channel_dryrun_phase instead.
+		if ev.NewEjection() {
 			ns, name := routing.SplitChannelID(ev.Channel)
 			s.metrics.Ejections.WithLabelValues(ns, name, ev.Model, ev.Reason).Inc()
 		}

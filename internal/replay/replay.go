@@ -793,7 +793,7 @@ func (r *replayer) drain(now int64) {
 			} else {
 				ks.eventsOmitted++
 			}
-			if ev.To == health.PhaseEjected && ev.Reason != "ProbeFailed" {
+			if ev.NewEjection() {
 				ks.ejections = append(ks.ejections, ejection{at: at, reason: ev.Reason, message: ev.Message})
 			}
 			if ev.From != ev.To {

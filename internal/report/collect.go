@@ -322,7 +322,7 @@ func (c *Collector) judge(ks *keyStats, at int64, reason, message string) {
 		}
 	}
 	switch reason {
-	case "LatencyP95Exceeded", "RampLatencyRise":
+	case health.ReasonLatencyP95Exceeded, health.ReasonRampLatencyRise:
 		j.latencyRule = true
 	default:
 		if j.otherN >= int64(s.MinRequests) && j.otherN > 0 {

@@ -653,7 +653,7 @@ func (s *sim) probe(t int64) {
 func (s *sim) journal(rep int) {
 	for _, ev := range s.engs[rep].Events(s.evSeqs[rep]) {
 		s.evSeqs[rep] = ev.Seq
-		if ev.To == health.PhaseEjected && ev.Reason != "ProbeFailed" {
+		if ev.NewEjection() {
 			s.res.Ejections++
 		}
 		if s.fl != nil {

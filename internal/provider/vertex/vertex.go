@@ -35,6 +35,7 @@ import (
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/google"
 
+	"github.com/switchyard-io/switchyard/internal/anthropic"
 	"github.com/switchyard-io/switchyard/internal/health"
 	"github.com/switchyard-io/switchyard/internal/provider"
 )
@@ -257,8 +258,8 @@ type googleError struct {
 // for what Vertex itself refuses, or Anthropic's ({"type":"error",...}), for what the model's
 // service answered (529 overloaded_error among them).
 func (a *Adapter) ClassifyError(status int, header http.Header, body []byte) provider.Failure {
-	if typ, msg, ok := provider.ParseAnthropicError(body); ok {
-		f := provider.ClassifyAnthropicError(status, typ, msg)
+	if e, ok := anthropic.ParseError(body); ok {
+		f := provider.ClassifyAnthropicError(status, e)
 		if f.Outcome == health.OutcomeRateLimited {
 			f.RetryAfter = provider.ParseRetryAfter(header.Get("Retry-After"), a.now())
 		}
