@@ -1,4 +1,4 @@
-package proxy
+package source
 
 import (
 	"context"
@@ -185,7 +185,7 @@ type FileSource struct {
 	// fingerprint says, and a read of the same bytes as before is applied, not skipped.
 	readFailed atomic.Bool
 
-	recMu    sync.Mutex // orders the results recorded on the Server
+	recMu    sync.Mutex // orders the results recorded on the Sink
 	loading  bool       // Watch's work is running and has recorded nothing yet (a stuck report is still true)
 	recorded string     // the error this source last recorded ("" after a good load)
 
@@ -194,11 +194,11 @@ type FileSource struct {
 }
 
 // Load does one load now; it applies the table or records the rejection.
-func (f *FileSource) Load(s *Server) error { return f.load(s, true) }
+func (f *FileSource) Load(s Sink) error { return f.load(s, true) }
 
 // Start does the first load, like Load, but gives up when ctx ends: a read hung on a dead mount
 // must not keep the process from exiting on SIGTERM.
-func (f *FileSource) Start(ctx context.Context, s *Server) error {
+func (f *FileSource) Start(ctx context.Context, s Sink) error {
 	done := make(chan error, 1)
 	go func() { done <- f.Load(s) }()
 	warn := time.NewTimer(f.stuckBound())
@@ -208,7 +208,7 @@ func (f *FileSource) Start(ctx context.Context, s *Server) error {
 		case err := <-done:
 			return err
 		case <-warn.C:
-			s.log.Warn("Reading the config has not finished; still waiting (a hung mount?)", "source", f.Path, "after", f.stuckBound().String())
+			s.Logger().Warn("Reading the config has not finished; still waiting (a hung mount?)", "source", f.Path, "after", f.stuckBound().String())
 		case <-ctx.Done():
 			return fmt.Errorf("gave up: reading the config had not finished when the proxy was stopped (a hung mount?): %w", context.Cause(ctx))
 		}
@@ -217,7 +217,7 @@ func (f *FileSource) Start(ctx context.Context, s *Server) error {
 
 // load reads the config once and applies it or records why not. Unless force is set, bytes
 // identical to the last read are not applied again (a touch, an unrelated event).
-func (f *FileSource) load(s *Server, force bool) error {
+func (f *FileSource) load(s Sink, force bool) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	stamps, stampErr := fingerprint(f.Path) // before the read: a change during it shows at the next poll
@@ -255,7 +255,7 @@ func (f *FileSource) load(s *Server, force bool) error {
 		f.reject(s, err, nil, true)
 		return err
 	}
-	c, err := compileInputs(in, f.getenv(), serving(s))
+	c, err := compileInputs(in, f.getenv(), s.Serving())
 	if err != nil {
 		// The last good table keeps serving, but an on-call `disabled: true` edited in at the
 		// same time as a mistake elsewhere must still take effect.
@@ -266,11 +266,11 @@ func (f *FileSource) load(s *Server, force bool) error {
 	}
 	for _, p := range c.problems {
 		if !p.HoldsBack() {
-			s.log.Warn("A fallback hop will not be followed", "problem", p.String())
+			s.Logger().Warn("A fallback hop will not be followed", "problem", p.String())
 		}
 	}
 	for _, h := range c.held {
-		s.log.Warn("Held back a config object with a problem; the rest of the config serves", "kind", h.Kind, "namespace", h.Namespace,
+		s.Logger().Warn("Held back a config object with a problem; the rest of the config serves", "kind", h.Kind, "namespace", h.Namespace,
 			"name", h.Name, "served", string(h.Served), "problem", heldProblem(h, c.problems))
 	}
 	if len(c.held) > 0 {
@@ -286,24 +286,16 @@ func (f *FileSource) load(s *Server, force bool) error {
 	return nil
 }
 
-// serving is the table s serves now, nil before the first load.
-func serving(s *Server) *routing.Table {
-	if cur := s.cfg.Load(); cur != nil {
-		return cur.table
-	}
-	return nil
-}
-
 // applyOverrides applies the channels' disabled fields to the table serving now, if that changes
 // anything, publishing it together with err, the rejection of the config they came with; it
 // reports whether it did (if not, the caller records err). The caller holds recMu.
-func (f *FileSource) applyOverrides(s *Server, channels []v1alpha1.ProviderChannel, err error, problems []routing.Problem) bool {
-	cur := s.cfg.Load()
+func (f *FileSource) applyOverrides(s Sink, channels []v1alpha1.ProviderChannel, err error, problems []routing.Problem) bool {
+	cur := s.Serving()
 	if cur == nil || channels == nil {
 		return false
 	}
-	over := routing.WithOverrides(cur.table, channels)
-	if over.Hash() == cur.table.Hash() {
+	over := routing.WithOverrides(cur, channels)
+	if over.Hash() == cur.Hash() {
 		return false
 	}
 	s.ApplyRejected(over, f.Path, err, problems)
@@ -313,7 +305,7 @@ func (f *FileSource) applyOverrides(s *Server, channels []v1alpha1.ProviderChann
 
 // reject records err unless it is the error already shown and always is false, so a read error
 // that persists is logged once, not at every poll. The caller holds recMu.
-func (f *FileSource) reject(s *Server, err error, problems []routing.Problem, always bool) {
+func (f *FileSource) reject(s Sink, err error, problems []routing.Problem, always bool) {
 	if !always && err.Error() == f.recorded {
 		return
 	}
@@ -322,7 +314,7 @@ func (f *FileSource) reject(s *Server, err error, problems []routing.Problem, al
 }
 
 // reportStuck records a load that has run for longer than d, if it still runs.
-func (f *FileSource) reportStuck(s *Server, d time.Duration) {
+func (f *FileSource) reportStuck(s Sink, d time.Duration) {
 	f.recMu.Lock()
 	defer f.recMu.Unlock()
 	if !f.loading {
@@ -341,7 +333,7 @@ const (
 )
 
 // Watch reloads on change until ctx ends.
-func (f *FileSource) Watch(ctx context.Context, s *Server) {
+func (f *FileSource) Watch(ctx context.Context, s Sink) {
 	interval := f.Interval
 	if interval <= 0 {
 		interval = time.Second
@@ -353,7 +345,7 @@ func (f *FileSource) Watch(ctx context.Context, s *Server) {
 	var events <-chan fsnotify.Event
 	var watchErrs <-chan error
 	if err != nil {
-		s.log.Warn("No file events for the config; polling only", "source", f.Path, "interval", interval.String(), "error", err.Error())
+		s.Logger().Warn("No file events for the config; polling only", "source", f.Path, "interval", interval.String(), "error", err.Error())
 	} else {
 		events, watchErrs = w.Events, w.Errors
 		defer func() { go w.Close() }() // not waited for: it may wait on a watch hung on a dead mount
@@ -384,7 +376,7 @@ func (f *FileSource) Watch(ctx context.Context, s *Server) {
 					}
 					if err := w.Add(dir); err != nil && !addFailed {
 						addFailed = true
-						s.log.Warn("No file events for the config; the poll still runs", "dir", dir, "interval", interval.String(), "error", err.Error())
+						s.Logger().Warn("No file events for the config; the poll still runs", "dir", dir, "interval", interval.String(), "error", err.Error())
 					}
 				}
 				f.work(s, kind)
@@ -394,9 +386,9 @@ func (f *FileSource) Watch(ctx context.Context, s *Server) {
 		case <-ctx.Done():
 			return
 		case <-f.Reload:
-			s.log.Info("Reloading config on signal", "source", f.Path)
+			s.Logger().Info("Reloading config on signal", "source", f.Path)
 			if hung {
-				s.log.Warn("An earlier config read has not finished; the reload waits for it", "source", f.Path)
+				s.Logger().Warn("An earlier config read has not finished; the reload waits for it", "source", f.Path)
 			}
 			pending = max(pending, workForce)
 		case <-tick.C:
@@ -411,7 +403,7 @@ func (f *FileSource) Watch(ctx context.Context, s *Server) {
 			if !ok {
 				watchErrs = nil
 			} else {
-				s.log.Warn("File events for the config failed; the poll still runs", "source", f.Path, "error", err.Error())
+				s.Logger().Warn("File events for the config failed; the poll still runs", "source", f.Path, "error", err.Error())
 			}
 		case <-debounce:
 			debounce = nil
@@ -428,7 +420,7 @@ func (f *FileSource) Watch(ctx context.Context, s *Server) {
 }
 
 // work does one request of Watch.
-func (f *FileSource) work(s *Server, kind int) {
+func (f *FileSource) work(s Sink, kind int) {
 	if kind == workCheck && !f.readFailed.Load() {
 		stamps, err := fingerprint(f.Path)
 		f.mu.Lock()
