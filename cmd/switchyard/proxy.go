@@ -21,7 +21,7 @@ import (
 	"github.com/switchyard-io/switchyard/internal/audit"
 	"github.com/switchyard-io/switchyard/internal/fleet"
 	"github.com/switchyard-io/switchyard/internal/proxy"
-	"github.com/switchyard-io/switchyard/internal/proxy/kubesource"
+	"github.com/switchyard-io/switchyard/internal/proxy/source"
 	"github.com/switchyard-io/switchyard/internal/version"
 )
 
@@ -152,7 +152,7 @@ func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				}
 			}
 		}()
-		src := &proxy.FileSource{Path: *configPath, Interval: *reloadEvery, Reload: reload}
+		src := &source.FileSource{Path: *configPath, Interval: *reloadEvery, Reload: reload}
 		if err := src.Start(ctx, srv); err != nil { // returns on SIGTERM even if a read hangs
 			return fmt.Errorf("the config at %s does not load: %w", *configPath, err)
 		}
@@ -168,7 +168,7 @@ func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			return fmt.Errorf("failed to load Kubernetes client config: %w", err)
 		}
-		src := &kubesource.ConfigMapSource{Config: cfg, Namespace: ns, Name: name, SecretName: *credSecret}
+		src := &source.ConfigMapSource{Config: cfg, Namespace: ns, Name: name, SecretName: *credSecret}
 		if err := src.Run(bg, srv); err != nil {
 			return err
 		}

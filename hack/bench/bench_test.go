@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/switchyard-io/switchyard/internal/proxy"
+	"github.com/switchyard-io/switchyard/internal/proxy/source"
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
 
@@ -366,7 +367,7 @@ func TestControlHeadersPassTheProxy(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := proxy.New(proxy.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err := (&proxy.FileSource{Path: dir, Getenv: func(string) string { return "" }}).Load(srv); err != nil {
+	if err := (&source.FileSource{Path: dir, Getenv: func(string) string { return "" }}).Load(srv); err != nil {
 		t.Fatal(err)
 	}
 	front := httptest.NewServer(srv.Handler())

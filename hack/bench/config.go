@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/switchyard-io/switchyard/internal/proxy"
+	"github.com/switchyard-io/switchyard/internal/proxy/source"
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
 
@@ -137,7 +137,7 @@ func writeConfig(dir, name, content string) (string, error) {
 
 // proxyLoad compiles a config directory as `switchyard proxy --config` does (tests).
 func proxyLoad(dir string) (*routing.Table, []routing.Problem, error) {
-	return proxy.LoadFiles(dir, func(string) string { return "" })
+	return source.LoadFiles(dir, func(string) string { return "" })
 }
 
 // The clients measurement: benchClients GatewayClients, each with its own keys Secret, beside the

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/switchyard-io/switchyard/internal/proxy"
+	"github.com/switchyard-io/switchyard/internal/proxy/source"
 )
 
 // profileMode runs the proxy the way `switchyard proxy --config` does (same package, same options,
@@ -38,7 +39,7 @@ func runProfileProxy(args []string) error {
 
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	srv := proxy.New(proxy.Options{Logger: logger})
-	src := &proxy.FileSource{Path: *cfg, Interval: time.Second}
+	src := &source.FileSource{Path: *cfg, Interval: time.Second}
 	if err := src.Load(srv); err != nil {
 		return err
 	}

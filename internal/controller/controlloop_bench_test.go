@@ -35,7 +35,7 @@ import (
 	v1alpha1 "github.com/switchyard-io/switchyard/api/v1alpha1"
 	"github.com/switchyard-io/switchyard/internal/adminapi"
 	"github.com/switchyard-io/switchyard/internal/proxy"
-	"github.com/switchyard-io/switchyard/internal/proxy/kubesource"
+	"github.com/switchyard-io/switchyard/internal/proxy/source"
 	"github.com/switchyard-io/switchyard/internal/routing"
 	"github.com/switchyard-io/switchyard/internal/routing/routingtest"
 )
@@ -124,7 +124,7 @@ func BenchmarkControlLoopAtScale(b *testing.B) {
 	})
 	b.ReportMetric(time.Since(start).Seconds(), "start-to-cm-s")
 
-	src := &kubesource.ConfigMapSource{Config: e.Config, Namespace: ns, Name: DefaultConfigMapName}
+	src := &source.ConfigMapSource{Config: e.Config, Namespace: ns, Name: DefaultConfigMapName}
 	srv := proxy.New(proxy.Options{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err := src.Run(ctx, srv); err != nil {
 		b.Fatal(err)

@@ -19,7 +19,7 @@ import (
 )
 
 // TestOneTeamsMistakeNeverStopsAnother: two teams in two namespaces share one controller and one
-// running proxy (fed from the ConfigMap by kubesource, polled by the controller on its admin API,
+// running proxy (fed from the ConfigMap by source.ConfigMapSource, polled by the controller on its admin API,
 // as in a cluster). Each team has a channel named "a": both are served, each under its own
 // namespace. Team B breaks its objects one way after another (a deleted Secret, a policy naming a
 // missing channel, a newer policy contesting team A's model, a model its channels do not serve),

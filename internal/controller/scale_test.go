@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/switchyard-io/switchyard/internal/proxy"
-	"github.com/switchyard-io/switchyard/internal/proxy/kubesource"
+	"github.com/switchyard-io/switchyard/internal/proxy/source"
 	"github.com/switchyard-io/switchyard/internal/routing"
 	"github.com/switchyard-io/switchyard/internal/routing/routingtest"
 )
@@ -30,7 +30,7 @@ import (
 const maxObjectBytes = 1 << 20
 
 // TestPublishAtScale: 1,000 channels × 5 models (5,000 channel×model keys) and 1,000 policies
-// are published through a real API server and loaded by the proxy's reader (kubesource), every
+// are published through a real API server and loaded by the proxy's reader (source.ConfigMapSource), every
 // object under 1 MiB.
 func TestPublishAtScale(t *testing.T) {
 	if testing.Short() {
@@ -223,14 +223,14 @@ func (h *harness) checkSizes(cm *corev1.ConfigMap, sec *corev1.Secret) {
 	h.t.Logf("largest object: %s, %d bytes (%.1f%% of 1 MiB)", largestName, largest, 100*float64(largest)/maxObjectBytes)
 }
 
-// startReader runs a proxy fed by kubesource from the harness's ConfigMap, as `switchyard proxy
+// startReader runs a proxy fed by source.ConfigMapSource from the harness's ConfigMap, as `switchyard proxy
 // --configmap` does.
 func startReader(t *testing.T, h *harness) *proxy.Server {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	srv := proxy.New(proxy.Options{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	src := &kubesource.ConfigMapSource{Config: h.env.Config, Namespace: h.ns, Name: DefaultConfigMapName}
+	src := &source.ConfigMapSource{Config: h.env.Config, Namespace: h.ns, Name: DefaultConfigMapName}
 	if err := src.Run(ctx, srv); err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/switchyard-io/switchyard/internal/mockprovider"
 	"github.com/switchyard-io/switchyard/internal/proxy"
+	"github.com/switchyard-io/switchyard/internal/proxy/source"
 )
 
 // childEnv makes the test binary play the switchyard binary's mock-provider and proxy
@@ -94,7 +95,7 @@ func runTestProxy(ctx context.Context, cfg, listen, adminListen, accessLog strin
 	srv := proxy.New(opts)
 	bg, stopBG := context.WithCancel(context.Background())
 	defer stopBG()
-	src := &proxy.FileSource{Path: cfg, Interval: time.Second}
+	src := &source.FileSource{Path: cfg, Interval: time.Second}
 	if err := src.Load(srv); err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/switchyard-io/switchyard/internal/audit"
+	"github.com/switchyard-io/switchyard/internal/proxy/source"
 )
 
 // BenchmarkHandlerAudited is BenchmarkHandler's ok case with the audit log on (a file): the
@@ -22,7 +23,7 @@ func BenchmarkHandlerAudited(b *testing.B) {
 	if err := writeFileErr(dir, rigConfig{}.render("http://upstream-a.invalid", "http://upstream-b.invalid")); err != nil {
 		b.Fatal(err)
 	}
-	t, _, err := LoadFiles(dir, func(string) string { return "" })
+	t, _, err := source.LoadFiles(dir, func(string) string { return "" })
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/switchyard-io/switchyard/internal/proxy/source"
 )
 
 // memUpstream answers in memory: channel A's host answers 503 to every failEvery-th request
@@ -60,7 +62,7 @@ func BenchmarkHandler(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			t, _, err := LoadFiles(dir, func(string) string { return "" })
+			t, _, err := source.LoadFiles(dir, func(string) string { return "" })
 			if err != nil {
 				b.Fatal(err)
 			}

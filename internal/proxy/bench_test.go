@@ -16,6 +16,7 @@ import (
 
 	"github.com/switchyard-io/switchyard/internal/health"
 	"github.com/switchyard-io/switchyard/internal/pii"
+	"github.com/switchyard-io/switchyard/internal/proxy/source"
 	"github.com/switchyard-io/switchyard/internal/routing"
 	"github.com/switchyard-io/switchyard/internal/routing/routingtest"
 )
@@ -31,7 +32,7 @@ func BenchmarkHotPath(b *testing.B) {
 	if err := writeFileErr(dir, cfg); err != nil {
 		b.Fatal(err)
 	}
-	t, _, err := LoadFiles(dir, func(string) string { return "" })
+	t, _, err := source.LoadFiles(dir, func(string) string { return "" })
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -180,7 +181,7 @@ func BenchmarkHotPathPII(b *testing.B) {
 				if err := writeFileErr(dir, rigConfig{policy: policy}.render(up.URL, up.URL)); err != nil {
 					b.Fatal(err)
 				}
-				t, _, err := LoadFiles(dir, func(string) string { return "" })
+				t, _, err := source.LoadFiles(dir, func(string) string { return "" })
 				if err != nil {
 					b.Fatal(err)
 				}

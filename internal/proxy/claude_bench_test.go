@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+
+	"github.com/switchyard-io/switchyard/internal/proxy/source"
 )
 
 // BenchmarkHotPathClaude is BenchmarkHotPath's request (an OpenAI chat completion) to a model on
@@ -38,7 +40,7 @@ spec:
 	if err := writeFileErr(dir, cfg); err != nil {
 		b.Fatal(err)
 	}
-	t, _, err := LoadFiles(dir, func(string) string { return "" })
+	t, _, err := source.LoadFiles(dir, func(string) string { return "" })
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/switchyard-io/switchyard/internal/mockprovider"
+	"github.com/switchyard-io/switchyard/internal/proxy/source"
 	"github.com/switchyard-io/switchyard/internal/testutil"
 )
 
@@ -166,7 +167,7 @@ spec:
 `, as.URL, bs.URL, vs.URL, keyA, cloudAccessKey, cloudSecret, sa, defaultTimeouts, bedrockModel, vertexModel)
 	}
 	c.writeConfig("k1")
-	r.src = &FileSource{Path: r.dir, Getenv: func(string) string { return "" }}
+	r.src = &source.FileSource{Path: r.dir, Getenv: func(string) string { return "" }}
 	if err := r.src.Load(r.srv); err != nil {
 		t.Fatalf("config does not load: %v", err)
 	}

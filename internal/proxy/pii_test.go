@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/switchyard-io/switchyard/internal/mockprovider"
+	"github.com/switchyard-io/switchyard/internal/proxy/source"
 )
 
 // These tests use only the e-mail detector, so they hold for any implementation of internal/pii.
@@ -294,7 +295,7 @@ func TestPIIOtherPoliciesUnaffected(t *testing.T) {
 // written by a newer controller) makes the policy's requests fail closed, never go out unmasked.
 func TestPIIThatCannotRunRefusesRequests(t *testing.T) {
 	r := newRig(t, rigConfig{policy: piiMask})
-	tbl, _, err := LoadFiles(r.dir, func(string) string { return "" })
+	tbl, _, err := source.LoadFiles(r.dir, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}

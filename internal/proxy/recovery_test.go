@@ -14,6 +14,7 @@ import (
 
 	"github.com/switchyard-io/switchyard/internal/failover"
 	"github.com/switchyard-io/switchyard/internal/mockprovider"
+	"github.com/switchyard-io/switchyard/internal/proxy/source"
 	"github.com/switchyard-io/switchyard/internal/testutil"
 )
 
@@ -83,7 +84,7 @@ spec:
 	if err := os.WriteFile(filepath.Join(r.dir, "gateway.yaml"), []byte(manifest.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r.src = &FileSource{Path: r.dir, Getenv: func(string) string { return "" }}
+	r.src = &source.FileSource{Path: r.dir, Getenv: func(string) string { return "" }}
 	if err := r.src.Load(r.srv); err != nil {
 		t.Fatalf("config does not load: %v", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/switchyard-io/switchyard/internal/mockprovider"
+	"github.com/switchyard-io/switchyard/internal/proxy/source"
 	"github.com/switchyard-io/switchyard/internal/testutil"
 )
 
@@ -50,7 +51,7 @@ type rig struct {
 	aURL      string
 	bURL      string
 	dir       string
-	src       *FileSource
+	src       *source.FileSource
 	srv       *Server
 	api       *httptest.Server
 	admin     *httptest.Server
@@ -153,7 +154,7 @@ func newRigOpts(t *testing.T, cfg rigConfig, opt func(*Options)) *rig {
 	r.api = httptest.NewServer(r.srv.Handler())
 	r.admin = httptest.NewServer(r.srv.AdminHandler())
 	r.dir = t.TempDir()
-	r.src = &FileSource{Path: r.dir, Getenv: func(string) string { return "" }}
+	r.src = &source.FileSource{Path: r.dir, Getenv: func(string) string { return "" }}
 	r.write(cfg)
 	if err := r.src.Load(r.srv); err != nil {
 		t.Fatalf("config does not load: %v", err)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/switchyard-io/switchyard/internal/audit"
 	"github.com/switchyard-io/switchyard/internal/mockprovider"
+	"github.com/switchyard-io/switchyard/internal/proxy/source"
 	"github.com/switchyard-io/switchyard/internal/routing"
 	"github.com/switchyard-io/switchyard/internal/testutil"
 )
@@ -98,7 +99,7 @@ spec:
 	if err := os.WriteFile(filepath.Join(r.dir, "gateway.yaml"), []byte(manifest.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r.src = &FileSource{Path: r.dir, Getenv: func(string) string { return "" }}
+	r.src = &source.FileSource{Path: r.dir, Getenv: func(string) string { return "" }}
 	if err := r.src.Load(r.srv); err != nil {
 		t.Fatalf("config does not load: %v", err)
 	}

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/switchyard-io/switchyard/internal/proxy/source"
 )
 
 // waitLimit bounds every wait in these tests.
@@ -108,7 +110,7 @@ func TestLoadRefusesAFIFOWithoutBlocking(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := New(Options{})
-	src := &FileSource{Path: dir, Getenv: func(string) string { return "" }}
+	src := &source.FileSource{Path: dir, Getenv: func(string) string { return "" }}
 	done := make(chan error, 1)
 	go func() { done <- src.Load(srv) }()
 	select {
@@ -177,7 +179,7 @@ func TestConfigMapSwapIsSeenByFileEvents(t *testing.T) {
 	if err := os.Symlink("..data/gateway.yaml", filepath.Join(dir, "gateway.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	r.src = &FileSource{Path: dir, Getenv: func(string) string { return "" }}
+	r.src = &source.FileSource{Path: dir, Getenv: func(string) string { return "" }}
 	if err := r.src.Load(r.srv); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/switchyard-io/switchyard/internal/mockprovider"
+	"github.com/switchyard-io/switchyard/internal/proxy/source"
 	"github.com/switchyard-io/switchyard/internal/routing"
 	"github.com/switchyard-io/switchyard/internal/testutil"
 )
@@ -93,7 +94,7 @@ spec:
 	api := httptest.NewServer(srv.Handler())
 	t.Cleanup(api.Close)
 	dir := t.TempDir()
-	src := &FileSource{Path: dir, Getenv: func(string) string { return "" }}
+	src := &source.FileSource{Path: dir, Getenv: func(string) string { return "" }}
 	load := func(which string) {
 		t.Helper()
 		if err := os.WriteFile(filepath.Join(dir, "gateway.yaml"), []byte(manifests(which)), 0o600); err != nil {

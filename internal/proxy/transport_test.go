@@ -24,6 +24,7 @@ import (
 	"golang.org/x/net/http/httpproxy"
 
 	"github.com/switchyard-io/switchyard/internal/mockprovider"
+	"github.com/switchyard-io/switchyard/internal/proxy/source"
 )
 
 // Tests for the upstream transport, over real loopback TCP: the behaviours the proxy relies on
@@ -284,7 +285,7 @@ func TestProxyOverHTTP2(t *testing.T) {
 	srv := New(Options{Transport: tr, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Replica: "test"})
 	dir := t.TempDir()
 	writeFile(t, dir, rigConfig{}.render(a.URL, b.URL))
-	if err := (&FileSource{Path: dir, Getenv: func(string) string { return "" }}).Load(srv); err != nil {
+	if err := (&source.FileSource{Path: dir, Getenv: func(string) string { return "" }}).Load(srv); err != nil {
 		t.Fatal(err)
 	}
 	front := httptest.NewServer(srv.Handler())

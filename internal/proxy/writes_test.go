@@ -136,15 +136,18 @@ func TestHopByHopHeadersAreNotForwarded(t *testing.T) {
 }
 
 // A baseURL with credentials is refused (they belong in a Secret): the password appears in no
-// error, log line or admin answer, and the last good config keeps serving.
+// error, log line or admin answer, and the channel's last good form keeps serving.
 func TestBaseURLCredentialsAreRefusedWithoutEchoingThem(t *testing.T) {
 	r := newRig(t, rigConfig{})
 	base := strings.Replace(r.aURL, "http://", "http://vllm-user:s3cret-pw@", 1)
 	cfg := strings.Replace(rigConfig{}.render(r.aURL, r.bURL), r.aURL+"/v1", base+"/v1", 1)
 	writeFile(t, r.dir, cfg)
-	err := r.src.Load(r.srv)
-	if err == nil || !strings.Contains(err.Error(), "spec.baseURL") {
-		t.Fatalf("a baseURL with credentials loaded, or the error does not name the field: %v", err)
+	if err := r.src.Load(r.srv); err != nil {
+		t.Fatal(err)
+	}
+	cfgErr := r.configError()
+	if !strings.Contains(cfgErr, "ProviderChannel chan-a (its last good form serves): spec.baseURL") {
+		t.Fatalf("a baseURL with credentials loaded, or the error does not name the field: %q", cfgErr)
 	}
 	resp, gerr := http.Get(r.admin.URL + "/admin/v1/channels")
 	if gerr != nil {
@@ -152,7 +155,7 @@ func TestBaseURLCredentialsAreRefusedWithoutEchoingThem(t *testing.T) {
 	}
 	admin, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for what, text := range map[string]string{"error": err.Error(), "admin API": string(admin), "log": r.logs.String()} {
+	for what, text := range map[string]string{"error": cfgErr, "admin API": string(admin), "log": r.logs.String()} {
 		if strings.Contains(text, "s3cret-pw") || strings.Contains(text, "vllm-user") {
 			t.Errorf("the %s carries the baseURL's credentials: %s", what, text)
 		}

@@ -27,6 +27,7 @@ import (
 	"github.com/switchyard-io/switchyard/internal/audit"
 	"github.com/switchyard-io/switchyard/internal/mockprovider"
 	"github.com/switchyard-io/switchyard/internal/proxy"
+	"github.com/switchyard-io/switchyard/internal/proxy/source"
 )
 
 // clientKey is the clients' key: the gateway requires keys, as every cluster install does.
@@ -114,7 +115,7 @@ spec:
 		t.Fatal(err)
 	}
 	srv := proxy.New(opts)
-	src := &proxy.FileSource{Path: dir, Getenv: func(string) string { return "" }}
+	src := &source.FileSource{Path: dir, Getenv: func(string) string { return "" }}
 	if err := src.Load(srv); err != nil {
 		t.Fatalf("the sample does not load: %v", err)
 	}

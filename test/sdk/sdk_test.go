@@ -31,6 +31,7 @@ import (
 	"github.com/switchyard-io/switchyard/internal/audit"
 	"github.com/switchyard-io/switchyard/internal/mockprovider"
 	"github.com/switchyard-io/switchyard/internal/proxy"
+	"github.com/switchyard-io/switchyard/internal/proxy/source"
 	"github.com/switchyard-io/switchyard/internal/testutil"
 )
 
@@ -234,7 +235,7 @@ spec:
 	}
 	srv := proxy.New(proxy.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Replica: "sdk",
 		RequireClientKey: true, Audit: auditLog})
-	src := &proxy.FileSource{Path: dir, Getenv: func(string) string { return "" }}
+	src := &source.FileSource{Path: dir, Getenv: func(string) string { return "" }}
 	if err := src.Load(srv); err != nil {
 		t.Fatalf("config does not load: %v", err)
 	}

@@ -1,4 +1,4 @@
-package proxy
+package source
 
 import (
 	"context"
@@ -35,29 +35,52 @@ func KeyEnvName(channel string) string {
 }
 
 // LoadFiles reads and compiles the manifests at path, applying key overrides from the environment.
+// Unlike FileSource it isolates nothing: an object with a problem fails the whole load.
 func LoadFiles(path string, getenv func(string) string) (*routing.Table, []routing.Problem, error) {
 	in, err := routing.LoadManifests(path)
 	if err != nil {
 		return nil, nil, err
 	}
-	t, _, problems, err := compileInputs(in, getenv)
-	return t, problems, err
+	c, err := compileInputs(in, getenv, nil)
+	if err != nil {
+		return nil, c.problems, err
+	}
+	if len(c.held) > 0 {
+		return nil, c.problems, fmt.Errorf("config has %d problem(s): %s", len(routing.Blocking(c.problems)), problemList(routing.Blocking(c.problems)))
+	}
+	return c.table, c.problems, nil
 }
 
-// compileInputs is the rest of LoadFiles. It also returns the channel objects it read, so a
-// rejected config can still pass its on-call overrides on.
-func compileInputs(in routing.Inputs, getenv func(string) string) (*routing.Table, []v1alpha1.ProviderChannel, []routing.Problem, error) {
+// compiled is what compileInputs makes of the manifests.
+type compiled struct {
+	// table is what to serve: every object that compiled as compiled, one with a problem in its
+	// last good form or left out (routing.Isolate), on-call overrides applied.
+	table *routing.Table
+	// channels are the channel objects read: a rejected config still passes their on-call
+	// overrides on.
+	channels []v1alpha1.ProviderChannel
+	problems []routing.Problem
+	// held are the objects with a problem and how each is served.
+	held []routing.Held
+}
+
+// compileInputs is the rest of LoadFiles. Objects are isolated as the controller isolates them:
+// one with a problem is served as it was in last (the table serving now, nil when none) or left
+// out, and the rest serves. It fails only when nothing would serve, or for what is no one
+// object's problem.
+func compileInputs(in routing.Inputs, getenv func(string) string, last *routing.Table) (compiled, error) {
+	c := compiled{channels: in.Channels}
 	in.KeyOverrides = map[string]string{}
 	// SWITCHYARD_KEY_<NAME> for a channel without a namespace, SWITCHYARD_KEY_<NAMESPACE>_<NAME>
 	// for one with: never the bare name then, or dev/prod-openai would take prod/openai's key
 	// (both SWITCHYARD_KEY_PROD_OPENAI once upper-cased). Two channels whose variable is the same
 	// refuse the config rather than share a key.
 	owner := map[string]string{}
-	for _, c := range in.Channels {
-		id := routing.ChannelID(c.Namespace, c.Name)
+	for _, ch := range in.Channels {
+		id := routing.ChannelID(ch.Namespace, ch.Name)
 		env := KeyEnvName(id)
 		if other, taken := owner[env]; taken && other != id {
-			return nil, in.Channels, nil, fmt.Errorf("channels %s and %s would both take their key from %s: rename one", other, id, env)
+			return c, fmt.Errorf("channels %s and %s would both take their key from %s: rename one", other, id, env)
 		}
 		owner[env] = id
 		if v := getenv(env); v != "" {
@@ -65,23 +88,69 @@ func compileInputs(in routing.Inputs, getenv func(string) string) (*routing.Tabl
 		}
 	}
 	t, problems := routing.Compile(in)
-	// GatewayClients (keys from Secret manifests beside them): a broken one refuses the config
-	// like any other problem, so a typo cannot silently lock a team out or let it in.
+	// GatewayClients (keys from Secret manifests beside them): a broken one refuses the config,
+	// so a typo cannot silently lock a team out or let it in.
 	clients, clientProblems := routing.CompileClients(in)
 	t.Clients = clients
-	problems = append(problems, clientProblems...)
-	if blocking := routing.Blocking(problems); len(blocking) > 0 {
-		msgs := make([]string, len(blocking))
-		for i, p := range blocking {
-			msgs[i] = p.String()
+	c.problems = append(problems, clientProblems...)
+	if blocking := routing.Blocking(clientProblems); len(blocking) > 0 {
+		return c, fmt.Errorf("config has %d problem(s): %s", len(blocking), problemList(blocking))
+	}
+	c.table = t
+	if len(routing.Blocking(problems)) > 0 {
+		isolated, held, more := routing.Isolate(t, problems, last)
+		c.problems, c.held = append(c.problems, more...), held
+		c.table = routing.WithOverrides(isolated, in.Channels)
+		c.table.Clients = t.Clients
+	}
+	if len(c.table.Policies) == 0 {
+		if blocking := routing.Blocking(c.problems); len(blocking) > 0 {
+			return c, fmt.Errorf("config has %d problem(s) and nothing else to serve: %s", len(blocking), problemList(blocking))
 		}
-		return nil, in.Channels, problems, fmt.Errorf("config has %d problem(s): %s", len(blocking), strings.Join(msgs, "; "))
+		return c, errors.New("config has no RoutingPolicy: nothing to serve")
 	}
-	if len(t.Policies) == 0 {
-		return nil, in.Channels, nil, errors.New("config has no RoutingPolicy: nothing to serve")
+	return c, nil
+}
+
+func problemList(ps []routing.Problem) string {
+	msgs := make([]string, len(ps))
+	for i, p := range ps {
+		msgs[i] = p.String()
 	}
-	// What remains cannot hold the config back: fallback hops the proxy skips.
-	return t, in.Channels, problems, nil
+	return strings.Join(msgs, "; ")
+}
+
+// heldError is the rejection recorded for the objects held back of a config that serves.
+func heldError(held []routing.Held, problems []routing.Problem) error {
+	msgs := make([]string, 0, len(held))
+	for _, h := range held {
+		msgs = append(msgs, fmt.Sprintf("%s %s (%s): %s", h.Kind, heldName(h), servedText(h.Served), heldProblem(h, problems)))
+	}
+	return fmt.Errorf("%d object(s) with a problem held back, the rest of the config serves: %s", len(held), strings.Join(msgs, "; "))
+}
+
+func heldName(h routing.Held) string {
+	if h.Namespace == "" {
+		return h.Name
+	}
+	return h.Namespace + "/" + h.Name
+}
+
+func servedText(s routing.Served) string {
+	if s == routing.ServedLastGood {
+		return "its last good form serves"
+	}
+	return "left out"
+}
+
+// heldProblem is the first blocking problem of h's object.
+func heldProblem(h routing.Held, problems []routing.Problem) string {
+	for _, p := range problems {
+		if p.HoldsBack() && p.Kind == h.Kind && p.Namespace == h.Namespace && p.Name == h.Name {
+			return p.Message
+		}
+	}
+	return "a problem"
 }
 
 // Timings of FileSource.Watch.
@@ -116,7 +185,7 @@ type FileSource struct {
 	// fingerprint says, and a read of the same bytes as before is applied, not skipped.
 	readFailed atomic.Bool
 
-	recMu    sync.Mutex // orders the results recorded on the Server
+	recMu    sync.Mutex // orders the results recorded on the Sink
 	loading  bool       // Watch's work is running and has recorded nothing yet (a stuck report is still true)
 	recorded string     // the error this source last recorded ("" after a good load)
 
@@ -125,11 +194,11 @@ type FileSource struct {
 }
 
 // Load does one load now; it applies the table or records the rejection.
-func (f *FileSource) Load(s *Server) error { return f.load(s, true) }
+func (f *FileSource) Load(s Sink) error { return f.load(s, true) }
 
 // Start does the first load, like Load, but gives up when ctx ends: a read hung on a dead mount
 // must not keep the process from exiting on SIGTERM.
-func (f *FileSource) Start(ctx context.Context, s *Server) error {
+func (f *FileSource) Start(ctx context.Context, s Sink) error {
 	done := make(chan error, 1)
 	go func() { done <- f.Load(s) }()
 	warn := time.NewTimer(f.stuckBound())
@@ -139,7 +208,7 @@ func (f *FileSource) Start(ctx context.Context, s *Server) error {
 		case err := <-done:
 			return err
 		case <-warn.C:
-			s.log.Warn("Reading the config has not finished; still waiting (a hung mount?)", "source", f.Path, "after", f.stuckBound().String())
+			s.Logger().Warn("Reading the config has not finished; still waiting (a hung mount?)", "source", f.Path, "after", f.stuckBound().String())
 		case <-ctx.Done():
 			return fmt.Errorf("gave up: reading the config had not finished when the proxy was stopped (a hung mount?): %w", context.Cause(ctx))
 		}
@@ -148,7 +217,7 @@ func (f *FileSource) Start(ctx context.Context, s *Server) error {
 
 // load reads the config once and applies it or records why not. Unless force is set, bytes
 // identical to the last read are not applied again (a touch, an unrelated event).
-func (f *FileSource) load(s *Server, force bool) error {
+func (f *FileSource) load(s Sink, force bool) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	stamps, stampErr := fingerprint(f.Path) // before the read: a change during it shows at the next poll
@@ -186,19 +255,33 @@ func (f *FileSource) load(s *Server, force bool) error {
 		f.reject(s, err, nil, true)
 		return err
 	}
-	t, channels, problems, err := compileInputs(in, f.getenv())
+	c, err := compileInputs(in, f.getenv(), s.Serving())
 	if err != nil {
 		// The last good table keeps serving, but an on-call `disabled: true` edited in at the
 		// same time as a mistake elsewhere must still take effect.
-		if !f.applyOverrides(s, channels, err, problems) {
-			f.reject(s, err, problems, true)
+		if !f.applyOverrides(s, c.channels, err, c.problems) {
+			f.reject(s, err, c.problems, true)
 		}
 		return err
 	}
-	s.Apply(t, f.Path)
-	for _, p := range problems {
-		s.log.Warn("A fallback hop will not be followed", "problem", p.String())
+	for _, p := range c.problems {
+		if !p.HoldsBack() {
+			s.Logger().Warn("A fallback hop will not be followed", "problem", p.String())
+		}
 	}
+	for _, h := range c.held {
+		s.Logger().Warn("Held back a config object with a problem; the rest of the config serves", "kind", h.Kind, "namespace", h.Namespace,
+			"name", h.Name, "served", string(h.Served), "problem", heldProblem(h, c.problems))
+	}
+	if len(c.held) > 0 {
+		// Recorded with the table, as a rejection: the admin API names the objects and
+		// switchyard_config_stale is 1 until the files are fixed.
+		err := heldError(c.held, c.problems)
+		s.ApplyRejected(c.table, f.Path, err, c.problems)
+		f.recorded = err.Error()
+		return nil
+	}
+	s.Apply(c.table, f.Path)
 	f.recorded = ""
 	return nil
 }
@@ -206,13 +289,13 @@ func (f *FileSource) load(s *Server, force bool) error {
 // applyOverrides applies the channels' disabled fields to the table serving now, if that changes
 // anything, publishing it together with err, the rejection of the config they came with; it
 // reports whether it did (if not, the caller records err). The caller holds recMu.
-func (f *FileSource) applyOverrides(s *Server, channels []v1alpha1.ProviderChannel, err error, problems []routing.Problem) bool {
-	cur := s.cfg.Load()
+func (f *FileSource) applyOverrides(s Sink, channels []v1alpha1.ProviderChannel, err error, problems []routing.Problem) bool {
+	cur := s.Serving()
 	if cur == nil || channels == nil {
 		return false
 	}
-	over := routing.WithOverrides(cur.table, channels)
-	if over.Hash() == cur.table.Hash() {
+	over := routing.WithOverrides(cur, channels)
+	if over.Hash() == cur.Hash() {
 		return false
 	}
 	s.ApplyRejected(over, f.Path, err, problems)
@@ -222,7 +305,7 @@ func (f *FileSource) applyOverrides(s *Server, channels []v1alpha1.ProviderChann
 
 // reject records err unless it is the error already shown and always is false, so a read error
 // that persists is logged once, not at every poll. The caller holds recMu.
-func (f *FileSource) reject(s *Server, err error, problems []routing.Problem, always bool) {
+func (f *FileSource) reject(s Sink, err error, problems []routing.Problem, always bool) {
 	if !always && err.Error() == f.recorded {
 		return
 	}
@@ -231,7 +314,7 @@ func (f *FileSource) reject(s *Server, err error, problems []routing.Problem, al
 }
 
 // reportStuck records a load that has run for longer than d, if it still runs.
-func (f *FileSource) reportStuck(s *Server, d time.Duration) {
+func (f *FileSource) reportStuck(s Sink, d time.Duration) {
 	f.recMu.Lock()
 	defer f.recMu.Unlock()
 	if !f.loading {
@@ -250,7 +333,7 @@ const (
 )
 
 // Watch reloads on change until ctx ends.
-func (f *FileSource) Watch(ctx context.Context, s *Server) {
+func (f *FileSource) Watch(ctx context.Context, s Sink) {
 	interval := f.Interval
 	if interval <= 0 {
 		interval = time.Second
@@ -262,7 +345,7 @@ func (f *FileSource) Watch(ctx context.Context, s *Server) {
 	var events <-chan fsnotify.Event
 	var watchErrs <-chan error
 	if err != nil {
-		s.log.Warn("No file events for the config; polling only", "source", f.Path, "interval", interval.String(), "error", err.Error())
+		s.Logger().Warn("No file events for the config; polling only", "source", f.Path, "interval", interval.String(), "error", err.Error())
 	} else {
 		events, watchErrs = w.Events, w.Errors
 		defer func() { go w.Close() }() // not waited for: it may wait on a watch hung on a dead mount
@@ -293,7 +376,7 @@ func (f *FileSource) Watch(ctx context.Context, s *Server) {
 					}
 					if err := w.Add(dir); err != nil && !addFailed {
 						addFailed = true
-						s.log.Warn("No file events for the config; the poll still runs", "dir", dir, "interval", interval.String(), "error", err.Error())
+						s.Logger().Warn("No file events for the config; the poll still runs", "dir", dir, "interval", interval.String(), "error", err.Error())
 					}
 				}
 				f.work(s, kind)
@@ -303,9 +386,9 @@ func (f *FileSource) Watch(ctx context.Context, s *Server) {
 		case <-ctx.Done():
 			return
 		case <-f.Reload:
-			s.log.Info("Reloading config on signal", "source", f.Path)
+			s.Logger().Info("Reloading config on signal", "source", f.Path)
 			if hung {
-				s.log.Warn("An earlier config read has not finished; the reload waits for it", "source", f.Path)
+				s.Logger().Warn("An earlier config read has not finished; the reload waits for it", "source", f.Path)
 			}
 			pending = max(pending, workForce)
 		case <-tick.C:
@@ -320,7 +403,7 @@ func (f *FileSource) Watch(ctx context.Context, s *Server) {
 			if !ok {
 				watchErrs = nil
 			} else {
-				s.log.Warn("File events for the config failed; the poll still runs", "source", f.Path, "error", err.Error())
+				s.Logger().Warn("File events for the config failed; the poll still runs", "source", f.Path, "error", err.Error())
 			}
 		case <-debounce:
 			debounce = nil
@@ -337,7 +420,7 @@ func (f *FileSource) Watch(ctx context.Context, s *Server) {
 }
 
 // work does one request of Watch.
-func (f *FileSource) work(s *Server, kind int) {
+func (f *FileSource) work(s Sink, kind int) {
 	if kind == workCheck && !f.readFailed.Load() {
 		stamps, err := fingerprint(f.Path)
 		f.mu.Lock()

@@ -1,4 +1,4 @@
-package proxy
+package source
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchyard-io/switchyard/internal/proxy"
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
 
@@ -79,7 +80,7 @@ func (h *hangingRead) waitEntered(t *testing.T) {
 // (config.error, switchyard_config_stale 1); SIGHUPs are still taken meanwhile and coalesce into
 // one read once the hung one returns, which clears the report.
 func TestAHungReadDoesNotBlockSIGHUP(t *testing.T) {
-	r := newRig(t, rigConfig{})
+	r := newHarness(t)
 	h := newHangingRead(t)
 	r.src.read, r.src.stuckAfter = h.read, 50*time.Millisecond
 	sighup := r.watch(time.Hour)
@@ -110,7 +111,7 @@ func TestAHungReadDoesNotBlockSIGHUP(t *testing.T) {
 
 // TestWatchStopsWhileAReadHangs: shutdown does not wait for a hung read.
 func TestWatchStopsWhileAReadHangs(t *testing.T) {
-	r := newRig(t, rigConfig{})
+	r := newHarness(t)
 	h := newHangingRead(t)
 	r.src.read = h.read
 	reload := make(chan struct{}, 1)
@@ -136,13 +137,13 @@ func TestWatchStopsWhileAReadHangs(t *testing.T) {
 // (the context) ends the wait with an error that says so.
 func TestStartGivesUpWhenTheContextEnds(t *testing.T) {
 	dir := t.TempDir()
-	writeFile(t, dir, rigConfig{}.render("http://127.0.0.1:1", "http://127.0.0.1:2"))
+	writeConfig(t, dir, testConfig)
 	h := newHangingRead(t)
 	h.set(true)
 	src := &FileSource{Path: dir, Getenv: func(string) string { return "" }, read: h.read}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- src.Start(ctx, New(Options{})) }()
+	go func() { done <- src.Start(ctx, proxy.New(proxy.Options{})) }()
 	h.waitEntered(t)
 	cancel()
 	select {
@@ -158,7 +159,7 @@ func TestStartGivesUpWhenTheContextEnds(t *testing.T) {
 // TestPollDoesNotRereadUnchangedFiles: a poll over unchanged files reads nothing; a changed mtime
 // makes it read once, and identical bytes are not applied again.
 func TestPollDoesNotRereadUnchangedFiles(t *testing.T) {
-	r := newRig(t, rigConfig{})
+	r := newHarness(t)
 	h := newHangingRead(t)
 	r.src.read = h.read
 	for range 50 {
@@ -187,7 +188,7 @@ func TestPollDoesNotRereadUnchangedFiles(t *testing.T) {
 // TestPersistentReadErrorIsRecordedOnce: a read error that persists is retried at every poll but
 // recorded (logged, counted) once; a SIGHUP records it again.
 func TestPersistentReadErrorIsRecordedOnce(t *testing.T) {
-	r := newRig(t, rigConfig{})
+	r := newHarness(t)
 	if err := syscall.Mkfifo(filepath.Join(r.dir, "pipe.yaml"), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,4 @@
-// Package kubesource feeds the proxy from the controller's ConfigMap and credentials Secret,
-// watched through the Kubernetes API. It is apart from package proxy so the data plane does not
-// depend on client-go.
-package kubesource
+package source
 
 import (
 	"context"
@@ -15,7 +12,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/switchyard-io/switchyard/internal/proxy"
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
 
@@ -51,7 +47,7 @@ func (k *ConfigMapSource) source() string { return fmt.Sprintf("configmap %s/%s"
 
 // Run starts the informers and applies changes until ctx ends. It returns once the informers
 // have synced, or with an error when they cannot.
-func (k *ConfigMapSource) Run(ctx context.Context, s *proxy.Server) error {
+func (k *ConfigMapSource) Run(ctx context.Context, s Sink) error {
 	cs, err := kubernetes.NewForConfig(k.Config)
 	if err != nil {
 		return fmt.Errorf("failed to create a Kubernetes client: %w", err)

@@ -1,4 +1,4 @@
-package kubesource
+package source
 
 import (
 	"bytes"
@@ -50,7 +50,7 @@ func requireEnv(t *testing.T) *testenv.Env {
 
 func objects(t *testing.T, root, ns string, mutate func(*routing.Table)) (*corev1.ConfigMap, *corev1.Secret) {
 	t.Helper()
-	tbl, _, err := proxy.LoadFiles(filepath.Join(root, "config", "samples", "standalone"), func(string) string { return "" })
+	tbl, _, err := LoadFiles(filepath.Join(root, "config", "samples", "standalone"), func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
