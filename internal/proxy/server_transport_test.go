@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/switchyard-io/switchyard/internal/proxy/source"
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
 
@@ -21,7 +22,7 @@ func TestInjectedTransportCarriesTLSChannels(t *testing.T) {
 		t.Fatal(err)
 	}
 	table := func() *routing.Table {
-		tbl, _, err := LoadFiles(dir, func(string) string { return "" })
+		tbl, _, err := source.LoadFiles(dir, func(string) string { return "" })
 		if err != nil {
 			t.Fatal(err)
 		}
