@@ -65,10 +65,10 @@ type attempt struct {
 	// counted are the prompt and completion tokens addTokens has counted for this attempt: a
 	// stream's usage figures are cumulative (vLLM's continuous usage stats repeat them on every
 	// chunk, growing), so each event counts only what it adds.
-	counted struct{ prompt, completion int }
-	// meter is the stream's last stage (stages.go), kept here because finishAttempt reads it
-	// when the client abandons the stream (abandonedTokens); its tap is nil when no client layer
-	// counts tokens. sent tells that the request went to the provider.
+	counted tokensCounted
+	// meter is the stream's tap as its last stage (stages.go), kept here because finishAttempt
+	// reads it when the client abandons the stream (abandonedTokens); its tap is nil when no
+	// client layer counts tokens. sent tells that the request went to the provider.
 	meter streamMeter
 	sent  bool
 }
@@ -512,19 +512,28 @@ func redactURL(err error) string {
 // addTokens counts an answer's usage figures: what they add to the attempt's figures so far (a
 // stream's are cumulative; a non-streamed answer has one).
 func (s *Server) addTokens(a *attempt, u *usage) {
-	p := max(0, u.prompt()-a.counted.prompt)
-	c := max(0, u.completion()-a.counted.completion)
-	a.counted.prompt += p
-	a.counted.completion += c
+	s.countTokens(a.call, a.channel, a.model, &a.counted, u)
+}
+
+// tokensCounted are the prompt and completion tokens counted for an attempt so far.
+type tokensCounted struct{ prompt, completion int }
+
+// countTokens is addTokens on the figures counted so far (a stream's usage stage counts on its own
+// copy, so that it holds no pointer into the attempt).
+func (s *Server) countTokens(call *clientCall, ch *routing.Channel, model string, counted *tokensCounted, u *usage) {
+	p := max(0, u.prompt()-counted.prompt)
+	c := max(0, u.completion()-counted.completion)
+	counted.prompt += p
+	counted.completion += c
 	if p == 0 && c == 0 {
 		return
 	}
-	a.call.add(int64(p), int64(c), false)
+	call.add(int64(p), int64(c), false)
 	if p > 0 {
-		s.metrics.Tokens.WithLabelValues(a.channel.Namespace, a.channel.Name, a.model, "prompt").Add(float64(p))
+		s.metrics.Tokens.WithLabelValues(ch.Namespace, ch.Name, model, "prompt").Add(float64(p))
 	}
 	if c > 0 {
-		s.metrics.Tokens.WithLabelValues(a.channel.Namespace, a.channel.Name, a.model, "completion").Add(float64(c))
+		s.metrics.Tokens.WithLabelValues(ch.Namespace, ch.Name, model, "completion").Add(float64(c))
 	}
 }
 

@@ -42,12 +42,13 @@ func (wd *writeDeadline) extend() {
 // flushed as they arrive, and a broken stream ends with an in-band error event and no [DONE].
 // What happens to each event on its way is the attempt's stages' (stages.go).
 func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc, w http.ResponseWriter, a *attempt, resp *http.Response, firstByte, whole *time.Timer, start time.Time) result {
-	r := &streamRelay{s: s, a: a, w: w, cancel: cancel, sr: *newSSEReader(resp.Body), flusher: flushChecked(w), wd: *s.writeDeadline(w)}
+	r := streamRelay{s: s, w: w, cancel: cancel, idleAfter: a.channel.Timeouts.StreamIdle, sr: *newSSEReader(resp.Body), flusher: flushChecked(w),
+		wd: *s.writeDeadline(w), stages: new(streamStages)}
 	r.httpFlusher, _ = w.(http.Flusher)
 	r.res.status = resp.StatusCode
 	r.stages.build(s, a)
-	defer r.stopIdle()
-	ev := &r.ev
+	defer r.close(a)
+	ev := &r.stages.ev
 	var complete bool
 	for {
 		if err := r.flushBurst(); err != nil {
@@ -55,15 +56,15 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 		}
 		if err := r.next(); err != nil {
 			if errors.Is(err, io.EOF) && complete {
-				return r.ended()
+				return r.ended(a)
 			}
-			return r.broken(ctx, err)
+			return r.broken(ctx, a, err)
 		}
 		if ev.malformed {
 			continue // a single malformed event is passed over, not fatal
 		}
 		if ev.upstreamError {
-			return r.failed(result{outcome: health.OutcomeStreamCut, detail: "upstream sent an error event mid-stream"})
+			return r.failed(a, result{outcome: health.OutcomeStreamCut, detail: "upstream sent an error event mid-stream"})
 		}
 		if run(r.stages.read, ev) != pass {
 			continue // malformed for the translation, or held back by it
@@ -72,7 +73,7 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 			if ev.noData {
 				continue // a keep-alive before the first event commits nothing: failover stays possible
 			}
-			if r.commit(resp, firstByte, whole, start) {
+			if r.commit(a, resp, firstByte, whole, start) {
 				return r.res // a probe only needs proof of life: the first event
 			}
 		}
@@ -95,9 +96,10 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 }
 
 // streamRelay is one stream on its way to the client: what relayStream's loop and its ends share.
+// The attempt is not in it but passed along: escape analysis sees a struct as one, and a stream's
+// stages (on the heap) would take every attempt, streamed or not, with them.
 type streamRelay struct {
 	s *Server
-	a *attempt
 	w http.ResponseWriter
 	// flusher flushes with the write error; httpFlusher is w's own, for writeStreamErrorFor.
 	flusher     errFlusher
@@ -109,12 +111,10 @@ type streamRelay struct {
 	// idle is armed only while the relay waits on the upstream (next): a client that reads
 	// slowly blocks the writes and flushes between, and that time is the client's, never the
 	// provider's silence (its limit is ClientWriteTimeout). nil until the answer has begun.
-	idle   *time.Timer
-	stages streamStages
-	// ev is the event being relayed. The stages take it by pointer, so it lives here, with the
-	// relay, rather than escaping once per event.
-	ev  sseEvent
-	res result
+	idle      *time.Timer
+	idleAfter time.Duration // the channel's streamIdle
+	stages    *streamStages
+	res       result
 }
 
 // flushBurst flushes what was written, but only when no complete event is waiting behind it:
@@ -130,38 +130,41 @@ func (r *streamRelay) flushBurst() error {
 // next reads the upstream's next event into r.ev, with the idle timer armed while it waits.
 func (r *streamRelay) next() (err error) {
 	if r.idle != nil {
-		r.idle.Reset(r.a.channel.Timeouts.StreamIdle)
+		r.idle.Reset(r.idleAfter)
 	}
-	r.ev, err = r.sr.next()
+	r.stages.ev, err = r.sr.next()
 	if r.idle != nil {
 		r.idle.Stop()
 	}
 	return err
 }
 
-func (r *streamRelay) stopIdle() {
+// close stops the idle timer and hands the usage stage's count back to the attempt.
+func (r *streamRelay) close(a *attempt) {
 	if r.idle != nil {
 		r.idle.Stop()
 	}
+	a.counted = r.stages.usage.counted
 }
 
 // commit stops the attempt's timeouts at the first event and sends the client's headers; it
 // reports whether the attempt is done (a probe's success).
-func (r *streamRelay) commit(resp *http.Response, firstByte, whole *time.Timer, start time.Time) bool {
+func (r *streamRelay) commit(a *attempt, resp *http.Response, firstByte, whole *time.Timer, start time.Time) bool {
 	firstByte.Stop()
 	whole.Stop() // from the first event on, streamIdle governs: a long answer is not a slow one
 	r.res.ttft = time.Since(start)
-	if r.a.probe {
+	if a.probe {
 		r.res.outcome = health.OutcomeSuccess
 		return true
 	}
 	if !r.stages.continues { // a continuation's stream has its headers already
-		writeAnswerHeaders(r.w, r.a, resp.Header)
+		writeAnswerHeaders(r.w, a, resp.Header)
 		r.w.Header().Set("Cache-Control", "no-cache")
 		r.w.WriteHeader(resp.StatusCode)
 	}
 	r.res.committed = true
-	r.idle = time.AfterFunc(r.a.channel.Timeouts.StreamIdle, func() { r.cancel(errStreamIdle) })
+	cancel := r.cancel // not r: the relay stays on the stack
+	r.idle = time.AfterFunc(r.idleAfter, func() { cancel(errStreamIdle) })
 	r.idle.Stop() // armed by the next wait on the upstream
 	return false
 }
@@ -174,14 +177,14 @@ func (r *streamRelay) writeHeld() {
 }
 
 // ended is the result of a stream that closed after its answer was complete.
-func (r *streamRelay) ended() result {
+func (r *streamRelay) ended(a *attempt) result {
 	r.res.outcome = health.OutcomeSuccess
 	if !r.sr.sawDone && r.res.committed {
 		// A clean close after finish_reason is a complete answer: end it now for the client,
 		// with the terminator clients wait for.
 		r.wd.extend() // the upstream's silence before its close may have outlasted the last deadline
 		r.writeHeld()
-		_, _ = r.w.Write(r.a.streamEnd())
+		_, _ = r.w.Write(a.streamEnd())
 		r.pending = true
 	}
 	if r.pending {
@@ -195,9 +198,9 @@ func (r *streamRelay) ended() result {
 }
 
 // broken is the result of a stream whose read failed before its answer was complete.
-func (r *streamRelay) broken(ctx context.Context, err error) result {
+func (r *streamRelay) broken(ctx context.Context, a *attempt, err error) result {
 	f := transportFailure(ctx, err, "reading the stream")
-	if af, ok := streamFailure(r.a, err); ok && !f.canceled && f.outcome == health.OutcomeConnectionError {
+	if af, ok := streamFailure(a, err); ok && !f.canceled && f.outcome == health.OutcomeConnectionError {
 		f = af // an adapter's classified failure: an error event, an exception, a stream cut short
 	}
 	if f.canceled {
@@ -213,16 +216,16 @@ func (r *streamRelay) broken(ctx context.Context, err error) result {
 		f.timedOut = f.outcome == health.OutcomeTimeout
 		f.outcome = health.OutcomeStreamCut
 	}
-	return r.failed(f)
+	return r.failed(a, f)
 }
 
 // failed ends a committed stream with the in-band error event (unless the recovery takes the
 // break over), and returns f with what the relay knows of the attempt.
-func (r *streamRelay) failed(f result) result {
+func (r *streamRelay) failed(a *attempt, f result) result {
 	if r.res.committed && !r.stages.recovered {
 		r.wd.extend() // the in-band error reaches a client that reads, however long the upstream was silent
 		r.writeHeld()
-		writeStreamErrorFor(r.a, r.w, r.httpFlusher, f.shown())
+		writeStreamErrorFor(a, r.w, r.httpFlusher, f.shown())
 	}
 	f.status, f.committed, f.ttft = r.res.status, r.res.committed, r.res.ttft
 	return f

@@ -1,5 +1,7 @@
 package proxy
 
+import "github.com/switchyard-io/switchyard/internal/routing"
+
 // The stream pipeline. relayStream reads the upstream's events and hands each through the
 // attempt's stages, in order, on its way to the client. A stage is one feature of a stream (the
 // format conversion, the client's usage, the PII restore, the continuation's rewrite, the
@@ -35,7 +37,8 @@ const maxStages = 5
 // event they pass on with data, and answer are the stages of the events from then on.
 //
 // The stages live in this one value (all, and the stage values below), so a stream's pipeline
-// costs the relay no allocation per stage, and none per event.
+// costs the relay one allocation, none per stage and none per event. No stage points into the
+// attempt: that would move every attempt, streamed or not, to the heap.
 type streamStages struct {
 	read, answer []streamStage
 	// recovered: a broken stream is the recovery's to end, not the relay's (it has a tap).
@@ -47,6 +50,9 @@ type streamStages struct {
 	convert convertStage
 	usage   usageStage
 	restore restoreStage
+	// ev is the event being relayed. The stages take it by pointer, so it lives here rather
+	// than escaping once per event.
+	ev sseEvent
 }
 
 // build lists a's stages in order from its setup.
@@ -58,7 +64,8 @@ func (p *streamStages) build(s *Server, a *attempt) {
 		stages = append(stages, &p.convert)
 	}
 	p.read = stages
-	p.usage = usageStage{s: s, a: a, translated: translated}
+	p.usage = usageStage{s: s, call: a.call, channel: a.channel, model: a.model, counted: a.counted,
+		meter: a.meter.tap, translated: translated}
 	stages = append(stages, &p.usage)
 	if a.restore != nil {
 		p.restore = restoreStage{r: newStreamRestore(a.restore, a.path), translated: translated}
@@ -69,7 +76,7 @@ func (p *streamStages) build(s *Server, a *attempt) {
 	}
 	if a.meter.tap != nil {
 		a.meter.start = a.meter.tap.sent
-		stages = append(stages, &a.meter)
+		stages = append(stages, a.meter.tap)
 	}
 	p.answer = stages[len(p.read):]
 	p.recovered = a.tap != nil
@@ -108,23 +115,28 @@ func (c *convertStage) event(ev *sseEvent) verdict {
 
 func (*convertStage) end() []byte { return nil }
 
-// usageStage counts the stream's usage for the client and the metrics (addTokens), tells the
+// usageStage counts the stream's usage for the client and the metrics (countTokens), tells the
 // meter (which must know a part's usage even when its event is dropped here), and leaves out the
-// usage-only chunk the proxy asked for on the client's behalf (stripUsageChunk).
+// usage-only chunk the proxy asked for on the client's behalf (stripUsageChunk). It counts on a
+// copy of the attempt's counted, which the relay hands back when it ends.
 type usageStage struct {
 	s          *Server
-	a          *attempt
+	call       *clientCall
+	channel    *routing.Channel
+	model      string
+	counted    tokensCounted
+	meter      *streamTap
 	translated bool
 }
 
 func (u *usageStage) event(ev *sseEvent) verdict {
 	if ev.usage != nil {
-		u.s.addTokens(u.a, ev.usage)
-		if u.a.meter.tap != nil {
-			u.a.meter.tap.sawUsage(ev.usage)
+		u.s.countTokens(u.call, u.channel, u.model, &u.counted, ev.usage)
+		if u.meter != nil {
+			u.meter.sawUsage(ev.usage)
 		}
 	}
-	raw, dropped := u.a.call.stripUsageChunk(ev, u.translated)
+	raw, dropped := u.call.stripUsageChunk(ev, u.translated)
 	switch {
 	case !dropped:
 		return pass
@@ -171,17 +183,18 @@ func (c *contRelay) event(ev *sseEvent) verdict {
 
 func (*contRelay) end() []byte { return nil }
 
-// streamMeter is the stage that watches what a client's stream got (the recovery's tap, or one
-// that only counts): a stream the client abandons before its usage event counts its tokens
-// anyway (abandonedTokens). start is the tap's text count when the attempt's relay began.
+// streamMeter is an attempt's tap as its last stage (the recovery's, or one that only counts): a
+// stream the client abandons before its usage event counts its tokens anyway (abandonedTokens).
+// start is the tap's text count when the attempt's relay began.
 type streamMeter struct {
 	tap   *streamTap
 	start int
 }
 
-func (m *streamMeter) event(ev *sseEvent) verdict {
-	m.tap.observe(ev.raw)
+// event records what the client's stream gets (observe).
+func (t *streamTap) event(ev *sseEvent) verdict {
+	t.observe(ev.raw)
 	return pass
 }
 
-func (*streamMeter) end() []byte { return nil }
+func (*streamTap) end() []byte { return nil }
