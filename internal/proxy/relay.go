@@ -43,7 +43,9 @@ func (wd *writeDeadline) extend() {
 // What happens to each event on its way is the attempt's stages' (stages.go).
 func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc, w http.ResponseWriter, a *attempt, resp *http.Response, firstByte, whole *time.Timer, start time.Time) result {
 	r := streamRelay{s: s, w: w, cancel: cancel, idleAfter: a.channel.Timeouts.StreamIdle, sr: *newSSEReader(resp.Body), flusher: flushChecked(w),
-		wd: *s.writeDeadline(w), stages: new(streamStages)}
+		stages: new(streamStages)}
+	r.stages.rc = *http.NewResponseController(w)
+	r.wd = writeDeadline{rc: &r.stages.rc, d: s.opts.ClientWriteTimeout}
 	r.httpFlusher, _ = w.(http.Flusher)
 	r.res.status = resp.StatusCode
 	r.stages.build(s, a)

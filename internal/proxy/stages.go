@@ -1,6 +1,10 @@
 package proxy
 
-import "github.com/switchyard-io/switchyard/internal/routing"
+import (
+	"net/http"
+
+	"github.com/switchyard-io/switchyard/internal/routing"
+)
 
 // The stream pipeline. relayStream reads the upstream's events and hands each through the
 // attempt's stages, in order, on its way to the client. A stage is one feature of a stream (the
@@ -53,6 +57,8 @@ type streamStages struct {
 	// ev is the event being relayed. The stages take it by pointer, so it lives here rather
 	// than escaping once per event.
 	ev sseEvent
+	// rc is the relay's write deadline's (relayStream), which would cost an allocation of its own.
+	rc http.ResponseController
 }
 
 // build lists a's stages in order from its setup.
