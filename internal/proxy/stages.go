@@ -69,7 +69,7 @@ func (p *streamStages) build(s *Server, a *attempt) {
 		p.convert = convertStage{a.wire}
 		stages = append(stages, &p.convert)
 	}
-	p.read = stages
+	p.read = stages[:len(stages):len(stages)]
 	p.usage = usageStage{s: s, call: a.call, channel: a.channel, model: a.model, counted: a.counted,
 		meter: a.meter.tap, translated: translated}
 	stages = append(stages, &p.usage)
