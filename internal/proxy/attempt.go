@@ -45,7 +45,8 @@ type attempt struct {
 	answeredBefore uint64
 	// target is the channel×model the health engine judges the attempt on (set by do).
 	target health.Key
-	// restore, when set, puts the originals of the request's masked values back into the answer.
+	// restore, when set, puts the originals of the request's masked values back into the answer:
+	// a non-streamed one in do, a stream through its restore stage (streamStages.build).
 	restore *pii.Session
 	// piiMasked counts the values masked in the request, per detector (access log).
 	piiMasked map[string]int
@@ -57,24 +58,22 @@ type attempt struct {
 	wire *upstream
 	// translated is the body in the channel's API when routing made it already (nil: do makes it).
 	translated *translated
-	// Stream recovery (recovery.go): tap records what the client's stream got; deferError
-	// leaves a break's in-band error to the recovery; cont, on a continuation attempt (the
-	// continuation-th of the request), rewrites its events into the rest of the client's stream.
+	// Stream recovery (recovery.go), which reads these after the attempt: tap records what the
+	// client's stream got (a break of a stream with a tap is the recovery's to end); cont, on a
+	// continuation attempt (the continuation-th of the request), is the stage that rewrites its
+	// events into the rest of the client's stream, and tells the recovery whether it departed.
 	tap          *streamTap
-	deferError   bool
 	cont         *contRelay
 	continuation int
 	// counted are the prompt and completion tokens addTokens has counted for this attempt: a
 	// stream's usage figures are cumulative (vLLM's continuous usage stats repeat them on every
 	// chunk, growing), so each event counts only what it adds.
-	counted struct{ prompt, completion int }
-	// meter watches what a client's stream relayed (the recovery's tap, or one that only
-	// counts): a stream the client abandons before its usage event counts its tokens anyway
-	// (abandonedTokens). nil when no client layer counts tokens. meterStart is the meter's text
-	// count when the attempt's relay began; sent tells that the request went to the provider.
-	meter      *streamTap
-	meterStart int
-	sent       bool
+	counted tokensCounted
+	// meter is the stream's tap as its last stage (stages.go), kept here because finishAttempt
+	// reads it when the client abandons the stream (abandonedTokens); its tap is nil when no
+	// client layer counts tokens. sent tells that the request went to the provider.
+	meter streamMeter
+	sent  bool
 }
 
 // result is what happened. When committed, bytes went to the client and nothing more may be sent.
@@ -395,18 +394,18 @@ var endedAttempts = sync.Pool{New: func() any { return new(endedAttempt) }}
 // completion is estimated from the text relayed to the client, as stream recovery estimates a
 // broken part's (estTokens). An attempt never sent counts nothing.
 func abandonedTokens(a *attempt) (prompt, completion int) {
-	if !a.sent || a.meter == nil {
+	if !a.sent || a.meter.tap == nil {
 		return 0, 0
 	}
 	if a.counted.prompt == 0 {
-		if cur := &a.meter.cur; cur.promptKnown {
+		if cur := &a.meter.tap.cur; cur.promptKnown {
 			prompt = cur.prompt
 		} else {
 			prompt = a.promptEstimate()
 		}
 	}
 	if a.counted.completion == 0 {
-		completion = estTokens(a.meter.sent - a.meterStart)
+		completion = estTokens(a.meter.tap.sent - a.meter.start)
 	}
 	return prompt, completion
 }
@@ -484,19 +483,28 @@ func redactURL(err error) string {
 // addTokens counts an answer's usage figures: what they add to the attempt's figures so far (a
 // stream's are cumulative; a non-streamed answer has one).
 func (s *Server) addTokens(a *attempt, u *usage) {
-	p := max(0, u.prompt()-a.counted.prompt)
-	c := max(0, u.completion()-a.counted.completion)
-	a.counted.prompt += p
-	a.counted.completion += c
+	s.countTokens(a.call, a.channel, a.model, &a.counted, u)
+}
+
+// tokensCounted are the prompt and completion tokens counted for an attempt so far.
+type tokensCounted struct{ prompt, completion int }
+
+// countTokens is addTokens on the figures counted so far (a stream's usage stage counts on its own
+// copy, so that it holds no pointer into the attempt).
+func (s *Server) countTokens(call *clientCall, ch *routing.Channel, model string, counted *tokensCounted, u *usage) {
+	p := max(0, u.prompt()-counted.prompt)
+	c := max(0, u.completion()-counted.completion)
+	counted.prompt += p
+	counted.completion += c
 	if p == 0 && c == 0 {
 		return
 	}
-	a.call.add(int64(p), int64(c), false)
+	call.add(int64(p), int64(c), false)
 	if p > 0 {
-		s.metrics.Tokens.WithLabelValues(a.channel.Namespace, a.channel.Name, a.model, "prompt").Add(float64(p))
+		s.metrics.Tokens.WithLabelValues(ch.Namespace, ch.Name, model, "prompt").Add(float64(p))
 	}
 	if c > 0 {
-		s.metrics.Tokens.WithLabelValues(a.channel.Namespace, a.channel.Name, a.model, "completion").Add(float64(c))
+		s.metrics.Tokens.WithLabelValues(ch.Namespace, ch.Name, model, "completion").Add(float64(c))
 	}
 }
 

@@ -409,12 +409,12 @@ func (rt *routeState) try(ctx context.Context, st failover.Step) (res result, do
 		stream: rt.req.Stream, timeout: st.Timeout, header: rt.header, requestID: rt.requestID, number: n, drill: rt.drill,
 		redact: rt.c.redact, restore: rt.restore, piiMasked: rt.piiMasked, call: rt.call})
 	if rt.recoverable(mr) {
-		a.tap, a.deferError = &streamTap{messages: isMessagesPath(rt.path)}, true
-		a.meter = a.tap
+		a.tap = &streamTap{messages: isMessagesPath(rt.path)}
+		a.meter.tap = a.tap
 	}
-	if rt.call != nil && a.stream && a.meter == nil {
+	if rt.call != nil && a.stream && a.meter.tap == nil {
 		// The client's tokens count even when it abandons the stream (abandonedTokens).
-		a.meter = &streamTap{messages: isMessagesPath(rt.path), countOnly: true}
+		a.meter.tap = &streamTap{messages: isMessagesPath(rt.path), countOnly: true}
 	}
 	res = s.do(ctx, rt.w, a)
 	rt.failed(ch, &res)

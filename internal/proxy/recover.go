@@ -247,7 +247,7 @@ func (rt *routeState) continuationAttempt(broken *attempt, ch *routing.Channel, 
 	a := &attempt{channel: ch, key: rt.key(ch), model: mr.Name, requested: rt.req.Model, upstream: upstream, path: rt.path,
 		stream: true, timeout: timeout, header: rt.header, requestID: rt.requestID, number: rt.plan.Attempts() + n, drill: rt.drill,
 		redact: rt.c.redact, piiMasked: rt.piiMasked, call: rt.call, caps: m.Capabilities,
-		tap: broken.tap, deferError: true, continuation: n, meter: broken.meter}
+		tap: broken.tap, continuation: n, meter: streamMeter{tap: broken.meter.tap}}
 	seam := spliceSeam(broken.tap.text)
 	var prefill []byte
 	if !splice && len(broken.tap.text) > 0 {

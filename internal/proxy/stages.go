@@ -1,0 +1,206 @@
+package proxy
+
+import (
+	"net/http"
+
+	"github.com/switchyard-io/switchyard/internal/routing"
+)
+
+// The stream pipeline. relayStream reads the upstream's events and hands each through the
+// attempt's stages, in order, on its way to the client. A stage is one feature of a stream (the
+// format conversion, the client's usage, the PII restore, the continuation's rewrite, the
+// recovery's tap) and knows nothing of the others, nor of the relay's timers, its commit to the
+// client and its ends. A new stream feature is one more stage in streamStages.build.
+
+// streamStage is one step of a stream's relay.
+type streamStage interface {
+	// event takes an event on its way to the client. ev.raw is what the client is to get of it
+	// (the stages before may have rewritten it); the stage may rewrite it too, and its verdict
+	// says whether the event goes on.
+	event(ev *sseEvent) verdict
+	// end is what the stage still holds back when the stream ends, cleanly or broken: it goes
+	// to the client before the stream's last event (its terminator or the in-band error).
+	end() []byte
+}
+
+// verdict is what a stage decides about an event.
+type verdict uint8
+
+const (
+	pass   verdict = iota // on to the next stage, and then to the client
+	drop                  // nothing of it goes out; the stages after do not see it
+	depart                // the stream is not the answer the client is getting: the attempt fails
+)
+
+// maxStages bounds an attempt's stages (build lists them).
+const maxStages = 5
+
+// streamStages is an attempt's stream pipeline, built once when its relay begins. read are the
+// stages every upstream event goes through before the relay knows whether the answer has begun
+// (a converted event may be held back); the relay commits the client's response at the first
+// event they pass on with data, and answer are the stages of the events from then on.
+//
+// The stages live in this one value (all, and the stage values below), so a stream's pipeline
+// costs the relay one allocation, none per stage and none per event. No stage points into the
+// attempt: that would move every attempt, streamed or not, to the heap.
+type streamStages struct {
+	read, answer []streamStage
+	// recovered: a broken stream is the recovery's to end, not the relay's (it has a tap).
+	recovered bool
+	// continues: the attempt goes on with a stream whose headers the client has already.
+	continues bool
+
+	all     [maxStages]streamStage
+	convert convertStage
+	usage   usageStage
+	restore restoreStage
+	// ev is the event being relayed. The stages take it by pointer, so it lives here rather
+	// than escaping once per event.
+	ev sseEvent
+	// rc is the relay's write deadline's (relayStream), which would cost an allocation of its own.
+	rc http.ResponseController
+}
+
+// build lists a's stages in order from its setup.
+func (p *streamStages) build(s *Server, a *attempt) {
+	translated := a.wire != nil && a.wire.stream != nil
+	stages := p.all[:0]
+	if translated {
+		p.convert = convertStage{a.wire}
+		stages = append(stages, &p.convert)
+	}
+	p.read = stages[:len(stages):len(stages)]
+	p.usage = usageStage{s: s, call: a.call, channel: a.channel, model: a.model, counted: a.counted,
+		meter: a.meter.tap, translated: translated}
+	stages = append(stages, &p.usage)
+	if a.restore != nil {
+		p.restore = restoreStage{r: newStreamRestore(a.restore, a.path), translated: translated}
+		stages = append(stages, &p.restore)
+	}
+	if a.cont != nil {
+		stages = append(stages, a.cont)
+	}
+	if a.meter.tap != nil {
+		a.meter.start = a.meter.tap.sent
+		stages = append(stages, a.meter.tap)
+	}
+	p.answer = stages[len(p.read):]
+	p.recovered = a.tap != nil
+	p.continues = a.cont != nil
+}
+
+// run hands ev through stages in order; it stops at the first that does not pass it on.
+func run(stages []streamStage, ev *sseEvent) verdict {
+	for _, st := range stages {
+		if v := st.event(ev); v != pass {
+			return v
+		}
+	}
+	return pass
+}
+
+// end is what the stages still hold back, in their order.
+func (p *streamStages) end() []byte {
+	var out []byte
+	for _, st := range p.answer {
+		out = append(out, st.end()...)
+	}
+	return out
+}
+
+// convertStage translates the upstream's events into the client's API (wire.go): an event the
+// converter cannot read is passed over, as a malformed event is.
+type convertStage struct{ wire *upstream }
+
+func (c *convertStage) event(ev *sseEvent) verdict {
+	if !c.wire.convertEvent(ev) {
+		return drop
+	}
+	return pass
+}
+
+func (*convertStage) end() []byte { return nil }
+
+// usageStage counts the stream's usage for the client and the metrics (countTokens), tells the
+// meter (which must know a part's usage even when its event is dropped here), and leaves out the
+// usage-only chunk the proxy asked for on the client's behalf (stripUsageChunk). It counts on a
+// copy of the attempt's counted, which the relay hands back when it ends.
+type usageStage struct {
+	s          *Server
+	call       *clientCall
+	channel    *routing.Channel
+	model      string
+	counted    tokensCounted
+	meter      *streamTap
+	translated bool
+}
+
+func (u *usageStage) event(ev *sseEvent) verdict {
+	if ev.usage != nil {
+		u.s.countTokens(u.call, u.channel, u.model, &u.counted, ev.usage)
+		if u.meter != nil {
+			u.meter.sawUsage(ev.usage)
+		}
+	}
+	raw, dropped := u.call.stripUsageChunk(ev, u.translated)
+	switch {
+	case !dropped:
+		return pass
+	case len(raw) == 0:
+		return drop
+	}
+	ev.raw = raw
+	return pass
+}
+
+func (*usageStage) end() []byte { return nil }
+
+// restoreStage puts the request's masked values back into the stream (piistream.go); a
+// translated event may carry several chunks, restored one by one (restoreEvents).
+type restoreStage struct {
+	r          *streamRestore
+	translated bool
+}
+
+func (st *restoreStage) event(ev *sseEvent) verdict {
+	if st.translated {
+		ev.raw = restoreEvents(st.r, ev.raw)
+	} else {
+		ev.raw = st.r.event(ev)
+	}
+	return pass
+}
+
+func (st *restoreStage) end() []byte { return st.r.end() }
+
+// event rewrites a continuation's event into the rest of the client's stream (contRelay.rewrite).
+// A continuation that writes another answer departs: that says nothing against its channel.
+func (c *contRelay) event(ev *sseEvent) verdict {
+	out, ok := c.rewrite(ev.raw)
+	switch {
+	case !ok:
+		return depart
+	case len(out) == 0:
+		return drop
+	}
+	ev.raw = out
+	return pass
+}
+
+func (*contRelay) end() []byte { return nil }
+
+// streamMeter is an attempt's tap as its last stage (the recovery's, or one that only counts): a
+// stream the client abandons before its usage event counts its tokens anyway (abandonedTokens).
+// start is the tap's text count when the attempt's relay began.
+type streamMeter struct {
+	tap   *streamTap
+	start int
+}
+
+// event records what the client's stream gets (observe).
+func (t *streamTap) event(ev *sseEvent) verdict {
+	t.observe(ev.raw)
+	return pass
+}
+
+func (*streamTap) end() []byte { return nil }
