@@ -248,6 +248,9 @@ func TestSlowReaderIsNotAProviderStall(t *testing.T) {
 				if !strings.Contains(string(rest), "response.completed") || strings.Contains(string(rest), "response.failed") {
 					t.Fatalf("the responses stream did not complete: ...%s", tail(string(rest), 300))
 				}
+				if strings.Contains(string(head)+string(rest), "[DONE]") {
+					t.Fatalf("a Responses stream got a [DONE], which OpenAI never sends: ...%s", tail(string(rest), 300))
+				}
 			} else if got := readStream(t, reply{status: 200, body: string(head) + string(rest)}, tc.messages); got.text != slowRigText || !got.complete || got.errored {
 				t.Fatalf("the answer: %d bytes of %d, complete %v, errored %v", len(got.text), len(slowRigText), got.complete, got.errored)
 			}

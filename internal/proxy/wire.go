@@ -277,8 +277,13 @@ func restoreEvents(sr *streamRestore, raw []byte) []byte {
 
 // streamEnd is what a complete stream that closed without the client's terminator still gets.
 func (a *attempt) streamEnd() []byte {
-	if a.wire != nil && a.wire.stream != nil {
+	switch {
+	case a.wire != nil && a.wire.stream != nil:
 		return a.wire.stream.End()
+	case a.path == "/responses":
+		// The Responses API ends with response.completed and no terminator: OpenAI sends no
+		// [DONE], and a client parsing every event as JSON would choke on one.
+		return nil
 	}
 	return []byte("data: [DONE]\n\n")
 }
