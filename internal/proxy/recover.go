@@ -134,22 +134,9 @@ func (rt *routeState) recoverStream(ctx context.Context, broken *attempt, mr *fa
 	passOver := map[string]bool{} // channels refusing the prefill, or writing another answer
 	tap.endPart()
 	for i := 1; why == "" && i <= limit; i++ {
-		remaining := deadline.Sub(s.clock.Now())
-		if remaining <= 0 {
-			why = "no continuation within the request's deadline"
-			break
-		}
-		ch, splice := rt.continuationTarget(mr, passOver, len(tap.text) == 0 || traits.deterministic())
+		ch, splice, remaining, w := rt.nextContinuation(mr, deadline, passOver, len(tap.text) == 0 || traits.deterministic())
 		if ch == nil {
-			why = "no channel can continue the answer (none with capabilities.prefill, and the request is not deterministic)"
-			break
-		}
-		// A continuation is one more request to a provider, as a retry is: in an outage that
-		// breaks every stream it must not double the load on the channels left. (Counted only
-		// when one is sent: AllowRetry counts the retry it allows.)
-		if !mr.Budget.AllowRetry(s.clock.Now(), mr.Policy.Retry.BudgetPercent) {
-			s.metrics.BudgetExhausted.WithLabelValues(mr.Policy.Namespace, mr.Name).Inc()
-			why = fmt.Sprintf("the retry budget of policy %s is spent (retry.budgetPercent %d)", mr.Policy.Name, mr.Policy.Retry.BudgetPercent)
+			why = w
 			break
 		}
 		a, err := rt.continuationAttempt(broken, ch, mr, splice, i, min(ch.Timeouts.FallbackRequest, remaining))
@@ -170,15 +157,7 @@ func (rt *routeState) recoverStream(ctx context.Context, broken *attempt, mr *fa
 			r.committed = true
 			return r
 		case r.outcome == health.OutcomeSuccess:
-			result := recoveryContinued
-			if splice {
-				result = recoverySpliced
-			}
-			s.metrics.Recoveries.WithLabelValues(broken.channel.Namespace, broken.channel.Name, mr.Name, result).Inc()
-			// The parts before count what no usage event of theirs counted already.
-			if u := tap.priorUsage(); u.uncounted.prompt+u.uncounted.completion > 0 || u.estimated {
-				rt.call.priorTokens(int64(u.uncounted.prompt), int64(u.uncounted.completion), u.estimated)
-			}
+			rt.recovered(broken, mr, splice)
 			r.committed = true
 			return r
 		case !splice && prefillRejected(&r):
@@ -196,6 +175,45 @@ func (rt *routeState) recoverStream(ctx context.Context, broken *attempt, mr *fa
 	if why == "" {
 		why = fmt.Sprintf("%d continuation(s) failed, the last: %s", limit, lastRes.shown())
 	}
+	return rt.giveUp(broken, mr, res, why)
+}
+
+// nextContinuation decides where the next continuation goes and within what time: nil, and why,
+// when the deadline has passed, no channel can continue, or the retry budget is spent.
+func (rt *routeState) nextContinuation(mr *failover.Model, deadline time.Time, passOver map[string]bool, spliceOK bool) (ch *routing.Channel, splice bool, remaining time.Duration, why string) {
+	s := rt.s
+	if remaining = deadline.Sub(s.clock.Now()); remaining <= 0 {
+		return nil, false, 0, "no continuation within the request's deadline"
+	}
+	if ch, splice = rt.continuationTarget(mr, passOver, spliceOK); ch == nil {
+		return nil, false, 0, "no channel can continue the answer (none with capabilities.prefill, and the request is not deterministic)"
+	}
+	// A continuation is one more request to a provider, as a retry is: in an outage that
+	// breaks every stream it must not double the load on the channels left. (Counted only
+	// when one is sent: AllowRetry counts the retry it allows.)
+	if !mr.Budget.AllowRetry(s.clock.Now(), mr.Policy.Retry.BudgetPercent) {
+		s.metrics.BudgetExhausted.WithLabelValues(mr.Policy.Namespace, mr.Name).Inc()
+		return nil, false, 0, fmt.Sprintf("the retry budget of policy %s is spent (retry.budgetPercent %d)", mr.Policy.Name, mr.Policy.Retry.BudgetPercent)
+	}
+	return ch, splice, remaining, ""
+}
+
+// recovered counts a stream that a continuation finished, and the parts before it: what no
+// usage event of theirs counted already.
+func (rt *routeState) recovered(broken *attempt, mr *failover.Model, splice bool) {
+	result := recoveryContinued
+	if splice {
+		result = recoverySpliced
+	}
+	rt.s.metrics.Recoveries.WithLabelValues(broken.channel.Namespace, broken.channel.Name, mr.Name, result).Inc()
+	if u := broken.tap.priorUsage(); u.uncounted.prompt+u.uncounted.completion > 0 || u.estimated {
+		rt.call.priorTokens(int64(u.uncounted.prompt), int64(u.uncounted.completion), u.estimated)
+	}
+}
+
+// giveUp ends a stream that was not recovered with the in-band error, saying why.
+func (rt *routeState) giveUp(broken *attempt, mr *failover.Model, res result, why string) result {
+	s := rt.s
 	s.metrics.Recoveries.WithLabelValues(broken.channel.Namespace, broken.channel.Name, mr.Name, recoveryGaveUp).Inc()
 	flusher, _ := rt.w.(http.Flusher)
 	s.writeDeadline(rt.w).extend() // the last write's deadline may have passed while the stream was silent
