@@ -123,7 +123,13 @@ func (s *Server) serveModels(w http.ResponseWriter, r *http.Request) {
 // configuration, PII masking, then the failover walk (routeState.run).
 func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
 	shape := shapeFor(path)
-	rc, reqID, ok := s.admitConnection(w, r, shape)
+	rc := http.NewResponseController(w) // kept here: returned from a function, it would escape
+	// A write deadline left by the connection's previous request must not cut this one short.
+	_ = rc.SetWriteDeadline(time.Time{})
+	// The body must arrive within the body-read deadline, from now: whatever answers before it is
+	// read (closeUnread), net/http then discards it, and only this deadline bounds that wait.
+	_ = rc.SetReadDeadline(time.Now().Add(s.opts.BodyReadTimeout))
+	reqID, ok := s.admitConnection(w, r, shape)
 	if !ok {
 		return
 	}
@@ -172,24 +178,18 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
 	}
 }
 
-// admitConnection sets the request's deadlines and ID and takes an in-flight slot; when it
-// returns ok the caller must give the slot back (s.inFlight.Add(-1)).
-func (s *Server) admitConnection(w http.ResponseWriter, r *http.Request, shape errorShape) (*http.ResponseController, string, bool) {
-	rc := http.NewResponseController(w)
-	// A write deadline left by the connection's previous request must not cut this one short.
-	_ = rc.SetWriteDeadline(time.Time{})
-	// The body must arrive within the body-read deadline, from now: whatever answers before it is
-	// read (closeUnread), net/http then discards it, and only this deadline bounds that wait.
-	_ = rc.SetReadDeadline(time.Now().Add(s.opts.BodyReadTimeout))
+// admitConnection sets the request's ID and takes an in-flight slot; when it returns ok the
+// caller must give the slot back (s.inFlight.Add(-1)).
+func (s *Server) admitConnection(w http.ResponseWriter, r *http.Request, shape errorShape) (string, bool) {
 	reqID := s.requestID(r)
 	w.Header().Set("X-Request-Id", reqID)
 	if n := s.inFlight.Add(1); n > int64(s.opts.MaxInFlight) {
 		s.inFlight.Add(-1)
 		s.refuseUnread(w, r, shape, http.StatusServiceUnavailable, "overloaded", "server_error",
 			fmt.Sprintf("the gateway is serving its limit of %d requests at once; retry shortly", s.opts.MaxInFlight), time.Second)
-		return rc, reqID, false
+		return reqID, false
 	}
-	return rc, reqID, true
+	return reqID, true
 }
 
 // readRequestBody reads the client's body within the size and memory limits, or answers why
