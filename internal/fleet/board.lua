@@ -111,7 +111,8 @@ local wants = {}
 for _, k in ipairs(m.lease or {}) do
   wants[k] = true
   local l = redis.call('HGET', p .. 'leases', k)
-  if not l or string.match(l, '^(.*)|') == me then redis.call('HSET', p .. 'leases', k, me .. '|' .. (now + iv)) end
+  -- two intervals, as health's FleetBoard (leaseIntervals): a renewal a little late keeps it.
+  if not l or string.match(l, '^(.*)|') == me then redis.call('HSET', p .. 'leases', k, me .. '|' .. (now + 2 * iv)) end
 end
 leases = redis.call('HGETALL', p .. 'leases')
 for i = 1, #leases, 2 do

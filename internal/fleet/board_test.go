@@ -243,14 +243,25 @@ func TestOneProbeLeaseForTheFleet(t *testing.T) {
 			t.Fatalf("renewal %d: a lost the lease", i)
 		}
 	}
+	// a's next exchange comes a little late and b asks just before it: a keeps the lease (handing
+	// it over would make b probe at once, one probe more for the fleet).
+	if in := exchange(t, b, 5050*time.Millisecond, "b", wants); in.HoldsProbeLease {
+		t.Fatalf("b took the lease from a holder 50ms late: %+v", in)
+	}
+	if in := exchange(t, b, 5100*time.Millisecond, "a", wants); !in.HoldsProbeLease {
+		t.Fatalf("a lost the lease to a late renewal: %+v", in)
+	}
 	// a stops asking: the next asker gets it at once.
-	exchange(t, b, 5*time.Second, "a", nil)
-	if in := exchange(t, b, 5*time.Second, "b", wants); !in.HoldsProbeLease {
+	exchange(t, b, 6*time.Second, "a", nil)
+	if in := exchange(t, b, 6*time.Second, "b", wants); !in.HoldsProbeLease {
 		t.Fatalf("after a let go, b does not hold the lease: %+v", in)
 	}
-	// b goes away without a word: one interval later the lease is free for a.
-	if in := exchange(t, b, 6100*time.Millisecond, "a", wants); !in.HoldsProbeLease {
-		t.Fatalf("b's lease outlived its interval: %+v", in)
+	// b goes away without a word: a waits while the lease holds (two intervals), then gets it.
+	if in := exchange(t, b, 7900*time.Millisecond, "a", wants); in.HoldsProbeLease {
+		t.Fatalf("a took b's lease before two intervals: %+v", in)
+	}
+	if in := exchange(t, b, 8100*time.Millisecond, "a", wants); !in.HoldsProbeLease {
+		t.Fatalf("b's lease outlived two intervals: %+v", in)
 	}
 }
 

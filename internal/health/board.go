@@ -15,7 +15,7 @@ import (
 //   - each replica's latest report, until the replica's next exchange replaces its reports, or
 //     for 3 sync intervals after it was made (a replica that went away stops counting);
 //   - the verdict, until its Until;
-//   - the probe lease: one holder, for one sync interval from its last renewal;
+//   - the probe lease: one holder, for leaseIntervals sync intervals from its last renewal;
 //   - the latest Retry-After end any replica reported, until it has passed;
 //   - since when some report of the key carries evidence, and each replica's last two exchange
 //     times, for FleetInput.Complete.
@@ -45,7 +45,7 @@ type boardLease struct {
 }
 
 // NewFleetBoard returns an empty board for replicas that exchange every interval (the probe
-// lease lasts that long; reports and inputs expire after 3 intervals).
+// lease lasts 2 intervals; reports and inputs expire after 3).
 func NewFleetBoard(interval time.Duration) *FleetBoard {
 	if interval <= 0 {
 		interval = time.Second
@@ -57,6 +57,13 @@ func NewFleetBoard(interval time.Duration) *FleetBoard {
 
 // staleAfter is how long a report counts, and how long an input holds, without a newer exchange.
 const staleAfter = 3
+
+// leaseIntervals is how long a probe lease holds without a renewal. The holder renews it at every
+// exchange, one interval apart give or take the loop's jitter: a lease of exactly one interval
+// passed to another replica whenever the holder's exchange came a few milliseconds late, and the
+// new holder probed at once (8-9 probes where one proxy sent 5, TestFleetEjectsAndProbesLikeOneProxy).
+// A holder that went away frees the key two intervals later.
+const leaseIntervals = 2
 
 // Exchange implements Board; it never fails.
 func (b *FleetBoard) Exchange(now time.Time, replica string, reports []FleetReport, proposals []FleetVerdict) ([]FleetInput, error) {
@@ -85,7 +92,7 @@ func (b *FleetBoard) store(now time.Time, replica string, reports []FleetReport)
 		}
 		if r.WantsProbeLease {
 			if l, ok := b.leases[r.Key]; !ok || l.holder == replica {
-				b.leases[r.Key] = boardLease{holder: replica, until: now.Add(b.interval)}
+				b.leases[r.Key] = boardLease{holder: replica, until: now.Add(leaseIntervals * b.interval)}
 			}
 		}
 	}
@@ -108,7 +115,7 @@ func (b *FleetBoard) store(now time.Time, replica string, reports []FleetReport)
 }
 
 // expire drops what has run out by now (mu held). A lease or report is valid up to and
-// including its end, so that a holder renewing exactly one interval later keeps it.
+// including its end.
 func (b *FleetBoard) expire(now time.Time) {
 	for k, v := range b.verdicts {
 		if !now.Before(v.Until) {

@@ -200,7 +200,7 @@ type FleetInput struct {
 	Complete bool
 	// Verdict is the verdict the store holds for the key; nil if none.
 	Verdict *FleetVerdict
-	// HoldsProbeLease: this replica holds the key's probe lease (granted for one sync interval to
+	// HoldsProbeLease: this replica holds the key's probe lease (granted for two sync intervals to
 	// one replica that asked, renewed while it keeps asking). ProbeLeaseHeld: some replica does.
 	HoldsProbeLease, ProbeLeaseHeld bool
 	// RetryAfterUntil is the latest Retry-After end any replica reported; zero if none pending.
@@ -214,7 +214,7 @@ type Board interface {
 	// compare-and-set; By and Version are set by the board), replaces every report the replica
 	// made before with reports (a key it no longer reports is quiet there), grants or renews the
 	// probe lease of each key it asks for (FleetReport.WantsProbeLease; one holder per key, for
-	// one sync interval), and returns, in channel, model order, the input of every key that
+	// two sync intervals), and returns, in channel, model order, the input of every key that
 	// another replica reports, that has a verdict, a probe lease or a Retry-After held, or that
 	// replica reported itself.
 	Exchange(now time.Time, replica string, reports []FleetReport, proposals []FleetVerdict) ([]FleetInput, error)
