@@ -1,29 +1,33 @@
-// Package provider is the contract between the proxy and the cloud wire adapters that carry
-// Anthropic's Messages API to Claude on another cloud (bedrock, vertex).
+// Package provider is the contract between the proxy and the wire adapters, one per provider:
+// openai and azure-openai (provider/openai), anthropic (provider/anthropicapi), and the cloud
+// adapters that carry Anthropic's Messages API to Claude on another cloud (bedrock, vertex).
 //
-// Inside the gateway the Anthropic Messages JSON (request body, response body, SSE stream events)
-// is the lingua franca: whatever API the client called, the request that reaches an adapter is an
-// Anthropic Messages body, and what comes back out of it is an Anthropic Messages answer or the
-// same SSE events the Anthropic API sends. An adapter only does what differs on the wire:
-// where the model id goes, the anthropic_version the cloud wants, authentication (SigV4, OAuth
-// bearer tokens), the stream framing, and what the cloud's errors mean.
+// An adapter builds an attempt's upstream request from the body in the API the channel speaks
+// (the proxy's translation decides which: the OpenAI API for openai channels, the Anthropic
+// Messages JSON for the others), authenticates it, and says what an error answer means. The
+// cloud adapters also decode their stream framing (StreamDecoder): what comes back out of them
+// is an Anthropic Messages answer or the same SSE events the Anthropic API sends. A cloud
+// adapter only does what differs on the wire: where the model id goes, the anthropic_version the
+// cloud wants, authentication (SigV4, OAuth bearer tokens), the stream framing, and what the
+// cloud's errors mean.
 //
 // An attempt with an Adapter, as the proxy runs it:
 //
-//	req, err := a.NewRequest(ctx, provider.Request{Model: upstream, Body: body, Stream: stream})
+//	req, err := a.NewRequest(ctx, provider.Request{Path: path, Model: upstream, Body: body, Stream: stream})
 //	// err: a *Failure (credentials could not be had: a channel failure) or a malformed body
 //	resp, err := transport.RoundTrip(req)          // the proxy's own transport, timeouts and all
 //	if resp.StatusCode >= 300 {
 //		f := a.ClassifyError(resp.StatusCode, resp.Header, body) // outcome, Retry-After, client text
 //	}
-//	if stream {
-//		events, err := a.DecodeStream(resp)        // Anthropic SSE events, whatever the framing
+//	if d, ok := a.(provider.StreamDecoder); ok && stream {
+//		events, err := d.DecodeStream(resp)        // Anthropic SSE events, whatever the framing
 //		for { ev, err := events.Next(); ... w.Write(ev.AppendSSE(nil)) }
-//	}                                              // not streamed: resp.Body is the Anthropic answer
+//	}                                              // otherwise resp.Body is the API's answer or SSE
 //
 // An adapter never decides about health, retries or failover (the proxy and internal/health do),
 // never logs, and never puts a credential or the provider's text about one into an error a
-// client could see: Failure.ClientMessage is the only text meant for clients.
+// client could see: Failure.ClientMessage (and Failure.Body, the caller's own mistake) is the
+// only text meant for clients.
 package provider
 
 import (
@@ -39,29 +43,40 @@ import (
 	"github.com/switchyard-io/switchyard/internal/health"
 )
 
-// Adapter speaks one cloud's wire format for Claude. Implementations are safe for concurrent use;
-// one is built per channel (it holds the channel's credentials and their cache).
+// Adapter speaks one provider's wire format. Implementations are safe for concurrent use; one is
+// built per channel (it holds the channel's credentials and their cache).
 type Adapter interface {
 	// NewRequest builds the upstream request of one attempt, authenticated and ready for the
 	// proxy's transport. It may block to fetch or refresh credentials, never past ctx.
 	NewRequest(ctx context.Context, r Request) (*http.Request, error)
-	// DecodeStream reads a 2xx answer to a streamed request as Anthropic SSE events.
-	DecodeStream(resp *http.Response) (EventReader, error)
 	// ClassifyError says what a non-2xx answer means. body is (a prefix of) the answer's body.
 	ClassifyError(status int, header http.Header, body []byte) Failure
 }
 
-// Request is one attempt's request, in Anthropic terms.
+// StreamDecoder is an Adapter whose provider frames a stream its own way (Bedrock's event
+// stream, Vertex's): it reads a 2xx answer to a streamed request as Anthropic SSE events. The
+// streams of an adapter without it are the API's own SSE, read as they come.
+type StreamDecoder interface {
+	DecodeStream(resp *http.Response) (EventReader, error)
+}
+
+// Request is one attempt's request, in the API the channel speaks.
 type Request struct {
+	// Path is the API path after /v1 (/chat/completions, /embeddings, /messages,
+	// /messages/count_tokens, ...). The cloud adapters serve /messages only.
+	Path string
 	// Model is the upstream model id (the channel's upstreamModel): a Bedrock model or
-	// inference-profile id or ARN, or a Vertex model name.
+	// inference-profile id or ARN, or a Vertex model name. The direct adapters find it in Body.
 	Model string
-	// Body is the Anthropic Messages request JSON. Fields the adapter does not know pass through
-	// unchanged; "model" and "stream" are moved to where the cloud wants them.
+	// Body is the request JSON: the OpenAI API's for openai channels, the Anthropic Messages
+	// JSON for the others. Fields the adapter does not know pass through unchanged; the cloud
+	// adapters move "model" and "stream" to where the cloud wants them.
 	Body []byte
 	// Stream asks for a streamed answer.
 	Stream bool
-	// Beta are the client's anthropic-beta values, carried the way the cloud takes them.
+	// Version is the anthropic-version the client asked for ("": the adapter's default).
+	Version string
+	// Beta are the client's anthropic-beta values, carried the way the provider takes them.
 	Beta []string
 }
 
@@ -114,6 +129,10 @@ type Failure struct {
 	ClientMessage string
 	// AfterFirstEvent: the failure came in a stream after at least one event was read.
 	AfterFirstEvent bool
+	// Body, for the caller's own mistake (a client error) or a rate limit on a direct channel,
+	// is the provider's error body in the API the request was sent in: the client is shown it
+	// (redacted, in the client's API) instead of one built from ClientType and ClientMessage.
+	Body []byte
 }
 
 func (f *Failure) Error() string {

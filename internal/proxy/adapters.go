@@ -13,18 +13,23 @@ import (
 	"github.com/switchyard-io/switchyard/internal/anthropic"
 	"github.com/switchyard-io/switchyard/internal/health"
 	"github.com/switchyard-io/switchyard/internal/provider"
+	"github.com/switchyard-io/switchyard/internal/provider/anthropicapi"
 	"github.com/switchyard-io/switchyard/internal/provider/bedrock"
+	"github.com/switchyard-io/switchyard/internal/provider/openai"
 	"github.com/switchyard-io/switchyard/internal/provider/vertex"
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
 
-// The channels of bedrock and vertex carry the Messages API over a cloud's own wire format: their
-// attempts go through a provider.Adapter (NewRequest, ClassifyError, DecodeStream) instead of
-// BaseURL + path, and what comes back is the Anthropic answer or its SSE events, which the
-// anthropic path's translation, PII restore and stream-cut detection then handle unchanged.
+// Every channel's attempts go through its provider's provider.Adapter: NewRequest builds and
+// authenticates the request, ClassifyError says what an error answer means, and the cloud
+// adapters (bedrock, vertex; provider.StreamDecoder) read their stream framing as the Anthropic
+// SSE events the anthropic path's translation, PII restore and stream-cut detection then handle
+// unchanged. Adding a provider is its package and a case in newAdapter.
 
-// usesAdapter reports whether a provider's channels are served through an adapter.
-func usesAdapter(p string) bool { return p == "bedrock" || p == "vertex" }
+// isCloud reports whether a provider carries the Messages API over a cloud's own wire format:
+// its stream is decoded by its adapter, its credentials are a cloud's (adapterSecrets), and it
+// serves /messages alone.
+func isCloud(p string) bool { return p == "bedrock" || p == "vertex" }
 
 // channelAdapter is one channel's adapter, or why it could not be built, and what it was built
 // from: a reload that leaves the fingerprint as it was keeps the adapter, so its credentials
@@ -41,15 +46,12 @@ func adapterFingerprint(ch *routing.Channel, creds string) string {
 	return strings.Join([]string{ch.Provider, ch.Region, ch.Project, ch.BaseURL, hex.EncodeToString(sum[:])}, "\x00")
 }
 
-// buildAdapters makes the adapters of t's bedrock and vertex channels, reusing prev's where
-// nothing changed. Called with cfgMu held.
+// buildAdapters makes the adapters of t's channels, reusing prev's where nothing changed.
+// Called with cfgMu held.
 func buildAdapters(t *routing.Table, prev map[string]*channelAdapter) map[string]*channelAdapter {
-	out := map[string]*channelAdapter{}
+	out := make(map[string]*channelAdapter, len(t.Channels))
 	for i := range t.Channels {
 		ch := &t.Channels[i]
-		if !usesAdapter(ch.Provider) {
-			continue
-		}
 		creds := t.Credentials[ch.ID()].Reveal()
 		fp := adapterFingerprint(ch, creds)
 		if old := prev[ch.ID()]; old != nil && old.fingerprint == fp {
@@ -57,20 +59,28 @@ func buildAdapters(t *routing.Table, prev map[string]*channelAdapter) map[string
 			continue
 		}
 		ca := &channelAdapter{fingerprint: fp}
-		switch ch.Provider {
-		case "bedrock":
-			a, err := bedrock.New(bedrock.Config{Region: ch.Region, BaseURL: ch.BaseURL, Credentials: creds})
-			ca.adapter, ca.err = a, err
-		case "vertex":
-			a, err := vertex.New(vertex.Config{Project: ch.Project, Region: ch.Region, BaseURL: ch.BaseURL, Credentials: creds})
-			ca.adapter, ca.err = a, err
-		}
+		ca.adapter, ca.err = newAdapter(ch, creds)
 		if ca.err != nil {
 			ca.adapter = nil
 		}
 		out[ch.ID()] = ca
 	}
 	return out
+}
+
+// newAdapter is the adapter of ch's provider, with the channel's credentials.
+func newAdapter(ch *routing.Channel, creds string) (provider.Adapter, error) {
+	switch ch.Provider {
+	case "bedrock":
+		return bedrock.New(bedrock.Config{Region: ch.Region, BaseURL: ch.BaseURL, Credentials: creds})
+	case "vertex":
+		return vertex.New(vertex.Config{Project: ch.Project, Region: ch.Region, BaseURL: ch.BaseURL, Credentials: creds})
+	case "anthropic":
+		return anthropicapi.New(anthropicapi.Config{BaseURL: ch.BaseURL, APIKey: creds}), nil
+	case "azure-openai":
+		return openai.New(openai.Config{BaseURL: ch.BaseURL, APIKey: creds, Azure: true}), nil
+	}
+	return openai.New(openai.Config{BaseURL: ch.BaseURL, APIKey: creds}), nil
 }
 
 // adapterSecrets are the parts of a cloud channel's credentials the redactor looks for in what
@@ -84,12 +94,8 @@ func adapterSecrets(provider, creds string) []string {
 	return nil // vertex: the private key never leaves the gateway, only short-lived tokens do
 }
 
-// adapterFor is the channel's adapter in the current config: nil, nil for a channel that speaks
-// plain HTTP to BaseURL.
+// adapterFor is the channel's adapter in the current config.
 func (s *Server) adapterFor(ch *routing.Channel) (provider.Adapter, error) {
-	if !usesAdapter(ch.Provider) {
-		return nil, nil
-	}
 	c := s.cfg.Load()
 	if c == nil || c.adapters[ch.ID()] == nil {
 		return nil, fmt.Errorf("channel %s has no %s adapter", ch.ID(), ch.Provider)
@@ -101,20 +107,25 @@ func (s *Server) adapterFor(ch *routing.Channel) (provider.Adapter, error) {
 	return ca.adapter, nil
 }
 
-// adapterRequest builds an attempt's upstream request through the adapter. Headers go on after
-// it and only where it set none: a changed signed header would break Bedrock's signature.
+// adapterRequest builds an attempt's upstream request through the adapter. The client's
+// forwarded headers go on after it and only where it set none: a changed signed header would
+// break Bedrock's signature, and the credentials are the adapter's.
 func adapterRequest(ctx context.Context, ad provider.Adapter, a *attempt, up *upstream) (*http.Request, error) {
-	req, err := ad.NewRequest(ctx, provider.Request{Model: a.upstream, Body: up.body, Stream: a.stream, Beta: betas(a.header)})
+	req, err := ad.NewRequest(ctx, provider.Request{Path: up.path, Model: a.upstream, Body: up.body, Stream: a.stream,
+		Version: up.anthropicVersion, Beta: betas(a.header)})
 	if err != nil {
 		return nil, err
 	}
 	fwd := http.Header{}
 	copyRequestHeaders(fwd, a.header)
-	// The Messages API's headers are the adapter's to carry (the body's anthropic_version, the
-	// betas in its own way), and content negotiation is the cloud's.
+	// The Messages API's headers are the adapter's to carry (the anthropic channel's headers, a
+	// cloud's body field and betas in its own way); an OpenAI-compatible server has no use for
+	// them. Content negotiation is a cloud's: it answers in its own framing.
 	fwd.Del("Anthropic-Version")
 	fwd.Del("Anthropic-Beta")
-	fwd.Del("Accept")
+	if _, decodes := ad.(provider.StreamDecoder); decodes {
+		fwd.Del("Accept")
+	}
 	fwd.Set("X-Request-Id", a.requestID)
 	for k, vv := range fwd {
 		if _, set := req.Header[k]; !set {
@@ -151,35 +162,48 @@ func adapterRequestFailure(ctx context.Context, a *attempt, err error) result {
 	return translationFailure(err)
 }
 
-// adapterError reads a non-2xx answer of an adapter's channel and classifies it.
+// adapterError reads a non-2xx answer and has the channel's adapter classify it. The body is
+// redacted before anything reads it: a summary cut in the middle of a key could not be.
 func adapterError(a *attempt, ad provider.Adapter, resp *http.Response) result {
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	f := ad.ClassifyError(resp.StatusCode, resp.Header, b)
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	f := ad.ClassifyError(resp.StatusCode, resp.Header, a.redact.bytes(b))
 	return failureResult(a, &f, resp.StatusCode, resp.Header)
 }
 
 // failureResult turns an adapter's Failure into the attempt's result. The provider's text goes
-// only into the access log (detail, redacted); a client sees ClientMessage alone: in a 4xx passed
-// back, in the 503's last error, in a stream's in-band error.
+// only into the access log (detail, redacted); a client sees ClientMessage alone (in a 4xx passed
+// back, in the 503's last error, in a stream's in-band error), or, for a failure that keeps the
+// provider's body (its own mistake, a rate limit on a direct channel), that body, redacted and in
+// the client's API.
 func failureResult(a *attempt, f *provider.Failure, status int, header http.Header) result {
 	if status == 0 {
 		status = f.Status
 	}
 	r := result{outcome: f.Outcome, status: status, retryAfter: f.RetryAfter, header: header,
-		detail: string(a.redact.bytes([]byte(f.Detail))), clientDetail: f.Code + ": " + f.ClientMessage}
-	if f.Code == "" {
+		detail: string(a.redact.bytes([]byte(f.Detail)))}
+	switch {
+	case f.ClientMessage == "":
+	case f.Code == "":
 		r.clientDetail = f.ClientMessage
+	default:
+		r.clientDetail = f.Code + ": " + f.ClientMessage
 	}
-	if f.Outcome == health.OutcomeClientError {
-		if contextExceeded(f.ClientMessage) {
-			r.errCode = "context_length_exceeded"
-		}
-		body := anthropic.ErrorBody(f.ClientType, f.ClientMessage)
-		if a.wire != nil && a.wire.errorBody != nil {
-			body = a.wire.errorBody(status, body)
-		}
-		r.body = a.redact.bytes(body)
+	if f.Body != nil {
+		r.body = a.redact.bytes(f.Body)
+	}
+	if f.Outcome != health.OutcomeClientError {
+		return r
+	}
+	r.errCode = f.Code
+	if contextExceeded(f.ClientMessage) {
+		r.errCode = "context_length_exceeded"
+	}
+	if f.Body == nil {
+		r.body = a.redact.bytes(anthropic.ErrorBody(f.ClientType, f.ClientMessage))
 		r.header = http.Header{"Content-Type": {"application/json"}}
+	}
+	if a.wire != nil && a.wire.errorBody != nil {
+		r.body = a.wire.errorBody(status, r.body)
 	}
 	return r
 }

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -24,7 +23,6 @@ import (
 // attempt is one call to one channel.
 type attempt struct {
 	channel   *routing.Channel
-	key       string // provider key, "" for none
 	model     string // public model name
 	requested string // the model the client asked for ("" for a probe)
 	upstream  string // model name sent upstream
@@ -167,8 +165,8 @@ func (s *Server) do(ctx context.Context, w http.ResponseWriter, a *attempt) (res
 	if r, failed := classify(a, ad, resp); failed {
 		return r
 	}
-	if ad != nil && a.stream {
-		events, err := ad.DecodeStream(resp)
+	if d, decodes := ad.(provider.StreamDecoder); decodes && a.stream {
+		events, err := d.DecodeStream(resp)
 		if err != nil {
 			r, _ := streamFailure(a, err)
 			r.status = resp.StatusCode
@@ -195,9 +193,8 @@ func armFirstByte(a *attempt, cancel context.CancelCauseFunc) *time.Timer {
 }
 
 // buildRequest makes the attempt's upstream request for its channel: the body in the channel's
-// API (a.wire), then the request built by the channel's adapter (bedrock and vertex: it signs or
-// authorizes, adapters.go) or as plain HTTP to its BaseURL (ad is nil). When ok is false, r is
-// the attempt's result.
+// API (a.wire), then the request built and authenticated by the channel's adapter (adapters.go).
+// When ok is false, r is the attempt's result.
 func (s *Server) buildRequest(ctx context.Context, a *attempt) (req *http.Request, ad provider.Adapter, r result, ok bool) {
 	up, err := upstreamFor(a, a.caps, time.Now())
 	if err != nil {
@@ -207,95 +204,19 @@ func (s *Server) buildRequest(ctx context.Context, a *attempt) (req *http.Reques
 	if ad, err = s.adapterFor(a.channel); err != nil {
 		return nil, nil, result{outcome: health.OutcomeServerError, detail: "the channel's adapter does not load: " + err.Error()}, false
 	}
-	if ad != nil {
-		if req, err = adapterRequest(ctx, ad, a, up); err != nil {
-			return nil, nil, adapterRequestFailure(ctx, a, err), false
-		}
-		return req, ad, r, true
+	if req, err = adapterRequest(ctx, ad, a, up); err != nil {
+		return nil, nil, adapterRequestFailure(ctx, a, err), false
 	}
-	if req, err = directRequest(ctx, a, up); err != nil {
-		return nil, nil, result{outcome: health.OutcomeConnectionError, detail: "building the upstream request failed"}, false
-	}
-	return req, nil, r, true
-}
-
-// directRequest is the upstream request of a channel that speaks plain HTTP to its BaseURL.
-func directRequest(ctx context.Context, a *attempt, up *upstream) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.channel.BaseURL+up.path, bytes.NewReader(up.body))
-	if err != nil {
-		return nil, err
-	}
-	copyRequestHeaders(req.Header, a.header)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Request-Id", a.requestID)
-	setUpstreamAuth(req.Header, a, up)
-	return req, nil
+	return req, ad, r, true
 }
 
 // classify reads an answer that failed (any status from 300 on) into the attempt's result;
-// failed is false for an answer to relay. An adapter's channel has its adapter classify the
-// error; a channel of plain HTTP has its provider's error table a word first
-// (classifyProviderError), then classifyStatus.
+// failed is false for an answer to relay. The channel's adapter classifies the error.
 func classify(a *attempt, ad provider.Adapter, resp *http.Response) (r result, failed bool) {
-	switch {
-	case resp.StatusCode < 300:
+	if resp.StatusCode < 300 {
 		return r, false
-	case ad != nil:
-		return adapterError(a, ad, resp), true
-	case resp.StatusCode >= 400:
-		if r, done := classifyProviderError(a, resp); done {
-			return r, true
-		}
 	}
-	return classifyStatus(a, resp), true
-}
-
-// classifyStatus is the result of a failed answer by its status alone. The outcome is health's
-// one classification of the status (shared with replay and injected faults); each outcome reads
-// what of the body it needs.
-func classifyStatus(a *attempt, resp *http.Response) result {
-	r := result{outcome: health.OutcomeFromStatus(resp.StatusCode), status: resp.StatusCode, header: resp.Header}
-	switch r.outcome {
-	case health.OutcomeRateLimited:
-		r.retryAfter = provider.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		r.body = a.redact.bytes(b)
-		r.detail = "429 rate limited"
-	case health.OutcomeMisconfigured:
-		// The path is the provider's own API path and the model one the channel declares: a 404
-		// or 405 here is a wrong baseURL or upstreamModel, or an API this provider does not
-		// serve. The channel's fault, not the client's: fail over, and let the channel show it.
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-		r.detail = fmt.Sprintf("HTTP %d on %s (check the channel's baseURL and upstreamModel): %s", resp.StatusCode, a.path, provider.Summarize(string(a.redact.bytes(b))))
-	case health.OutcomeClientError:
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		r.errCode = upstreamErrorCode(b)
-		r.body = a.redact.bytes(b) // passed back to the client
-		if a.wire.errorBody != nil {
-			r.body = a.wire.errorBody(resp.StatusCode, r.body)
-		}
-		r.detail = fmt.Sprintf("HTTP %d %s", resp.StatusCode, r.errCode)
-	default:
-		r.detail = serverErrorDetail(a, resp)
-	}
-	return r
-}
-
-// serverErrorDetail says why a status that is a server error (5xx, 401 and 403, 3xx) failed.
-func serverErrorDetail(a *attempt, resp *http.Response) string {
-	status := resp.StatusCode
-	switch {
-	case status >= 500:
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-		return fmt.Sprintf("HTTP %d: %s", status, provider.Summarize(string(a.redact.bytes(b))))
-	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		// The provider refused the gateway's own key (revoked, expired, wrong account): the
-		// channel is broken, not the request. Fail over, and never hand the provider's message
-		// (which quotes part of the key) to the client.
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		return fmt.Sprintf("HTTP %d: the provider rejected the channel's credentials", status)
-	}
-	return fmt.Sprintf("unexpected HTTP %d from upstream", status)
+	return adapterError(a, ad, resp), true
 }
 
 // relayAnswer reads a non-streamed answer whole, translates it into the client's API, counts its

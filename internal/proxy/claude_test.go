@@ -3,18 +3,19 @@ package proxy
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/switchyard-io/switchyard/internal/health"
 	"github.com/switchyard-io/switchyard/internal/mockprovider"
+	"github.com/switchyard-io/switchyard/internal/provider"
 	"github.com/switchyard-io/switchyard/internal/proxy/source"
 	"github.com/switchyard-io/switchyard/internal/routing"
 	"github.com/switchyard-io/switchyard/internal/testutil"
@@ -365,19 +366,25 @@ func TestProviderErrorTable(t *testing.T) {
 		{"anthropic", 504, `{"type":"error","error":{"type":"timeout_error","message":"Request timed out"}}`, health.OutcomeTimeout, "", true},
 		{"anthropic", 400, `{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 208310 tokens > 200000 maximum"}}`, health.OutcomeClientError, "context_length_exceeded", true},
 		{"anthropic", 400, `{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: 0 < 1"}}`, health.OutcomeClientError, "invalid_request_error", true},
-		// Where the classifier agrees with the status, do's case for the status writes the result.
+		// Where the classifier agrees with the status, the status's rule writes the failure.
 		{"anthropic", 429, `{"type":"error","error":{"type":"rate_limit_error","message":"slow"}}`, 0, "", false},
 		{"anthropic", 529, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, 0, "", false},
 		{"anthropic", 502, `<html>Bad Gateway</html>`, 0, "", false},
 	} {
-		a := &attempt{channel: &routing.Channel{Provider: c.provider}}
-		resp := &http.Response{StatusCode: c.status, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(c.body))}
-		got, ok := classifyProviderError(a, resp)
-		if ok != c.matched || (ok && (got.outcome != c.outcome || got.errCode != c.code)) {
-			t.Errorf("%s %d %s: %s %q matched %v", c.provider, c.status, c.body, got.outcome, got.errCode, ok)
+		ad, err := newAdapter(&routing.Channel{Provider: c.provider}, "")
+		if err != nil {
+			t.Fatal(err)
 		}
-		if rest, _ := io.ReadAll(resp.Body); !ok && string(rest) != c.body {
-			t.Errorf("%s %d: the body left for do is %q", c.provider, c.status, rest)
+		got := ad.ClassifyError(c.status, http.Header{}, []byte(c.body))
+		byStatus := provider.ClassifyStatus(c.status, http.Header{}, []byte(c.body), time.Now())
+		if matched := !reflect.DeepEqual(got, byStatus); matched != c.matched {
+			t.Errorf("%s %d %s: %+v, by its status alone %v (want %v)", c.provider, c.status, c.body, got, !matched, !c.matched)
+			continue
+		}
+		a := &attempt{channel: &routing.Channel{Provider: c.provider}}
+		r := failureResult(a, &got, c.status, http.Header{})
+		if c.matched && (r.outcome != c.outcome || r.errCode != c.code) {
+			t.Errorf("%s %d %s: %s %q", c.provider, c.status, c.body, r.outcome, r.errCode)
 		}
 	}
 }

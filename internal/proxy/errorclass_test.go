@@ -15,6 +15,7 @@ import (
 
 	"github.com/switchyard-io/switchyard/internal/health"
 	"github.com/switchyard-io/switchyard/internal/provider"
+	"github.com/switchyard-io/switchyard/internal/provider/anthropicapi"
 	"github.com/switchyard-io/switchyard/internal/provider/bedrock"
 	"github.com/switchyard-io/switchyard/internal/provider/vertex"
 	"github.com/switchyard-io/switchyard/internal/routing"
@@ -80,15 +81,14 @@ func TestAnthropicErrorsOneClassifier(t *testing.T) {
 	}
 }
 
-// directOutcome is what do makes of a direct anthropic channel's error answer: the provider's
-// classification when it has one, else the status's.
+// directOutcome is what do makes of a direct anthropic channel's error answer: the adapter's
+// classification, as the attempt's result.
 func directOutcome(status int, body []byte) (health.Outcome, string) {
 	a := &attempt{channel: &routing.Channel{Provider: "anthropic"}}
+	ad := anthropicapi.New(anthropicapi.Config{})
 	resp := &http.Response{StatusCode: status, Header: http.Header{}, Body: io.NopCloser(bytes.NewReader(body))}
-	if r, done := classifyProviderError(a, resp); done {
-		return r.outcome, r.errCode
-	}
-	return health.OutcomeFromStatus(status), upstreamErrorCode(body)
+	r := adapterError(a, ad, resp)
+	return r.outcome, r.errCode
 }
 
 func firstFailure(t *testing.T, events provider.EventReader) *provider.Failure {

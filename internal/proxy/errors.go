@@ -76,21 +76,3 @@ func anthropicErrorType(status int) string {
 	}
 	return anthropic.ErrorType(status)
 }
-
-// upstreamErrorCode extracts error.code (or error.type) from an OpenAI-style error body, so
-// context_length_exceeded and content_policy_violation can be told apart from other 400s.
-func upstreamErrorCode(body []byte) string {
-	var e struct {
-		Error struct {
-			Code any    `json:"code"`
-			Type string `json:"type"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(body, &e) != nil {
-		return ""
-	}
-	if s, ok := e.Error.Code.(string); ok && s != "" {
-		return s
-	}
-	return e.Error.Type
-}

@@ -405,7 +405,7 @@ func (rt *routeState) try(ctx context.Context, st failover.Step) (res result, do
 		}
 		s.metrics.Failovers.WithLabelValues(ch.Namespace, mr.Name, from, ch.Name, rt.prevReason).Inc()
 	}
-	a := rt.withCapabilities(&attempt{channel: ch, key: rt.key(ch), model: mr.Name, requested: rt.req.Model, upstream: upstream, path: rt.path, body: body,
+	a := rt.withCapabilities(&attempt{channel: ch, model: mr.Name, requested: rt.req.Model, upstream: upstream, path: rt.path, body: body,
 		stream: rt.req.Stream, timeout: st.Timeout, header: rt.header, requestID: rt.requestID, number: n, drill: rt.drill,
 		redact: rt.c.redact, restore: rt.restore, piiMasked: rt.piiMasked, call: rt.call})
 	if rt.recoverable(mr) {
@@ -514,13 +514,6 @@ func (rt *routeState) passThrough(res result, ch *routing.Channel, attempts int)
 	h.Set("X-Switchyard-Attempts", strconv.Itoa(attempts))
 	rt.w.WriteHeader(res.status)
 	_, _ = rt.w.Write(res.body)
-}
-
-func (rt *routeState) key(ch *routing.Channel) string {
-	if k, ok := rt.c.table.Credentials[ch.ID()]; ok {
-		return k.Reveal()
-	}
-	return ""
 }
 
 // reject answers a request refused before any upstream attempt and counts it by reason (which

@@ -30,9 +30,6 @@ func (s *Server) startProbes(ctx context.Context, now time.Time) {
 		path, body := probeRequest(path, upstream)
 		a := &attempt{channel: ch, model: k.Model, upstream: upstream, path: path, body: body,
 			timeout: ch.Timeouts.Request, header: http.Header{}, requestID: "probe-" + newRequestID(), number: 1, probe: true, redact: c.redact}
-		if key, ok := c.table.Credentials[ch.ID()]; ok {
-			a.key = key.Reveal()
-		}
 		s.probeWG.Add(1)
 		go func(k health.Key) {
 			defer s.probeWG.Done()

@@ -288,7 +288,7 @@ func (s *Server) apply(t *routing.Table, source string, rejected error, problems
 		if strings.HasSuffix(name, "#"+routing.PartTLSCert) || strings.HasSuffix(name, "#"+routing.PartTLSKey) {
 			continue
 		}
-		if ch, ok := t.Channel(name); ok && usesAdapter(ch.Provider) {
+		if ch, ok := t.Channel(name); ok && isCloud(ch.Provider) {
 			keys = append(keys, adapterSecrets(ch.Provider, k.Reveal())...)
 			continue
 		}

@@ -135,7 +135,7 @@ func eventType(data []byte) (string, error) {
 // and stream events: anthropic itself, and the adapters that carry the Messages body over another
 // transport (bedrock, vertex; their signing and framing are the adapter's, see adapterRequest).
 func speaksMessages(provider string) bool {
-	return provider == "anthropic" || usesAdapter(provider)
+	return provider == "anthropic" || isCloud(provider)
 }
 
 // translated is an attempt's request body in the channel's API: the costly part of upstreamFor,
@@ -151,7 +151,7 @@ type translated struct {
 func translate(a *attempt, caps routing.Capabilities) (*translated, error) {
 	messages := isMessagesPath(a.path)
 	switch {
-	case usesAdapter(a.channel.Provider) && a.path == pathCountTokens:
+	case isCloud(a.channel.Provider) && a.path == pathCountTokens:
 		return nil, fmt.Errorf("/v1/messages/count_tokens is served by anthropic channels only, not %s", a.channel.Provider)
 	case speaksMessages(a.channel.Provider) && messages:
 	case speaksMessages(a.channel.Provider):
@@ -218,29 +218,6 @@ func upstreamFor(a *attempt, caps routing.Capabilities, now time.Time) (*upstrea
 		u.errorBody = anthropic.MessagesErrorFromOpenAI
 	}
 	return u, nil
-}
-
-// setUpstreamAuth sets the channel's credentials and the provider's own headers.
-func setUpstreamAuth(h http.Header, a *attempt, u *upstream) {
-	if a.channel.Provider == "anthropic" {
-		h.Set("Anthropic-Version", u.anthropicVersion)
-		if a.key != "" {
-			h.Set("X-Api-Key", a.key)
-		}
-		return
-	}
-	// An OpenAI-compatible server has no use for the Messages API's headers.
-	h.Del("Anthropic-Version")
-	h.Del("Anthropic-Beta")
-	if a.key == "" {
-		return
-	}
-	switch a.channel.Provider {
-	case "azure-openai":
-		h.Set("api-key", a.key)
-	default:
-		h.Set("Authorization", "Bearer "+a.key)
-	}
 }
 
 // convertEvent translates one upstream stream event in place. false: the event is malformed for
