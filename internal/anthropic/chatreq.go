@@ -33,7 +33,8 @@ var chatIgnored = map[string]string{
 // Translated: messages (system and developer messages become system; tool messages become
 // tool_result blocks; images from data: and https: URLs become image blocks), max_tokens and
 // max_completion_tokens, temperature (0-1), top_p, stop, stream, tools, tool_choice,
-// parallel_tool_calls and user (metadata.user_id). Anthropic's own top_k and thinking pass
+// parallel_tool_calls, user (metadata.user_id) and response_format's json_schema
+// (output_config.format, structured outputs). Anthropic's own top_k and thinking pass
 // through. Every other member is a *FieldError naming it, unless it is a no-op (n: 1,
 // logprobs: false, presence_penalty: 0, …).
 func MessagesFromChat(body []byte, upstreamModel string, maxTokens int) (*ChatRequest, error) {
@@ -106,6 +107,14 @@ func MessagesFromChat(body []byte, upstreamModel string, maxTokens int) (*ChatRe
 			if err := json.Unmarshal(v, &parallel); err != nil {
 				return nil, fieldErr(k, "must be a boolean")
 			}
+		case "response_format":
+			format, err := outputFormatFromChat(v)
+			if err != nil {
+				return nil, err
+			}
+			if format != nil {
+				out["output_config"] = map[string]any{"format": format}
+			}
 		case "user":
 			var u string
 			if err := json.Unmarshal(v, &u); err != nil {
@@ -160,6 +169,34 @@ func MessagesFromChat(body []byte, upstreamModel string, maxTokens int) (*ChatRe
 	out["messages"] = msgs
 	r.Body = mustJSON(out)
 	return r, nil
+}
+
+// outputFormatFromChat is response_format as the Messages API's structured outputs take it
+// (output_config.format): a json_schema's schema, constrained decoding on both sides, so strict
+// is what Anthropic does anyway. {"type":"text"} asks for nothing (nil). {"type":"json_object"},
+// any JSON without a schema, has no equivalent: Anthropic constrains to a schema or not at all.
+func outputFormatFromChat(v json.RawMessage) (map[string]any, error) {
+	var rf struct {
+		Type       string `json:"type"`
+		JSONSchema *struct {
+			Schema json.RawMessage `json:"schema"`
+		} `json:"json_schema"`
+	}
+	if err := json.Unmarshal(v, &rf); err != nil {
+		return nil, fieldErr("response_format", "must be an object")
+	}
+	switch rf.Type {
+	case "text":
+		return nil, nil
+	case "json_schema":
+		if rf.JSONSchema == nil || len(rf.JSONSchema.Schema) == 0 || rf.JSONSchema.Schema[0] != '{' {
+			return nil, fieldErr("response_format.json_schema.schema", "is required (a JSON schema object)")
+		}
+		return map[string]any{"type": "json_schema", "schema": rf.JSONSchema.Schema}, nil
+	case "json_object":
+		return nil, fieldErr("response_format", `{"type":"json_object"} has no equivalent in the Anthropic Messages API (the model is served by an Anthropic channel); {"type":"json_schema"} with a schema has`)
+	}
+	return nil, fieldErr("response_format.type", "unknown value %q (text, json_schema)", rf.Type)
 }
 
 func sameJSON(raw json.RawMessage, want string) bool {

@@ -159,6 +159,14 @@ func ChatFromMessagesRequest(body []byte, upstreamModel string) ([]byte, error) 
 			if tc.DisableParallelToolUse {
 				out["parallel_tool_calls"] = false
 			}
+		case "output_config", "output_format":
+			rf, err := responseFormatFromMessages(k, v)
+			if err != nil {
+				return nil, err
+			}
+			if rf != nil {
+				out["response_format"] = rf
+			}
 		default:
 			return nil, fieldErr(k, "has no equivalent in the OpenAI chat completions API (the model is served by an OpenAI-compatible channel)")
 		}
@@ -347,4 +355,40 @@ func chatTools(raw json.RawMessage) ([]map[string]any, error) {
 		out = append(out, map[string]any{"type": "function", "function": fn})
 	}
 	return out, nil
+}
+
+// responseFormatFromMessages is structured outputs (output_config.format, or the beta's
+// output_format) as the chat API takes them: response_format json_schema, strict as Anthropic's
+// constrained decoding is. output_config's effort has no equivalent on a chat channel.
+func responseFormatFromMessages(k string, v json.RawMessage) (map[string]any, error) {
+	var format struct {
+		Type   string          `json:"type"`
+		Schema json.RawMessage `json:"schema"`
+	}
+	raw, at := v, k
+	if k == "output_config" {
+		var oc map[string]json.RawMessage
+		if err := json.Unmarshal(v, &oc); err != nil {
+			return nil, fieldErr(k, "must be an object")
+		}
+		for name, val := range oc {
+			if name != "format" && string(val) != "null" {
+				return nil, fieldErr(k+"."+name, "has no equivalent in the OpenAI chat completions API (the model is served by an OpenAI-compatible channel)")
+			}
+		}
+		raw, at = oc["format"], k+".format"
+		if len(raw) == 0 || string(raw) == "null" {
+			return nil, nil
+		}
+	}
+	if err := json.Unmarshal(raw, &format); err != nil {
+		return nil, fieldErr(at, "must be an object")
+	}
+	if format.Type != "json_schema" {
+		return nil, fieldErr(at+".type", "unknown value %q (json_schema)", format.Type)
+	}
+	if len(format.Schema) == 0 || format.Schema[0] != '{' {
+		return nil, fieldErr(at+".schema", "is required (a JSON schema object)")
+	}
+	return map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "output", "schema": format.Schema, "strict": true}}, nil
 }

@@ -208,3 +208,65 @@ func TestInspect(t *testing.T) {
 		}
 	}
 }
+
+// TestStructuredOutputs: response_format's json_schema is the Messages API's output_config.format
+// and back (strict, as Anthropic's constrained decoding is); text asks for nothing; json_object
+// and output_config's effort have no equivalent and are named.
+func TestStructuredOutputs(t *testing.T) {
+	const schema = `{"type":"object","properties":{"city":{"type":"string"}},"required":["city"],"additionalProperties":false}`
+	r, err := MessagesFromChat([]byte(`{"model":"m","messages":[{"role":"user","content":"Paris"}],"response_format":{"type":"json_schema","json_schema":{"name":"trip","strict":true,"schema":`+schema+`}}}`), "up", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		OutputConfig struct {
+			Format struct {
+				Type   string          `json:"type"`
+				Schema json.RawMessage `json:"schema"`
+			} `json:"format"`
+		} `json:"output_config"`
+	}
+	if err := json.Unmarshal(r.Body, &got); err != nil || got.OutputConfig.Format.Type != "json_schema" || string(got.OutputConfig.Format.Schema) != schema {
+		t.Errorf("chat json_schema: %s", r.Body)
+	}
+	if r, err := MessagesFromChat([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"text"}}`), "up", 0); err != nil || strings.Contains(string(r.Body), "output_config") {
+		t.Errorf("chat text: %v %s", err, r.Body)
+	}
+	for _, c := range []struct{ rf, field string }{
+		{`{"type":"json_object"}`, "response_format"},
+		{`{"type":"json_schema","json_schema":{"name":"x"}}`, "response_format.json_schema.schema"},
+		{`{"type":"yaml"}`, "response_format.type"},
+	} {
+		_, err := MessagesFromChat([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}],"response_format":`+c.rf+`}`), "up", 0)
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Field != c.field {
+			t.Errorf("%s: %v, want a FieldError naming %q", c.rf, err, c.field)
+		}
+	}
+
+	for _, field := range []string{`"output_config":{"format":{"type":"json_schema","schema":` + schema + `}}`, `"output_format":{"type":"json_schema","schema":` + schema + `}`} {
+		body, err := ChatFromMessagesRequest([]byte(`{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"Paris"}],`+field+`}`), "up")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var chat struct {
+			ResponseFormat struct {
+				Type       string `json:"type"`
+				JSONSchema struct {
+					Name   string          `json:"name"`
+					Strict bool            `json:"strict"`
+					Schema json.RawMessage `json:"schema"`
+				} `json:"json_schema"`
+			} `json:"response_format"`
+		}
+		if err := json.Unmarshal(body, &chat); err != nil || chat.ResponseFormat.Type != "json_schema" || !chat.ResponseFormat.JSONSchema.Strict ||
+			chat.ResponseFormat.JSONSchema.Name == "" || string(chat.ResponseFormat.JSONSchema.Schema) != schema {
+			t.Errorf("%s: %s", field, body)
+		}
+	}
+	_, err = ChatFromMessagesRequest([]byte(`{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}],"output_config":{"effort":"high"}}`), "up")
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.Field != "output_config.effort" {
+		t.Errorf("output_config.effort: %v, want a FieldError naming it", err)
+	}
+}
