@@ -99,6 +99,12 @@ test('anthropic: messages to an OpenAI-format channel', async () => {
   assert.match(s.content[0].text, /^Hello from openai-c/);
 });
 
+test('anthropic: countTokens on an OpenAI-format channel (the gateway estimates it)', async () => {
+  const short = await anthropic.messages.countTokens({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hello' }] });
+  const long = await anthropic.messages.countTokens({ model: 'gpt-4o', system: 'terse', tools, messages: [{ role: 'user', content: 'hello '.repeat(200) }] });
+  assert.ok(short.input_tokens > 0 && long.input_tokens > short.input_tokens + 150, `${short.input_tokens} then ${long.input_tokens}`);
+});
+
 test('anthropic: errors in Anthropic shape', async () => {
   await assert.rejects(anthropic.messages.create({ model: 'no-such-model', max_tokens: 10, messages: [{ role: 'user', content: 'x' }] }),
     (e) => e instanceof Anthropic.NotFoundError && e.error?.error?.type === 'not_found_error');
