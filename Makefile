@@ -132,7 +132,7 @@ docker-build: ## Build the container image $(IMG) (needs a Docker engine; none r
 	docker build --build-arg VERSION=$(VERSION) -t $(IMG) .
 
 .PHONY: demo
-demo: ## Play an outage and a recovery on a local gateway with two mock providers (about 2 minutes).
+demo: ## Play an outage and a recovery on a local gateway with two mock providers (about 2 minutes, plus the first build).
 	$(GO) run ./cmd/switchyard demo
 
 .PHONY: dev-cluster

@@ -194,6 +194,11 @@ func summarize(events []adminapi.Event, mk marks, met Metrics, results []outcome
 		s.Rules = append(s.Rules, describeRules(p))
 	}
 
+	if s.Gen.Errors > 0 {
+		// The story is that clients do not notice the outage: a request that failed is a
+		// problem (writeFailedRequests lists each with its attempts from the access log).
+		s.Problems = append(s.Problems, fmt.Sprintf("%d client requests failed (%s)", s.Gen.Errors, s.Gen.kinds()))
+	}
 	if mk.Interrupted {
 		s.Problems = append([]string{"interrupted before the end"}, s.Problems...)
 	}

@@ -132,8 +132,9 @@ func TestSummarizeTheStory(t *testing.T) {
 	final := []adminapi.ChannelState{{Channel: "provider-a", Model: "gpt-4o", Phase: "Healthy", TrafficPercent: 100}}
 	s := summarize(journal(), testMarks(), testMetrics(t), testResults(), testTable(), final, testSeries())
 
-	if len(s.Problems) != 0 {
-		t.Fatalf("problems: %v", s.Problems)
+	// The one 503 a client saw makes the story false, and is the only problem.
+	if len(s.Problems) != 1 || !strings.Contains(s.Problems[0], "1 client requests failed (http_503 1)") {
+		t.Fatalf("problems: %v, want the client's 503 alone", s.Problems)
 	}
 	if s.ProxyTotal != 4 || s.ProxySuccess != 3 {
 		t.Errorf("proxy requests %v/%v, want 3/4 (the unknown model is not the demo's)", s.ProxySuccess, s.ProxyTotal)
@@ -181,7 +182,7 @@ func TestSummarizeTheStory(t *testing.T) {
 		"recovery → full traffic    62.00s (RampCompleted, Healthy); probes passed at 30.00s, 100% share at 54.00s",
 		"eject on error rate ≥ 25% with ≥ 10 requests in 10s or 5 consecutive failures",
 		"ramp 5→15→50→100% holding 8s per step",
-		"Result: the story happened",
+		"Result: the story did NOT happen:\n  - 1 client requests failed (http_503 1)",
 		"5 failed client attempt(s) on it, 2 ejection(s), 3 failed probe(s)",
 		"switchyard_ejections_total 5, of which 3 with reason ProbeFailed",
 	} {
