@@ -69,6 +69,9 @@ type TracedAttempt struct {
 	// Source of the outcome: "log" (the request's own logged attempt), "evidence" (the
 	// channel's logged attempt nearest in time) or "assumed" (no evidence).
 	Source string
+	// Continuation numbers an attempt that continued a stream broken after text reached the
+	// client, as the access log does (0: none); Number then counts on from the request's tries.
+	Continuation int
 }
 
 func (o *Options) defaults() {
@@ -182,6 +185,8 @@ type request struct {
 	ok      bool // ended with an answer
 	cut     bool // ended by a stream cut after its first event (the log says so)
 	assumed bool
+
+	continued int32 // the number of the latest continuation followed (0: none)
 }
 
 // chKey finds a key from the planner's channel and model without building an ID.
@@ -568,17 +573,31 @@ func cohortKey(e *entry) string {
 // the client: under a replayed policy that recovers streams (streamRecovery Continue, and this
 // many continuations allowed) the proxy would have sent it too, so it is followed (the engine
 // observes it, as the proxy's did) and its success is the request's; otherwise it is evidence
-// only and the request stays cut.
+// only and the request stays cut. A continuation after one that was not followed is not either
+// (where the replayed planner sent the first, the log does not say), and each one followed
+// draws on the retry budget of the model whose stream broke, as in the proxy: one the budget
+// refuses was not sent.
 func (r *replayer) continued(req *request, e *entry, t int64) bool {
 	p := r.setup.Models[req.model].policy
 	if !req.cut || p == nil || p.StreamRecovery != "Continue" || int(e.continuation) > p.MaxContinuations {
 		return false
 	}
-	if e.continuation == 1 && !r.continuesOn(req, e, t) {
+	// A continuation whose prefill was refused is tried again under the same number.
+	if e.continuation > req.continued+1 || e.continuation == 1 && !r.continuesOn(req, e, t) {
 		return false
 	}
+	mr := r.Model(r.setup.Models[r.keys[e.key].model].Model)
+	if mr == nil || !mr.Budget.AllowRetry(tm(t), mr.Policy.Retry.BudgetPercent) {
+		return false
+	}
+	req.continued = e.continuation
 	if e.outcome == health.OutcomeSuccess {
 		req.ok, req.cut = true, false
+	}
+	if r.opts.Trace != nil {
+		ks := r.keys[e.key]
+		r.opts.Trace(TracedAttempt{RequestID: req.id, Number: req.plan.Attempts() + int(e.continuation), At: tm(t), Channel: ks.key.Channel, Model: ks.key.Model,
+			Outcome: e.outcome, Source: "log", Continuation: int(e.continuation)})
 	}
 	return true
 }
