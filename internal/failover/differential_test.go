@@ -41,7 +41,7 @@ import (
 // alone (the same-channel retry, with a back-off whose cap binds). Each channel answers from its
 // own script: a failure rate drawn per sequence, failures drawn among 5xx, 429 with a short or
 // long Retry-After and without one, hangs (first-byte timeouts), resets, streams cut before and
-// after their first event, and context overflows.
+// after their first event, streams that stall after it (streamIdle), and context overflows.
 //
 // Streams cut after text reached the client are continued (streamRecovery Continue, the
 // default, two continuations at most) on a channel the planner picks (Plan.Continue): a random
@@ -127,6 +127,7 @@ var failureKinds = []struct {
 	{"cut before first event", 8, mockprovider.Behavior{Mode: mockprovider.ModeCut, After: 0}},
 	{"cut after first event", 7, mockprovider.Behavior{Mode: mockprovider.ModeCut, After: 1}},
 	{"cut after three events", 5, mockprovider.Behavior{Mode: mockprovider.ModeCut, After: 3}},
+	{"stall after first event", 6, mockprovider.Behavior{Mode: mockprovider.ModeStall, After: 1}},
 	{"context overflow", 10, mockprovider.Behavior{Mode: mockprovider.ModeContextLength}},
 }
 
@@ -400,6 +401,7 @@ func play(t *testing.T, sq sequence) (*played, error) {
 			RetryAfterMs int64     `json:"retryAfterMs"`
 			TTFTMs       int64     `json:"ttftMs"`
 			Continuation int       `json:"continuation"`
+			Error        string    `json:"error"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 			return nil, err
@@ -429,6 +431,8 @@ func play(t *testing.T, sq sequence) (*played, error) {
 			cov += " " + l.ErrorCode
 		case l.Outcome == "rate_limited" && l.RetryAfterMs > 0:
 			cov += " with Retry-After"
+		case l.Outcome == "stream_cut" && l.TTFTMs > 0 && strings.Contains(l.Error, "streamIdle"):
+			cov += " stalled after the first event"
 		case l.Outcome == "stream_cut" && l.TTFTMs > 0:
 			cov += " after the first event"
 		}
@@ -616,7 +620,7 @@ func TestProxyAndReplayDecideAlike(t *testing.T) {
 	// The generator must keep producing every kind of outcome and every kind of decision, or this
 	// test proves less than it says.
 	for _, want := range []string{"server_error", "rate_limited", "rate_limited with Retry-After", "timeout", "connection_error",
-		"stream_cut", "stream_cut after the first event", "client_error context_length_exceeded",
+		"stream_cut", "stream_cut after the first event", "stream_cut stalled after the first event", "client_error context_length_exceeded",
 		"attempts on gpt-4o-mini", "attempts on gpt-4.1", "attempts on solo", "retries", "retries in the listed cohort",
 		"continuation success", "continuation success spliced", "continuation stream_cut", "continuation server_error",
 		"second continuations", "continued on the channel that broke", "answers checked whole",

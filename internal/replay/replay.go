@@ -103,6 +103,7 @@ type entry struct {
 	probe      bool
 	overflow   bool // a context_length_exceeded 400
 	committed  bool // a stream cut after its first event reached the client: no failover
+	timedOut   bool // the attempt ended on a timeout (a stalled stream's outcome is stream_cut)
 	// continuation: the attempt continued a stream the proxy recovered (its number, 0: none).
 	continuation int32
 	// cohortKey is the logged X-Switchyard-Cohort ("": the request id decides the cohort).
@@ -162,6 +163,7 @@ type attemptRec struct {
 	outcome  health.Outcome
 	retry    time.Duration
 	overflow bool
+	timedOut bool // a timeout, also when its outcome is stream_cut (a stall after text was sent)
 	used     bool // the replayed plan took this attempt's outcome already
 }
 
@@ -310,6 +312,7 @@ func Run(ctx context.Context, setup *Setup, log io.Reader, opts Options) (*Repor
 		heap.push(entry{ts: raw.ts, line: n, key: k, attempt: int32(raw.attempt), outcome: raw.outcome, requested: requested,
 			latency: raw.latency, retryAfter: raw.retryAfter, reqID: string(raw.requestID), probe: raw.probe,
 			overflow: raw.overflow, committed: raw.outcome == health.OutcomeStreamCut && raw.stream && raw.ttft > 0,
+			timedOut:     raw.outcome == health.OutcomeTimeout || raw.timedOut,
 			continuation: int32(raw.continuation), cohortKey: string(raw.cohortKey)})
 		for len(heap) > 0 && heap[0].ts <= maxTS-int64(opts.ReorderTolerance) {
 			e := heap.pop()
@@ -486,7 +489,7 @@ func (r *replayer) process(e *entry) {
 	}
 	followed := false
 	if req != nil {
-		req.attempts = append(req.attempts, attemptRec{key: e.key, line: e.line, outcome: e.outcome, retry: e.retryAfter, overflow: e.overflow})
+		req.attempts = append(req.attempts, attemptRec{key: e.key, line: e.line, outcome: e.outcome, retry: e.retryAfter, overflow: e.overflow, timedOut: e.timedOut})
 		if e.continuation > 0 {
 			followed = r.continued(req, e, t)
 		} else {
@@ -623,7 +626,7 @@ func (r *replayer) continuesOn(req *request, e *entry, t int64) bool {
 		var f, timedOut bool
 		for _, a := range req.attempts[:len(req.attempts)-1] { // the continuation's own outcome came after
 			if k := r.keys[a.key].key; k.Channel == id && a.outcome != health.OutcomeSuccess {
-				f, timedOut = true, timedOut || a.outcome == health.OutcomeTimeout
+				f, timedOut = true, timedOut || a.timedOut
 			}
 		}
 		return f, timedOut
