@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/switchyard-io/switchyard/internal/failover"
+	"github.com/switchyard-io/switchyard/internal/health"
 	"github.com/switchyard-io/switchyard/internal/mockprovider"
 	"github.com/switchyard-io/switchyard/internal/proxy"
 	"github.com/switchyard-io/switchyard/internal/replay"
@@ -40,7 +41,15 @@ import (
 // alone (the same-channel retry, with a back-off whose cap binds). Each channel answers from its
 // own script: a failure rate drawn per sequence, failures drawn among 5xx, 429 with a short or
 // long Retry-After and without one, hangs (first-byte timeouts), resets, streams cut before and
-// after their first event, and context overflows.
+// after their first event, streams that stall after it (streamIdle), and context overflows.
+//
+// Streams cut after text reached the client are continued (streamRecovery Continue, the
+// default, two continuations at most) on a channel the planner picks (Plan.Continue): a random
+// subset of the channels declares capabilities.prefill for each sequence, and some requests are
+// deterministic (temperature 0), so that one may also be regenerated and spliced on a channel
+// without it. A continuation is an attempt like any other on both sides: it takes its channel's
+// next scripted behaviour (and may fail, or be cut in turn), the engine observes it, and the
+// attempts compared include it, with its continuation number.
 
 const (
 	diffSequences = 1000
@@ -63,8 +72,16 @@ func perRequest(seed uint64) func(string) failover.Rand {
 	}
 }
 
+// diffAnswer is every channel's answer, in chunks of diffChunk bytes: a continuation (prefilled
+// or spliced) elsewhere finds the text already sent at its start, as a model would.
+const (
+	diffAnswer = "The answer of the differential test, the same on every channel."
+	diffChunk  = 8
+)
+
 // scripted serves a mock provider, setting the behaviour of each request from a script first:
-// one behaviour per call, in order, whatever the model (success once the script runs out).
+// one behaviour per call, in order, whatever the model (success once the script runs out). A
+// request that ends with an assistant message (a continuation's prefill) is continued after it.
 type scripted struct {
 	mock   *mockprovider.Server
 	mu     sync.Mutex
@@ -74,7 +91,10 @@ type scripted struct {
 func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	b, _ := io.ReadAll(r.Body)
 	var req struct {
-		Model string `json:"model"`
+		Model    string `json:"model"`
+		Messages []struct {
+			Role string `json:"role"`
+		} `json:"messages"`
 	}
 	_ = json.Unmarshal(b, &req)
 	s.mu.Lock()
@@ -82,6 +102,8 @@ func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if len(s.script) > 0 {
 		next, s.script = s.script[0], s.script[1:]
 	}
+	next.Text, next.ChunkBytes = diffAnswer, diffChunk
+	next.Prefill = len(req.Messages) > 0 && req.Messages[len(req.Messages)-1].Role == "assistant"
 	s.mock.SetBehavior(req.Model, next)
 	s.mu.Unlock()
 	r.Body = io.NopCloser(bytes.NewReader(b))
@@ -104,6 +126,8 @@ var failureKinds = []struct {
 	{"reset", 10, mockprovider.Behavior{Mode: mockprovider.ModeReset}},
 	{"cut before first event", 8, mockprovider.Behavior{Mode: mockprovider.ModeCut, After: 0}},
 	{"cut after first event", 7, mockprovider.Behavior{Mode: mockprovider.ModeCut, After: 1}},
+	{"cut after three events", 5, mockprovider.Behavior{Mode: mockprovider.ModeCut, After: 3}},
+	{"stall after first event", 6, mockprovider.Behavior{Mode: mockprovider.ModeStall, After: 1}},
 	{"context overflow", 10, mockprovider.Behavior{Mode: mockprovider.ModeContextLength}},
 }
 
@@ -130,6 +154,8 @@ type sequence struct {
 	scripts  map[string][]mockprovider.Behavior // channel → behaviours, in call order
 	models   []string                           // per request
 	gaps     []time.Duration                    // before each request
+	prefill  map[string]bool                    // channels whose models declare capabilities.prefill
+	determ   []bool                             // per request: temperature 0 (a regeneration may be spliced)
 }
 
 func generate(seed uint64) sequence {
@@ -167,11 +193,22 @@ func generate(seed uint64) sequence {
 		}
 		sq.gaps = append(sq.gaps, gap)
 	}
+	// Drawn last, so that the draws above stay those of the sequences before continuations.
+	sq.prefill = map[string]bool{}
+	for _, ch := range []string{"a", "b", "c", "d"} {
+		sq.prefill[ch] = rng.IntN(2) == 0
+	}
+	for range diffRequests {
+		sq.determ = append(sq.determ, rng.IntN(2) == 0)
+	}
 	return sq
 }
 
-func manifests(strategy, rollout string, urls map[string]string) string {
+func manifests(strategy, rollout string, prefill map[string]bool, urls map[string]string) string {
 	channel := func(name, region string, models string) string {
+		if prefill[name] {
+			models = strings.ReplaceAll(models, "}", ", capabilities: {prefill: true}}")
+		}
 		return fmt.Sprintf(`---
 apiVersion: switchyard.io/v1alpha1
 kind: ProviderChannel
@@ -235,10 +272,27 @@ type attemptLine struct {
 	at      time.Time
 	channel string
 	model   string
+	cont    int // the continuation number of an attempt that continued a broken stream (0: none)
+	ok      bool
 }
 
 func (a attemptLine) String() string {
-	return fmt.Sprintf("%s #%d %s %s×%s", a.request, a.number, a.at.Format("15:04:05.000000000"), a.channel, a.model)
+	s := fmt.Sprintf("%s #%d %s %s×%s", a.request, a.number, a.at.Format("15:04:05.000000000"), a.channel, a.model)
+	if a.cont > 0 {
+		s += fmt.Sprintf(" continuation %d", a.cont)
+	}
+	return s
+}
+
+// continued counts the streams a continuation finished.
+func continued(attempts []attemptLine) int {
+	n := 0
+	for _, a := range attempts {
+		if a.cont > 0 && a.ok {
+			n++
+		}
+	}
+	return n
 }
 
 // played is one sequence's run through the proxy.
@@ -271,7 +325,7 @@ func play(t *testing.T, sq sequence) (*played, error) {
 		servers = append(servers, srv)
 		urls[ch] = srv.URL
 	}
-	man := manifests(sq.strategy, sq.rollout, urls)
+	man := manifests(sq.strategy, sq.rollout, sq.prefill, urls)
 	in, err := routing.ParseManifests([]routing.ManifestFile{{Path: "differential.yaml", Data: []byte(man)}})
 	if err != nil {
 		return nil, err
@@ -296,9 +350,14 @@ func play(t *testing.T, sq sequence) (*played, error) {
 	servers = append(servers, api)
 
 	p := &played{outcomes: map[string]int{}}
+	texts := map[string]string{} // request id → the text of its answered stream
 	for i, model := range sq.models {
 		clock.Advance(sq.gaps[i])
-		body := fmt.Sprintf(`{"model":%q,"stream":true,"messages":[{"role":"user","content":"request %d"}]}`, model, i)
+		temperature := ""
+		if sq.determ[i] {
+			temperature = `"temperature":0,`
+		}
+		body := fmt.Sprintf(`{"model":%q,"stream":true,%s"messages":[{"role":"user","content":"request %d"}]}`, model, temperature, i)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, api.URL+"/v1/chat/completions", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
@@ -317,6 +376,7 @@ func play(t *testing.T, sq sequence) (*played, error) {
 		}
 		if resp.StatusCode == 200 && !bytes.Contains(b, []byte("stream_interrupted")) {
 			p.answered++
+			texts[resp.Header.Get("X-Request-Id")] = streamText(b)
 		}
 		p.outcomes[fmt.Sprintf("HTTP %d", resp.StatusCode)]++
 	}
@@ -327,6 +387,7 @@ func play(t *testing.T, sq sequence) (*played, error) {
 	if sq.rollout != "" {
 		listed = &routing.Policy{Rollout: &routing.Rollout{Percent: 50}}
 	}
+	broke := map[string]string{} // request id → the channel of its latest attempt before a continuation
 	sc := bufio.NewScanner(bytes.NewReader(p.log))
 	for sc.Scan() {
 		var l struct {
@@ -339,23 +400,48 @@ func play(t *testing.T, sq sequence) (*played, error) {
 			ErrorCode    string    `json:"errorCode"`
 			RetryAfterMs int64     `json:"retryAfterMs"`
 			TTFTMs       int64     `json:"ttftMs"`
+			Continuation int       `json:"continuation"`
+			Error        string    `json:"error"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 			return nil, err
 		}
-		p.attempts = append(p.attempts, attemptLine{l.RequestID, l.Attempt, l.TS, l.Channel, l.Model})
+		p.attempts = append(p.attempts, attemptLine{l.RequestID, l.Attempt, l.TS, l.Channel, l.Model, l.Continuation, l.Outcome == "success"})
 		cov := l.Outcome
 		switch {
+		case l.Continuation > 0:
+			cov = "continuation " + l.Outcome
+			if !sq.prefill[l.Channel] {
+				cov += " spliced"
+			}
+			if l.Continuation > 1 {
+				p.outcomes["second continuations"]++
+			}
+			if l.Channel == broke[l.RequestID] {
+				p.outcomes["continued on the channel that broke"]++
+			}
+			if l.Outcome == "success" {
+				// The client got one answer, whole: the continuation went on from the text sent.
+				if text, ok := texts[l.RequestID]; !ok || text != diffAnswer {
+					return nil, fmt.Errorf("request %s was continued on %s, and its client read %q (answered: %v)", l.RequestID, l.Channel, text, ok)
+				}
+				p.outcomes["answers checked whole"]++
+			}
 		case l.ErrorCode != "":
 			cov += " " + l.ErrorCode
 		case l.Outcome == "rate_limited" && l.RetryAfterMs > 0:
 			cov += " with Retry-After"
+		case l.Outcome == "stream_cut" && l.TTFTMs > 0 && strings.Contains(l.Error, "streamIdle"):
+			cov += " stalled after the first event"
 		case l.Outcome == "stream_cut" && l.TTFTMs > 0:
 			cov += " after the first event"
 		}
+		if l.Continuation == 0 {
+			broke[l.RequestID] = l.Channel
+		}
 		p.outcomes[cov]++
 		p.outcomes["attempts on "+l.Model]++
-		if l.Attempt > 1 {
+		if l.Attempt > 1 && l.Continuation == 0 {
 			p.outcomes["retries"]++
 			if listed != nil && l.Model == "gpt-4o" && failover.ChooseCohort(listed, l.RequestID) == failover.CohortListed {
 				p.outcomes["retries in the listed cohort"]++
@@ -382,6 +468,30 @@ func play(t *testing.T, sq sequence) (*played, error) {
 	return p, nil
 }
 
+// streamText is the text of a chat completion stream's content deltas.
+func streamText(b []byte) string {
+	var text strings.Builder
+	for line := range strings.Lines(string(b)) {
+		data, ok := strings.CutPrefix(strings.TrimSpace(line), "data: ")
+		if !ok || data == "[DONE]" {
+			continue
+		}
+		var chunk struct {
+			Choices []struct {
+				Delta struct {
+					Content string `json:"content"`
+				} `json:"delta"`
+			} `json:"choices"`
+		}
+		if json.Unmarshal([]byte(data), &chunk) == nil {
+			for _, c := range chunk.Choices {
+				text.WriteString(c.Delta.Content)
+			}
+		}
+	}
+	return text.String()
+}
+
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
@@ -405,7 +515,7 @@ func replayed(sq sequence, p *played) ([]attemptLine, []string, int, error) {
 	rep, err := replay.Run(context.Background(), setup, bytes.NewReader(p.log), replay.Options{
 		Seed: sq.seed, Rand: perRequest(sq.seed),
 		Trace: func(a replay.TracedAttempt) {
-			attempts = append(attempts, attemptLine{a.RequestID, a.Number, a.At, a.Channel, a.Model})
+			attempts = append(attempts, attemptLine{a.RequestID, a.Number, a.At, a.Channel, a.Model, a.Continuation, a.Outcome == health.OutcomeSuccess})
 		},
 	})
 	if err != nil {
@@ -493,6 +603,13 @@ func TestProxyAndReplayDecideAlike(t *testing.T) {
 			if failed <= 3 {
 				t.Errorf("sequence %d: the proxy answered %d requests, replay says %d", sq.seed, p.answered, answered)
 			}
+			continue
+		}
+		if pc, rc := continued(p.attempts), continued(attempts); pc != rc {
+			failed++
+			if failed <= 3 {
+				t.Errorf("sequence %d: the proxy continued %d streams, replay %d", sq.seed, pc, rc)
+			}
 		}
 	}
 	if failed > 0 {
@@ -503,10 +620,12 @@ func TestProxyAndReplayDecideAlike(t *testing.T) {
 	// The generator must keep producing every kind of outcome and every kind of decision, or this
 	// test proves less than it says.
 	for _, want := range []string{"server_error", "rate_limited", "rate_limited with Retry-After", "timeout", "connection_error",
-		"stream_cut", "stream_cut after the first event", "client_error context_length_exceeded",
+		"stream_cut", "stream_cut after the first event", "stream_cut stalled after the first event", "client_error context_length_exceeded",
 		"attempts on gpt-4o-mini", "attempts on gpt-4.1", "attempts on solo", "retries", "retries in the listed cohort",
+		"continuation success", "continuation success spliced", "continuation stream_cut", "continuation server_error",
+		"second continuations", "continued on the channel that broke", "answers checked whole",
 		"ejections", "HTTP 429", "HTTP 503", "HTTP 200"} {
-		if coverage[want] < 5 && !(testing.Short() && want == "HTTP 429") {
+		if coverage[want] < 5 && !(testing.Short() && (want == "HTTP 429" || want == "continuation success spliced")) {
 			t.Errorf("coverage: %q happened %d times over %d sequences", want, coverage[want], n)
 		}
 	}

@@ -84,3 +84,45 @@ func TestContinuationAsksThePlanner(t *testing.T) {
 		t.Errorf("requests %d (want 11), failed with policy %d (want 11: the continuation went to a channel the replayed engine ejected)", m.Requests, m.FailedWithPolicy)
 	}
 }
+
+// TestContinuationsDrawOnTheRetryBudget: a continuation is one more request to a provider, and
+// the proxy sends it only when the policy's retry budget allows (as a retry): 31 streams cut
+// within one second, each continued on the other channel, spend the budget's floor of 30.
+func TestContinuationsDrawOnTheRetryBudget(t *testing.T) {
+	var l logBuilder
+	line := func(ts time.Time, id, channel, outcome string, attempt, continuation int) {
+		fmt.Fprintf(&l.buf, `{"ts":%q,"requestId":%q,"channel":%q,"model":"gpt-4o","attempt":%d,"status":200,"outcome":%q,"latencyMs":10,"ttftMs":5,"stream":true,"continuation":%d}`+"\n",
+			ts.UTC().Format(time.RFC3339Nano), id, channel, attempt, outcome, continuation)
+	}
+	// Between the cuts, answered requests keep openai-direct Healthy (the first channel).
+	for i := range 31 {
+		at := t10.Add(time.Duration(i) * 10 * time.Millisecond)
+		id := fmt.Sprintf("r-%d", i)
+		line(at, id, "openai-direct", "stream_cut", 1, 0)
+		line(at.Add(time.Millisecond), id, "azure-eastus", "success", 2, 1)
+		for j := range 9 {
+			line(at.Add(time.Duration(2+j)*time.Millisecond), fmt.Sprintf("ok-%d-%d", i, j), "openai-direct", "success", 1, 0)
+		}
+	}
+	// budgetPercent 0: the floor alone, 30 retries in ten seconds.
+	setup, err := NewSetup(mustPolicies(t, strings.Replace(chatPolicy, "scenario: chat", "scenario: chat\n  retry: {budgetPercent: 0}", 1)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var traced []TracedAttempt
+	rep, err := Run(context.Background(), setup, bytes.NewReader(l.buf.Bytes()), Options{Trace: func(a TracedAttempt) { traced = append(traced, a) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conts := 0
+	for _, a := range traced {
+		if a.Continuation > 0 {
+			conts++
+		}
+	}
+	m := rep.Models[0].Requests
+	if m.Requests != 31*10 || m.FailedWithPolicy != 1 || conts != 30 {
+		t.Errorf("requests %d (want 310), failed with policy %d (want 1: the budget refused the last continuation), continuations traced %d (want 30)",
+			m.Requests, m.FailedWithPolicy, conts)
+	}
+}

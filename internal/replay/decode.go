@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -41,6 +42,27 @@ type rawLine struct {
 	// cohortKey is the client's X-Switchyard-Cohort (cohortKey), nil when the request id
 	// decided the request's rollout cohort.
 	cohortKey []byte
+	// timedOut: the error says the attempt ended on one of the proxy's timeouts; a stream that
+	// stalled after text reached the client is logged stream_cut, and only its error tells.
+	timedOut bool
+}
+
+// timeoutErrors are the proxy's errors of an attempt that ended on a timeout (its firstByte,
+// streamIdle and request timeouts, internal/proxy/attempt.go).
+var timeoutErrors = [][]byte{
+	[]byte("stream idle longer than the streamIdle timeout"),
+	[]byte("attempt exceeded its request timeout"),
+	[]byte("no response headers or first event within the firstByte timeout"),
+	[]byte("deadline exceeded "),
+}
+
+func isTimeoutError(msg []byte) bool {
+	for _, t := range timeoutErrors {
+		if bytes.HasPrefix(msg, t) {
+			return true
+		}
+	}
+	return false
 }
 
 // errLine is a decoding error without allocation for the common cases.
@@ -177,6 +199,12 @@ func decodeLine(b []byte, r *rawLine) error {
 				if r.retryAfter, err = d.millis(); err != nil {
 					return err
 				}
+			case "error":
+				v, err := d.strOrNull()
+				if err != nil {
+					return err
+				}
+				r.timedOut = isTimeoutError(v)
 			case "errorCode":
 				v, err := d.strOrNull()
 				if err != nil {

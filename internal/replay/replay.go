@@ -69,6 +69,9 @@ type TracedAttempt struct {
 	// Source of the outcome: "log" (the request's own logged attempt), "evidence" (the
 	// channel's logged attempt nearest in time) or "assumed" (no evidence).
 	Source string
+	// Continuation numbers an attempt that continued a stream broken after text reached the
+	// client, as the access log does (0: none); Number then counts on from the request's tries.
+	Continuation int
 }
 
 func (o *Options) defaults() {
@@ -100,6 +103,7 @@ type entry struct {
 	probe      bool
 	overflow   bool // a context_length_exceeded 400
 	committed  bool // a stream cut after its first event reached the client: no failover
+	timedOut   bool // the attempt ended on a timeout (a stalled stream's outcome is stream_cut)
 	// continuation: the attempt continued a stream the proxy recovered (its number, 0: none).
 	continuation int32
 	// cohortKey is the logged X-Switchyard-Cohort ("": the request id decides the cohort).
@@ -159,6 +163,7 @@ type attemptRec struct {
 	outcome  health.Outcome
 	retry    time.Duration
 	overflow bool
+	timedOut bool // a timeout, also when its outcome is stream_cut (a stall after text was sent)
 	used     bool // the replayed plan took this attempt's outcome already
 }
 
@@ -182,6 +187,8 @@ type request struct {
 	ok      bool // ended with an answer
 	cut     bool // ended by a stream cut after its first event (the log says so)
 	assumed bool
+
+	continued int32 // the number of the latest continuation followed (0: none)
 }
 
 // chKey finds a key from the planner's channel and model without building an ID.
@@ -305,6 +312,7 @@ func Run(ctx context.Context, setup *Setup, log io.Reader, opts Options) (*Repor
 		heap.push(entry{ts: raw.ts, line: n, key: k, attempt: int32(raw.attempt), outcome: raw.outcome, requested: requested,
 			latency: raw.latency, retryAfter: raw.retryAfter, reqID: string(raw.requestID), probe: raw.probe,
 			overflow: raw.overflow, committed: raw.outcome == health.OutcomeStreamCut && raw.stream && raw.ttft > 0,
+			timedOut:     raw.outcome == health.OutcomeTimeout || raw.timedOut,
 			continuation: int32(raw.continuation), cohortKey: string(raw.cohortKey)})
 		for len(heap) > 0 && heap[0].ts <= maxTS-int64(opts.ReorderTolerance) {
 			e := heap.pop()
@@ -481,7 +489,7 @@ func (r *replayer) process(e *entry) {
 	}
 	followed := false
 	if req != nil {
-		req.attempts = append(req.attempts, attemptRec{key: e.key, line: e.line, outcome: e.outcome, retry: e.retryAfter, overflow: e.overflow})
+		req.attempts = append(req.attempts, attemptRec{key: e.key, line: e.line, outcome: e.outcome, retry: e.retryAfter, overflow: e.overflow, timedOut: e.timedOut})
 		if e.continuation > 0 {
 			followed = r.continued(req, e, t)
 		} else {
@@ -568,17 +576,31 @@ func cohortKey(e *entry) string {
 // the client: under a replayed policy that recovers streams (streamRecovery Continue, and this
 // many continuations allowed) the proxy would have sent it too, so it is followed (the engine
 // observes it, as the proxy's did) and its success is the request's; otherwise it is evidence
-// only and the request stays cut.
+// only and the request stays cut. A continuation after one that was not followed is not either
+// (where the replayed planner sent the first, the log does not say), and each one followed
+// draws on the retry budget of the model whose stream broke, as in the proxy: one the budget
+// refuses was not sent.
 func (r *replayer) continued(req *request, e *entry, t int64) bool {
 	p := r.setup.Models[req.model].policy
 	if !req.cut || p == nil || p.StreamRecovery != "Continue" || int(e.continuation) > p.MaxContinuations {
 		return false
 	}
-	if e.continuation == 1 && !r.continuesOn(req, e, t) {
+	// A continuation whose prefill was refused is tried again under the same number.
+	if e.continuation > req.continued+1 || e.continuation == 1 && !r.continuesOn(req, e, t) {
 		return false
 	}
+	mr := r.Model(r.setup.Models[r.keys[e.key].model].Model)
+	if mr == nil || !mr.Budget.AllowRetry(tm(t), mr.Policy.Retry.BudgetPercent) {
+		return false
+	}
+	req.continued = e.continuation
 	if e.outcome == health.OutcomeSuccess {
 		req.ok, req.cut = true, false
+	}
+	if r.opts.Trace != nil {
+		ks := r.keys[e.key]
+		r.opts.Trace(TracedAttempt{RequestID: req.id, Number: req.plan.Attempts() + int(e.continuation), At: tm(t), Channel: ks.key.Channel, Model: ks.key.Model,
+			Outcome: e.outcome, Source: "log", Continuation: int(e.continuation)})
 	}
 	return true
 }
@@ -604,7 +626,7 @@ func (r *replayer) continuesOn(req *request, e *entry, t int64) bool {
 		var f, timedOut bool
 		for _, a := range req.attempts[:len(req.attempts)-1] { // the continuation's own outcome came after
 			if k := r.keys[a.key].key; k.Channel == id && a.outcome != health.OutcomeSuccess {
-				f, timedOut = true, timedOut || a.outcome == health.OutcomeTimeout
+				f, timedOut = true, timedOut || a.timedOut
 			}
 		}
 		return f, timedOut
