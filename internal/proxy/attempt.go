@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/switchyard-io/switchyard/internal/anthropic"
+	"github.com/switchyard-io/switchyard/internal/failover"
 	"github.com/switchyard-io/switchyard/internal/health"
 	"github.com/switchyard-io/switchyard/internal/pii"
 	"github.com/switchyard-io/switchyard/internal/provider"
@@ -117,12 +118,6 @@ func (r *result) shown() string {
 // stoppedTimer stands in for a timer that is never armed; Stop on it is a no-op.
 var stoppedTimer = func() *time.Timer { t := time.NewTimer(time.Hour); t.Stop(); return t }()
 
-var (
-	errFirstByte  = errors.New("no response headers or first event within the firstByte timeout")
-	errStreamIdle = errors.New("stream idle longer than the streamIdle timeout")
-	errAttempt    = errors.New("attempt exceeded its request timeout")
-)
-
 // maxUpstreamBody bounds a non-streamed upstream answer held in memory before it is sent on.
 var maxUpstreamBody int64 = 64 << 20 // a variable so tests can lower it
 
@@ -142,7 +137,7 @@ func (s *Server) do(ctx context.Context, w http.ResponseWriter, a *attempt) (res
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	whole := time.AfterFunc(a.timeout, func() { cancel(errAttempt) })
+	whole := time.AfterFunc(a.timeout, func() { cancel(failover.ErrAttempt) })
 	defer whole.Stop()
 	firstByte := armFirstByte(a, cancel)
 	defer firstByte.Stop()
@@ -187,7 +182,7 @@ func (s *Server) do(ctx context.Context, w http.ResponseWriter, a *attempt) (res
 // channel: the request timeout alone bounds it.
 func armFirstByte(a *attempt, cancel context.CancelCauseFunc) *time.Timer {
 	if a.stream || a.probe {
-		return time.AfterFunc(a.channel.Timeouts.FirstByte, func() { cancel(errFirstByte) })
+		return time.AfterFunc(a.channel.Timeouts.FirstByte, func() { cancel(failover.ErrFirstByte) })
 	}
 	return stoppedTimer
 }
@@ -266,13 +261,13 @@ func (s *Server) relayAnswer(ctx context.Context, w http.ResponseWriter, a *atte
 // transportFailure classifies an error from the transport or body read.
 func transportFailure(ctx context.Context, err error, during string) result {
 	switch cause := context.Cause(ctx); {
-	case errors.Is(cause, errFirstByte), errors.Is(cause, errAttempt), errors.Is(cause, errStreamIdle):
+	case errors.Is(cause, failover.ErrFirstByte), errors.Is(cause, failover.ErrAttempt), errors.Is(cause, failover.ErrStreamIdle):
 		return result{outcome: health.OutcomeTimeout, detail: cause.Error()}
 	case cause != nil:
 		return result{outcome: health.OutcomeClientError, canceled: true, detail: "client went away"}
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		return result{outcome: health.OutcomeTimeout, detail: "deadline exceeded " + during}
+		return result{outcome: health.OutcomeTimeout, detail: failover.DeadlineExceeded + during}
 	}
 	return result{outcome: health.OutcomeConnectionError, detail: fmt.Sprintf("connection error %s: %s", during, redactURL(err))}
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/switchyard-io/switchyard/internal/failover"
 	"github.com/switchyard-io/switchyard/internal/health"
 )
 
@@ -166,7 +167,7 @@ func (r *streamRelay) commit(a *attempt, resp *http.Response, firstByte, whole *
 	}
 	r.res.committed = true
 	cancel := r.cancel // not r: the relay stays on the stack
-	r.idle = time.AfterFunc(r.idleAfter, func() { cancel(errStreamIdle) })
+	r.idle = time.AfterFunc(r.idleAfter, func() { cancel(failover.ErrStreamIdle) })
 	r.idle.Stop() // armed by the next wait on the upstream
 	return false
 }

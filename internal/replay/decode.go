@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -45,24 +44,6 @@ type rawLine struct {
 	// timedOut: the error says the attempt ended on one of the proxy's timeouts; a stream that
 	// stalled after text reached the client is logged stream_cut, and only its error tells.
 	timedOut bool
-}
-
-// timeoutErrors are the proxy's errors of an attempt that ended on a timeout (its firstByte,
-// streamIdle and request timeouts, internal/proxy/attempt.go).
-var timeoutErrors = [][]byte{
-	[]byte("stream idle longer than the streamIdle timeout"),
-	[]byte("attempt exceeded its request timeout"),
-	[]byte("no response headers or first event within the firstByte timeout"),
-	[]byte("deadline exceeded "),
-}
-
-func isTimeoutError(msg []byte) bool {
-	for _, t := range timeoutErrors {
-		if bytes.HasPrefix(msg, t) {
-			return true
-		}
-	}
-	return false
 }
 
 // errLine is a decoding error without allocation for the common cases.
@@ -204,7 +185,7 @@ func decodeLine(b []byte, r *rawLine) error {
 				if err != nil {
 					return err
 				}
-				r.timedOut = isTimeoutError(v)
+				r.timedOut = failover.IsTimeoutError(v)
 			case "errorCode":
 				v, err := d.strOrNull()
 				if err != nil {
