@@ -23,10 +23,11 @@ type ResponsesEcho map[string]any
 
 // responsesIgnored are Responses members that change nothing an Anthropic model does, when they
 // have the value given here ("" for any value): they are accepted and not sent. store is any: the
-// API defaults it to true, the SDKs send false or nothing, and the gateway stores nothing either way.
+// API defaults it to true, the SDKs send false or nothing, and the gateway stores nothing either
+// way. stream_options only asks for OpenAI's obfuscation padding.
 var responsesIgnored = map[string]string{
 	"store": "", "service_tier": "", "include": "[]", "truncation": `"disabled"`, "top_logprobs": "0",
-	"metadata": "{}", "reasoning": "{}",
+	"metadata": "{}", "reasoning": "{}", "stream_options": "",
 }
 
 // responsesNoEquivalent names why the Responses API's stateful and server-side members cannot be
@@ -129,14 +130,14 @@ func MessagesFromResponses(body []byte, upstreamModel string, maxTokens int) (*R
 			}
 			r.Echo[k] = parallel
 		case "text":
-			format, err := outputFormatFromResponses(v)
+			format, echo, err := outputFormatFromResponses(v)
 			if err != nil {
 				return nil, err
 			}
 			if format != nil {
 				out["output_config"] = map[string]any{"format": format}
 			}
-			r.Echo[k] = json.RawMessage(v)
+			r.Echo[k] = echo
 		case "user":
 			var u string
 			if err := json.Unmarshal(v, &u); err != nil {
@@ -188,39 +189,45 @@ func MessagesFromResponses(body []byte, upstreamModel string, maxTokens int) (*R
 
 // outputFormatFromResponses is text.format as the Messages API's structured outputs take it:
 // the Responses API's json_schema format is flat ({type, name, schema, strict}), chat's nests it.
-func outputFormatFromResponses(v json.RawMessage) (map[string]any, error) {
+// echo is text as the response repeats it, its format {"type":"text"} when the client gave none.
+func outputFormatFromResponses(v json.RawMessage) (format, echo map[string]any, err error) {
 	var t struct {
 		Format    json.RawMessage `json:"format"`
 		Verbosity json.RawMessage `json:"verbosity"`
 	}
 	if err := json.Unmarshal(v, &t); err != nil {
-		return nil, fieldErr("text", "must be an object")
+		return nil, nil, fieldErr("text", "must be an object")
 	}
-	if len(t.Verbosity) > 0 && string(t.Verbosity) != "null" && !sameJSON(t.Verbosity, `"medium"`) {
-		return nil, fieldErr("text.verbosity", "has no equivalent in the Anthropic Messages API (the model is served by an Anthropic channel)")
+	echo = map[string]any{"format": map[string]any{"type": "text"}}
+	if len(t.Verbosity) > 0 && string(t.Verbosity) != "null" {
+		if !sameJSON(t.Verbosity, `"medium"`) {
+			return nil, nil, fieldErr("text.verbosity", "has no equivalent in the Anthropic Messages API (the model is served by an Anthropic channel)")
+		}
+		echo["verbosity"] = t.Verbosity
 	}
 	if len(t.Format) == 0 || string(t.Format) == "null" {
-		return nil, nil
+		return nil, echo, nil
 	}
 	var f struct {
 		Type   string          `json:"type"`
 		Schema json.RawMessage `json:"schema"`
 	}
 	if err := json.Unmarshal(t.Format, &f); err != nil {
-		return nil, fieldErr("text.format", "must be an object")
+		return nil, nil, fieldErr("text.format", "must be an object")
 	}
 	switch f.Type {
 	case "text":
-		return nil, nil
+		return nil, echo, nil
 	case "json_schema":
 		if len(f.Schema) == 0 || f.Schema[0] != '{' {
-			return nil, fieldErr("text.format.schema", "is required (a JSON schema object)")
+			return nil, nil, fieldErr("text.format.schema", "is required (a JSON schema object)")
 		}
-		return map[string]any{"type": "json_schema", "schema": f.Schema}, nil
+		echo["format"] = t.Format
+		return map[string]any{"type": "json_schema", "schema": f.Schema}, echo, nil
 	case "json_object":
-		return nil, fieldErr("text.format", `{"type":"json_object"} has no equivalent in the Anthropic Messages API (the model is served by an Anthropic channel); {"type":"json_schema"} with a schema has`)
+		return nil, nil, fieldErr("text.format", `{"type":"json_object"} has no equivalent in the Anthropic Messages API (the model is served by an Anthropic channel); {"type":"json_schema"} with a schema has`)
 	}
-	return nil, fieldErr("text.format.type", "unknown value %q (text, json_schema)", f.Type)
+	return nil, nil, fieldErr("text.format.type", "unknown value %q (text, json_schema)", f.Type)
 }
 
 func toolsFromResponses(raw json.RawMessage) ([]block, error) {

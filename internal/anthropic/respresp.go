@@ -210,8 +210,7 @@ func (s *ResponsesStream) Event(data []byte) (StreamOut, error) {
 				}
 				return StreamOut{Data: start}, nil
 			}
-			raw, _ := json.Marshal(b.Text)
-			return StreamOut{Data: s.content(append(start, s.textDelta(it, raw)...))}, nil
+			return StreamOut{Data: s.content(append(start, s.textDelta(it, mustJSON(b.Text))...))}, nil
 		case "tool_use":
 			it := &streamItem{index: s.next, call: true, id: b.ID, name: b.Name}
 			s.next++

@@ -213,7 +213,7 @@ func upstreamFor(a *attempt, caps routing.Capabilities, now time.Time) (*upstrea
 	u := &upstream{path: t.path, body: t.body, messagesClient: messages}
 	switch {
 	case speaksMessages(a.channel.Provider) && a.path == pathResponses:
-		return responsesUpstream(a, t, u, now)
+		return responsesUpstream(a, t, u, now), nil
 	case speaksMessages(a.channel.Provider) && messages:
 		u.anthropicVersion = a.header.Get("Anthropic-Version")
 		if u.anthropicVersion == "" {
@@ -247,7 +247,7 @@ func upstreamFor(a *attempt, caps routing.Capabilities, now time.Time) (*upstrea
 }
 
 // responsesUpstream reads a Messages channel's answer for a Responses API client.
-func responsesUpstream(a *attempt, t *translated, u *upstream, now time.Time) (*upstream, error) {
+func responsesUpstream(a *attempt, t *translated, u *upstream, now time.Time) *upstream {
 	u.anthropicVersion = anthropic.DefaultVersion
 	created := now.Unix()
 	u.answer = func(b []byte) ([]byte, error) {
@@ -258,7 +258,7 @@ func responsesUpstream(a *attempt, t *translated, u *upstream, now time.Time) (*
 		u.stream = responsesStream{anthropic.NewResponsesStream(t.echo, created)}
 	}
 	u.errorBody = anthropic.OpenAIErrorFromMessages
-	return u, nil
+	return u
 }
 
 // convertEvent translates one upstream stream event in place. false: the event is malformed for
