@@ -1,5 +1,6 @@
 // Package anthropic translates between OpenAI chat completions and Anthropic's Messages API, in
-// both directions, requests, answers, streams and errors. The Messages JSON is the gateway's
+// both directions, requests, answers, streams and errors, and OpenAI's Responses API to the
+// Messages API and back (respreq.go, respresp.go). The Messages JSON is the gateway's
 // lingua franca for Claude: the Anthropic provider speaks it directly, and the Bedrock and Vertex
 // adapters take a Messages body and give back Messages answers and stream events.
 //

@@ -16,7 +16,8 @@ import (
 // The client's API (by path) and the channel's provider decide how an attempt goes upstream:
 //
 //	client path            openai / azure-openai channel     anthropic channel                          bedrock / vertex channel
-//	OpenAI paths           as is                              /chat/completions translated to /messages  as for anthropic, then the adapter
+//	OpenAI paths           as is                              /chat/completions, /responses translated   as for anthropic, then the adapter
+//	                                                          to /messages
 //	/messages              translated to /chat/completions    as is (x-api-key, anthropic-version)       as is, then the adapter
 //	/messages/count_tokens not served                         as is                                      not served
 //
@@ -32,6 +33,8 @@ import (
 const (
 	pathMessages    = "/messages"
 	pathCountTokens = "/messages/count_tokens"
+	// pathResponses is OpenAI's Responses API.
+	pathResponses = "/responses"
 )
 
 func isMessagesPath(p string) bool { return p == pathMessages || p == pathCountTokens }
@@ -63,6 +66,19 @@ type streamConverter interface {
 type chatStream struct{ *anthropic.ChatStream }
 
 func (chatStream) End() []byte { return []byte("data: [DONE]\n\n") }
+
+// responsesStream is an Anthropic stream read by a Responses API client: response.completed
+// (or response.incomplete) ends it, no terminator follows.
+type responsesStream struct{ *anthropic.ResponsesStream }
+
+func (responsesStream) End() []byte { return nil }
+
+// errorEvent is the Responses API's in-band error: an "error" event with the next sequence_number.
+func (r responsesStream) errorEvent(detail string) []byte {
+	b, _ := json.Marshal(map[string]any{"type": "error", "code": "stream_interrupted", "param": nil,
+		"message": "the upstream stream was interrupted before completion: " + detail, "sequence_number": r.Seq()})
+	return append(append([]byte("event: error\ndata: "), b...), '\n', '\n')
+}
 
 // messagesPassthrough reads an Anthropic stream for an Anthropic client: events go out as they
 // came, but message_start and the first content_block_start are held until the first delta (so a
@@ -145,6 +161,8 @@ type translated struct {
 	path         string
 	body         []byte
 	includeUsage bool // chat → Messages: the client asked for stream_options.include_usage
+	// echo: Responses → Messages, what the response object repeats of the request.
+	echo anthropic.ResponsesEcho
 }
 
 // translate puts the attempt's body into the channel's API.
@@ -154,9 +172,15 @@ func translate(a *attempt, caps routing.Capabilities) (*translated, error) {
 	case isCloud(a.channel.Provider) && a.path == pathCountTokens:
 		return nil, fmt.Errorf("/v1/messages/count_tokens is served by anthropic channels only, not %s", a.channel.Provider)
 	case speaksMessages(a.channel.Provider) && messages:
+	case speaksMessages(a.channel.Provider) && a.path == pathResponses:
+		r, err := anthropic.MessagesFromResponses(a.body, a.upstream, caps.MaxOutputTokens)
+		if err != nil {
+			return nil, err
+		}
+		return &translated{path: pathMessages, body: r.Body, echo: r.Echo}, nil
 	case speaksMessages(a.channel.Provider):
 		if a.path != "/chat/completions" {
-			return nil, fmt.Errorf("%s channels serve /v1/chat/completions and /v1/messages, not /v1%s", a.channel.Provider, a.path)
+			return nil, fmt.Errorf("%s channels serve /v1/chat/completions, /v1/responses and /v1/messages, not /v1%s", a.channel.Provider, a.path)
 		}
 		r, err := anthropic.MessagesFromChat(a.body, a.upstream, caps.MaxOutputTokens)
 		if err != nil {
@@ -188,6 +212,8 @@ func upstreamFor(a *attempt, caps routing.Capabilities, now time.Time) (*upstrea
 	messages := isMessagesPath(a.path)
 	u := &upstream{path: t.path, body: t.body, messagesClient: messages}
 	switch {
+	case speaksMessages(a.channel.Provider) && a.path == pathResponses:
+		return responsesUpstream(a, t, u, now), nil
 	case speaksMessages(a.channel.Provider) && messages:
 		u.anthropicVersion = a.header.Get("Anthropic-Version")
 		if u.anthropicVersion == "" {
@@ -220,6 +246,21 @@ func upstreamFor(a *attempt, caps routing.Capabilities, now time.Time) (*upstrea
 	return u, nil
 }
 
+// responsesUpstream reads a Messages channel's answer for a Responses API client.
+func responsesUpstream(a *attempt, t *translated, u *upstream, now time.Time) *upstream {
+	u.anthropicVersion = anthropic.DefaultVersion
+	created := now.Unix()
+	u.answer = func(b []byte) ([]byte, error) {
+		out, _, err := anthropic.ResponsesFromMessage(b, t.echo, created)
+		return out, err
+	}
+	if a.stream {
+		u.stream = responsesStream{anthropic.NewResponsesStream(t.echo, created)}
+	}
+	u.errorBody = anthropic.OpenAIErrorFromMessages
+	return u
+}
+
 // convertEvent translates one upstream stream event in place. false: the event is malformed for
 // the converter and is passed over, as a malformed event is.
 func (u *upstream) convertEvent(ev *sseEvent) bool {
@@ -237,15 +278,23 @@ func (u *upstream) convertEvent(ev *sseEvent) bool {
 	return true
 }
 
-// restoreEvents runs a converted event's chat chunks through the PII restore one by one, as it
-// expects them (a translated event may carry several).
+// restoreEvents runs a converted event's chunks (chat chunks, or Responses events with their
+// event: line) through the PII restore one by one, as it expects them (a translated event may
+// carry several).
 func restoreEvents(sr *streamRestore, raw []byte) []byte {
 	var out []byte
 	for _, chunk := range bytes.SplitAfter(raw, []byte("\n\n")) {
 		if len(chunk) == 0 {
 			continue
 		}
-		data, _ := bytes.CutPrefix(bytes.TrimRight(chunk, "\n"), []byte("data: "))
+		data := bytes.TrimRight(chunk, "\n")
+		if bytes.HasPrefix(data, []byte("event: ")) {
+			if _, after, ok := bytes.Cut(data, []byte("\ndata: ")); ok {
+				data = after
+			}
+		} else {
+			data, _ = bytes.CutPrefix(data, []byte("data: "))
+		}
 		ev := sseEvent{raw: chunk, data: data, done: bytes.Equal(data, []byte("[DONE]"))}
 		out = append(out, sr.event(&ev)...)
 	}
@@ -257,7 +306,7 @@ func (a *attempt) streamEnd() []byte {
 	switch {
 	case a.wire != nil && a.wire.stream != nil:
 		return a.wire.stream.End()
-	case a.path == "/responses":
+	case a.path == pathResponses:
 		// The Responses API ends with response.completed and no terminator: OpenAI sends no
 		// [DONE], and a client parsing every event as JSON would choke on one.
 		return nil
@@ -267,6 +316,11 @@ func (a *attempt) streamEnd() []byte {
 
 // writeStreamErrorFor ends a committed stream with an in-band error event in the client's API.
 func writeStreamErrorFor(a *attempt, w http.ResponseWriter, f http.Flusher, detail string) {
+	if r, ok := a.wireStream().(responsesStream); ok {
+		_, _ = w.Write(r.errorEvent(detail))
+		flushIf(f)
+		return
+	}
 	if a.wire != nil && a.wire.messagesClient {
 		_, _ = w.Write(anthropic.ErrorEvent("api_error", "the upstream stream was interrupted before completion: "+detail))
 		flushIf(f)
@@ -278,4 +332,12 @@ func writeStreamErrorFor(a *attempt, w http.ResponseWriter, f http.Flusher, deta
 // translationFailure is the result of an attempt whose body could not be translated.
 func translationFailure(err error) result {
 	return result{outcome: health.OutcomeClientError, status: http.StatusBadRequest, detail: "request cannot be translated: " + err.Error()}
+}
+
+// wireStream is the attempt's stream converter, nil when its events pass as they are.
+func (a *attempt) wireStream() streamConverter {
+	if a.wire == nil {
+		return nil
+	}
+	return a.wire.stream
 }

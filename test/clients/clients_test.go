@@ -65,13 +65,12 @@ func runClients(t *testing.T, modules, url string, env ...string) {
 }
 
 // TestNodeClientsOnClaude runs the same clients with the chat model on the Anthropic channel:
-// the OpenAI clients' chat requests, tools and structured output translated to the Messages API.
-// The Responses API is not translated to Claude yet (issue 31): those tests are skipped, by name.
+// the OpenAI clients' chat and Responses API requests, tools and structured output translated to
+// the Messages API, every test run.
 func TestNodeClientsOnClaude(t *testing.T) {
 	modules := testutil.NPMInstall(t)
 	g := startSample(t, true)
-	runClients(t, modules, g.url, "CHAT_MODEL=claude-sonnet", "CHAT_MOCK=claude-a",
-		"CHAT_NO_RESPONSES=the Responses API is not translated to Anthropic channels yet")
+	runClients(t, modules, g.url, "CHAT_MODEL=claude-sonnet", "CHAT_MOCK=claude-a")
 	if g.claude.Requests("claude-sonnet") == 0 {
 		t.Errorf("the Anthropic channel was never asked: %v", g.claude.Counts())
 	}
