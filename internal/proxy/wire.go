@@ -21,6 +21,9 @@ import (
 //	/messages              translated to /chat/completions    as is (x-api-key, anthropic-version)       as is, then the adapter
 //	/messages/count_tokens not served                         as is                                      not served
 //
+// A count_tokens request for a model no anthropic channel serves never gets here: the gateway
+// estimates it (counttokens.go). One whose model has an anthropic channel too skips the others.
+//
 // A bedrock or vertex channel's Messages body goes to its provider.Adapter (adapters.go), which
 // moves the model and anthropic_version where the cloud wants them, signs or authorizes the
 // request, and reads the answer back as the Anthropic JSON or SSE events the rest of this file
