@@ -137,23 +137,7 @@ func MessagesFromChat(body []byte, upstreamModel string, maxTokens int) (*ChatRe
 		}
 		r.IncludeUsage = o.IncludeUsage
 	}
-	if _, ok := out["max_tokens"]; !ok {
-		if maxTokens <= 0 {
-			maxTokens = FallbackMaxTokens
-		}
-		out["max_tokens"] = maxTokens
-	}
-	if !parallel {
-		if toolChoice == nil {
-			toolChoice = map[string]any{"type": "auto"}
-		}
-		if toolChoice["type"] != "none" {
-			toolChoice["disable_parallel_tool_use"] = true
-		}
-	}
-	if toolChoice != nil {
-		out["tool_choice"] = toolChoice
-	}
+	setMaxTokensAndToolChoice(out, maxTokens, parallel, toolChoice)
 	raw, ok := in["messages"]
 	if !ok {
 		return nil, fieldErr("messages", "is required")
@@ -197,6 +181,29 @@ func outputFormatFromChat(v json.RawMessage) (map[string]any, error) {
 		return nil, fieldErr("response_format", `{"type":"json_object"} has no equivalent in the Anthropic Messages API (the model is served by an Anthropic channel); {"type":"json_schema"} with a schema has`)
 	}
 	return nil, fieldErr("response_format.type", "unknown value %q (text, json_schema)", rf.Type)
+}
+
+// setMaxTokensAndToolChoice puts into a Messages body what both OpenAI APIs leave to defaults:
+// max_tokens (which the Messages API requires: maxTokens, else FallbackMaxTokens) when the client
+// gave none, and the tool choice, with parallel tool use off when the client turned it off.
+func setMaxTokensAndToolChoice(out map[string]any, maxTokens int, parallel bool, toolChoice map[string]any) {
+	if _, ok := out["max_tokens"]; !ok {
+		if maxTokens <= 0 {
+			maxTokens = FallbackMaxTokens
+		}
+		out["max_tokens"] = maxTokens
+	}
+	if !parallel {
+		if toolChoice == nil {
+			toolChoice = map[string]any{"type": "auto"}
+		}
+		if toolChoice["type"] != "none" {
+			toolChoice["disable_parallel_tool_use"] = true
+		}
+	}
+	if toolChoice != nil {
+		out["tool_choice"] = toolChoice
+	}
 }
 
 func sameJSON(raw json.RawMessage, want string) bool {

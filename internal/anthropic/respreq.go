@@ -154,23 +154,7 @@ func MessagesFromResponses(body []byte, upstreamModel string, maxTokens int) (*R
 			}
 		}
 	}
-	if _, ok := out["max_tokens"]; !ok {
-		if maxTokens <= 0 {
-			maxTokens = FallbackMaxTokens
-		}
-		out["max_tokens"] = maxTokens
-	}
-	if !parallel {
-		if toolChoice == nil {
-			toolChoice = map[string]any{"type": "auto"}
-		}
-		if toolChoice["type"] != "none" {
-			toolChoice["disable_parallel_tool_use"] = true
-		}
-	}
-	if toolChoice != nil {
-		out["tool_choice"] = toolChoice
-	}
+	setMaxTokensAndToolChoice(out, maxTokens, parallel, toolChoice)
 	raw, ok := in["input"]
 	if !ok {
 		return nil, fieldErr("input", "is required")
