@@ -292,30 +292,40 @@ func (cc *clientCall) authenticate(r *http.Request) bool {
 	if !required {
 		return true // open: audit only
 	}
-	// Every refusal here comes before the body is read: the connection closes after it.
-	refuse := func(status int, kind, code, msg string, retryAfter time.Duration) {
-		cc.s.closeUnread(cc.w, r)
-		cc.refuse(status, kind, code, msg, retryAfter)
-	}
 	now := s.clock.Now()
 	src, fromIP := authSource(r.RemoteAddr)
 	if wait := s.clients.throttle.wait(src, now); fromIP && wait > 0 {
 		// Before the key is looked at: a throttled source learns nothing about the keys it tries.
-		refuse(http.StatusTooManyRequests, "rate_limit_error", "too_many_auth_failures",
+		cc.refuseUnread(r, http.StatusTooManyRequests, "rate_limit_error", "too_many_auth_failures",
 			"too many requests without a valid client key from this address; retry later", wait)
 		s.clients.metrics.authFailures.WithLabelValues("throttled").Inc()
 		return false
 	}
 	key := presentedKey(r.Header)
-	if key == "" {
+	var e *clientEntry
+	if key != "" {
+		e = cc.clientByKey(c, key)
+	}
+	if e == nil {
 		if fromIP {
 			s.clients.throttle.failed(src, now)
 		}
-		refuse(http.StatusUnauthorized, "authentication_error", "missing_api_key",
-			"this gateway requires a client key: send it as \"Authorization: Bearer KEY\", \"api-key: KEY\" or \"x-api-key: KEY\"", 0)
-		s.clients.metrics.authFailures.WithLabelValues("missing_key").Inc()
+		cc.refuseKey(r, key == "")
 		return false
 	}
+	cc.entry, cc.auth = e, c.auth
+	return cc.admitClient(r, e, now)
+}
+
+// refuseUnread refuses the request before its body is read: the connection closes after it.
+func (cc *clientCall) refuseUnread(r *http.Request, status int, kind, code, msg string, retryAfter time.Duration) {
+	cc.s.closeUnread(cc.w, r)
+	cc.refuse(status, kind, code, msg, retryAfter)
+}
+
+// clientByKey is the client whose key is key, nil when there is none; cc.keyID names the key
+// in the audit line either way.
+func (cc *clientCall) clientByKey(c *config, key string) *clientEntry {
 	// Keys are at least 32 characters (routing.MinKeyLength), past the 32 bytes the compiler
 	// converts a string on the stack for: a buffer of our own keeps the hashing allocation-free.
 	var kb [128]byte
@@ -327,21 +337,32 @@ func (cc *clientCall) authenticate(r *http.Request) bool {
 		e = c.auth.byHash[hash]
 	}
 	if e == nil || subtle.ConstantTimeCompare([]byte(hash), []byte(matchedHash(e, hash))) != 1 {
-		if fromIP {
-			s.clients.throttle.failed(src, now)
-		}
-		refuse(http.StatusUnauthorized, "authentication_error", "invalid_api_key", "the client key is not valid for this gateway", 0)
-		s.clients.metrics.authFailures.WithLabelValues("unknown_key").Inc()
-		return false
+		return nil
 	}
-	cc.entry, cc.auth = e, c.auth
+	return e
+}
+
+// refuseKey refuses (401) a request with no client key, or with one of no client.
+func (cc *clientCall) refuseKey(r *http.Request, missing bool) {
+	if missing {
+		cc.refuseUnread(r, http.StatusUnauthorized, "authentication_error", "missing_api_key",
+			"this gateway requires a client key: send it as \"Authorization: Bearer KEY\", \"api-key: KEY\" or \"x-api-key: KEY\"", 0)
+		cc.s.clients.metrics.authFailures.WithLabelValues("missing_key").Inc()
+		return
+	}
+	cc.refuseUnread(r, http.StatusUnauthorized, "authentication_error", "invalid_api_key", "the client key is not valid for this gateway", 0)
+	cc.s.clients.metrics.authFailures.WithLabelValues("unknown_key").Inc()
+}
+
+// admitClient refuses (403) a request from a client that is disabled or has expired.
+func (cc *clientCall) admitClient(r *http.Request, e *clientEntry, now time.Time) bool {
 	switch {
 	case e.c.Disabled:
-		refuse(http.StatusForbidden, "permission_error", "client_disabled",
+		cc.refuseUnread(r, http.StatusForbidden, "permission_error", "client_disabled",
 			fmt.Sprintf("GatewayClient %s is disabled", e.id), 0)
 		return false
 	case e.c.ExpiresAt != nil && !now.Before(*e.c.ExpiresAt):
-		refuse(http.StatusForbidden, "permission_error", "client_expired",
+		cc.refuseUnread(r, http.StatusForbidden, "permission_error", "client_expired",
 			fmt.Sprintf("GatewayClient %s expired at %s", e.id, e.c.ExpiresAt.UTC().Format(time.RFC3339)), 0)
 		return false
 	}

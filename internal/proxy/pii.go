@@ -188,95 +188,113 @@ func (sp *splice) elements(start int, fn func(s, e int)) {
 // what an upstream parser may read as the field is the field. Names (messages[].name, function
 // names), tool definitions, response_format, metadata and user are not scanned.
 func maskRequest(path string, body []byte, f func(string) string) ([]byte, error) {
-	sp := &splice{src: body, ok: true}
+	m := &requestMask{sp: &splice{src: body, ok: true}, f: f}
 	i := skipSpace(body, 0)
 	if i >= len(body) || body[i] != '{' {
 		return nil, errUnscannable
 	}
-	// texts masks a string, or each string (and each part's text) of an array.
-	texts := func(s, e int) {
-		switch body[s] {
-		case '"':
-			sp.str(s, e, f)
-		case '[':
-			sp.elements(s, func(s, e int) {
-				switch body[s] {
-				case '"':
-					sp.str(s, e, f)
-				case '{':
-					sp.members(s, func(key []byte, s, e int) {
-						if keyFolds(key, "text") {
-							sp.str(s, e, f)
-						}
-					})
-				}
-			})
-		}
-	}
-	arguments := func(s, e int) {
-		sp.members(s, func(key []byte, s, e int) {
-			if keyFolds(key, "arguments") {
-				sp.str(s, e, f)
-			}
-		})
-	}
-	message := func(s, e int) {
-		sp.members(s, func(key []byte, s, e int) {
-			switch {
-			case keyFolds(key, "content"):
-				texts(s, e)
-			case keyFolds(key, "tool_calls"):
-				sp.elements(s, func(s, e int) {
-					sp.members(s, func(key []byte, s, e int) {
-						if keyFolds(key, "function") {
-							arguments(s, e)
-						}
-					})
-				})
-			case keyFolds(key, "function_call"):
-				arguments(s, e)
-			case keyFolds(key, "arguments"), keyFolds(key, "output"):
-				sp.str(s, e, f) // Responses items: function_call, function_call_output
-			}
-		})
-	}
-	sp.members(i, func(key []byte, s, e int) {
-		switch path {
-		case "/chat/completions":
-			if keyFolds(key, "messages") {
-				sp.elements(s, message)
-			}
-		case "/responses":
-			switch {
-			case keyFolds(key, "instructions"):
-				sp.str(s, e, f)
-			case keyFolds(key, "input"):
-				if body[s] == '"' {
-					sp.str(s, e, f)
-				} else {
-					sp.elements(s, func(s, e int) {
-						if body[s] == '"' {
-							sp.str(s, e, f)
-						} else {
-							message(s, e)
-						}
-					})
-				}
-			}
-		case "/completions":
-			if keyFolds(key, "prompt") || keyFolds(key, "suffix") {
-				texts(s, e)
-			}
-		case "/embeddings":
-			if keyFolds(key, "input") {
-				texts(s, e)
-			}
-		}
-	})
-	if !sp.ok {
+	m.sp.members(i, func(key []byte, s, e int) { m.field(path, key, s, e) })
+	if !m.sp.ok {
 		return nil, errUnscannable
 	}
-	return sp.result(), nil
+	return m.sp.result(), nil
+}
+
+// requestMask is one maskRequest: a walker for each shape the prompt text takes.
+type requestMask struct {
+	sp *splice
+	f  func(string) string
+}
+
+// str masks the string at src[s:e]; a value of another type is left alone.
+func (m *requestMask) str(s, e int) { m.sp.str(s, e, m.f) }
+
+// field masks a member of the request object: only the endpoint's prompt fields hold prompt text.
+func (m *requestMask) field(path string, key []byte, s, e int) {
+	switch path {
+	case "/chat/completions":
+		if keyFolds(key, "messages") {
+			m.sp.elements(s, m.message)
+		}
+	case "/responses":
+		switch {
+		case keyFolds(key, "instructions"):
+			m.str(s, e)
+		case keyFolds(key, "input"):
+			m.responsesInput(s, e)
+		}
+	case "/completions":
+		if keyFolds(key, "prompt") || keyFolds(key, "suffix") {
+			m.texts(s, e)
+		}
+	case "/embeddings":
+		if keyFolds(key, "input") {
+			m.texts(s, e)
+		}
+	}
+}
+
+// responsesInput masks a Responses input: a string, or items that are strings or messages.
+func (m *requestMask) responsesInput(s, e int) {
+	if m.sp.src[s] == '"' {
+		m.str(s, e)
+		return
+	}
+	m.sp.elements(s, func(s, e int) {
+		if m.sp.src[s] == '"' {
+			m.str(s, e)
+		} else {
+			m.message(s, e)
+		}
+	})
+}
+
+// texts masks a string, or each string (and each part's text) of an array.
+func (m *requestMask) texts(s, e int) {
+	switch m.sp.src[s] {
+	case '"':
+		m.str(s, e)
+	case '[':
+		m.sp.elements(s, func(s, e int) {
+			switch m.sp.src[s] {
+			case '"':
+				m.str(s, e)
+			case '{':
+				m.named(s, "text")
+			}
+		})
+	}
+}
+
+// message masks a chat message or a Responses input item.
+func (m *requestMask) message(s, _ int) {
+	m.sp.members(s, func(key []byte, s, e int) {
+		switch {
+		case keyFolds(key, "content"):
+			m.texts(s, e)
+		case keyFolds(key, "tool_calls"):
+			m.sp.elements(s, func(s, _ int) {
+				m.sp.members(s, func(key []byte, s, _ int) {
+					if keyFolds(key, "function") {
+						m.named(s, "arguments")
+					}
+				})
+			})
+		case keyFolds(key, "function_call"):
+			m.named(s, "arguments")
+		case keyFolds(key, "arguments"), keyFolds(key, "output"):
+			m.str(s, e) // Responses items: function_call, function_call_output
+		}
+	})
+}
+
+// named masks every member called name (in any case) of the object at src[s:].
+func (m *requestMask) named(s int, name string) {
+	m.sp.members(s, func(key []byte, s, e int) {
+		if keyFolds(key, name) {
+			m.str(s, e)
+		}
+	})
 }
 
 // restoreAll puts the session's originals back into every string value of a JSON document

@@ -127,59 +127,70 @@ func (sr *streamRestore) choice(sp *splice, start int) (string, bool) {
 			finished = data[s] == '"' && e-s > 2
 		}
 	})
-	// A finishing choice's texts present in this event take their held tail with them; the
-	// others get an extra event (see choicesEvent).
-	write := func(t *heldText, s, e int) {
-		sp.str(s, e, func(in string) string {
-			out := t.r.Write(in)
-			if finished {
-				out += t.r.Flush()
-				sr.forget(t)
-			}
-			return out
-		})
-	}
+	// The index and finish_reason may come after the texts: they are known before any is written.
 	sp.members(start, func(key []byte, s, e int) {
 		switch {
 		case keyFolds(key, "text") && data[s] == '"':
-			write(sr.text(index+"/text", heldText{choice: index, field: "text"}), s, e)
+			sr.write(sp, sr.text(index+"/text", heldText{choice: index, field: "text"}), finished, s, e)
 		case keyFolds(key, "delta"):
+			sp.members(s, func(key []byte, s, e int) { sr.delta(sp, index, finished, key, s, e) })
+		}
+	})
+	return index, finished
+}
+
+// write restores the string at src[s:e], a part of t. A finishing choice's texts present in
+// this event take their held tail with them; the others get an extra event (see choicesEvent).
+func (sr *streamRestore) write(sp *splice, t *heldText, finished bool, s, e int) {
+	sp.str(s, e, func(in string) string {
+		out := t.r.Write(in)
+		if finished {
+			out += t.r.Flush()
+			sr.forget(t)
+		}
+		return out
+	})
+}
+
+// delta restores a member of the delta of the choice index.
+func (sr *streamRestore) delta(sp *splice, index string, finished bool, key []byte, s, e int) {
+	data := sp.src
+	switch {
+	case keyFolds(key, "content") && data[s] == '"':
+		sr.write(sp, sr.text(index+"/content", heldText{choice: index, field: "content"}), finished, s, e)
+	case keyFolds(key, "refusal") && data[s] == '"':
+		sr.write(sp, sr.text(index+"/refusal", heldText{choice: index, field: "refusal"}), finished, s, e)
+	case keyFolds(key, "function_call"):
+		sp.members(s, func(key []byte, s, e int) {
+			if keyFolds(key, "arguments") && data[s] == '"' {
+				sr.write(sp, sr.text(index+"/function_call", heldText{choice: index, field: "function_call"}), finished, s, e)
+			}
+		})
+	case keyFolds(key, "tool_calls"):
+		sp.elements(s, func(s, _ int) { sr.toolCall(sp, index, finished, s) })
+	}
+}
+
+// toolCall restores the arguments of an element of the delta's tool_calls, keyed by its index
+// (which may come after them).
+func (sr *streamRestore) toolCall(sp *splice, index string, finished bool, start int) {
+	data := sp.src
+	tool, fs, fe := "0", -1, -1
+	sp.members(start, func(key []byte, s, e int) {
+		switch {
+		case keyFolds(key, "index"):
+			tool = string(data[s:e])
+		case keyFolds(key, "function"):
 			sp.members(s, func(key []byte, s, e int) {
-				switch {
-				case keyFolds(key, "content") && data[s] == '"':
-					write(sr.text(index+"/content", heldText{choice: index, field: "content"}), s, e)
-				case keyFolds(key, "refusal") && data[s] == '"':
-					write(sr.text(index+"/refusal", heldText{choice: index, field: "refusal"}), s, e)
-				case keyFolds(key, "function_call"):
-					sp.members(s, func(key []byte, s, e int) {
-						if keyFolds(key, "arguments") && data[s] == '"' {
-							write(sr.text(index+"/function_call", heldText{choice: index, field: "function_call"}), s, e)
-						}
-					})
-				case keyFolds(key, "tool_calls"):
-					sp.elements(s, func(s, e int) {
-						tool, fs, fe := "0", -1, -1
-						sp.members(s, func(key []byte, s, e int) {
-							switch {
-							case keyFolds(key, "index"):
-								tool = string(data[s:e])
-							case keyFolds(key, "function"):
-								sp.members(s, func(key []byte, s, e int) {
-									if keyFolds(key, "arguments") && data[s] == '"' {
-										fs, fe = s, e
-									}
-								})
-							}
-						})
-						if fs >= 0 {
-							write(sr.text(index+"/tool/"+tool, heldText{choice: index, field: "tool", tool: tool}), fs, fe)
-						}
-					})
+				if keyFolds(key, "arguments") && data[s] == '"' {
+					fs, fe = s, e
 				}
 			})
 		}
 	})
-	return index, finished
+	if fs >= 0 {
+		sr.write(sp, sr.text(index+"/tool/"+tool, heldText{choice: index, field: "tool", tool: tool}), finished, fs, fe)
+	}
 }
 
 // responsesEvent restores a Responses API event.

@@ -316,45 +316,58 @@ func (c *contRelay) chatChunk(data []byte) []byte {
 		if ch == nil {
 			continue // a null choice: nothing to relay in it
 		}
-		var delta map[string]json.RawMessage
-		_ = json.Unmarshal(ch["delta"], &delta)
-		if delta == nil {
-			delta = map[string]json.RawMessage{} // none, or null: held text may still go into it
+		kept, ok := c.chatChoice(ch)
+		if !ok {
+			c.failed = true
+			return nil
 		}
-		delete(delta, "role") // the client has it
-		if raw, ok := delta["content"]; ok {
-			text, _ := rawJSONString(raw)
-			rest, ok := c.seam.feed(text)
-			if !ok {
-				c.failed = true
-				return nil
-			}
-			if len(rest) == 0 {
-				delete(delta, "content")
-			} else {
-				delta["content"] = appendRawJSONString(nil, rest)
-			}
-		}
-		finished := isJSONValue(ch["finish_reason"])
-		if finished {
-			rest, ok := c.seam.end()
-			if !ok {
-				c.failed = true // the answer ends inside bytes the client has: it is not this answer
-				return nil
-			}
-			if len(rest) > 0 {
-				prev, _ := rawJSONString(delta["content"])
-				delta["content"] = appendRawJSONString(nil, append(slices.Clone(prev), rest...))
-			}
-		}
-		if len(delta) > 0 || finished {
-			keep = true
-		}
-		ch["delta"], _ = json.Marshal(delta)
+		keep = keep || kept
 	}
 	if !keep {
 		return nil
 	}
+	return c.chatChunkOut(m, choices)
+}
+
+// chatChoice puts one choice's delta through the seam. It reports whether the choice has
+// anything left for the client, and ok false when the continuation departs from the text sent.
+func (c *contRelay) chatChoice(ch map[string]json.RawMessage) (keep, ok bool) {
+	var delta map[string]json.RawMessage
+	_ = json.Unmarshal(ch["delta"], &delta)
+	if delta == nil {
+		delta = map[string]json.RawMessage{} // none, or null: held text may still go into it
+	}
+	delete(delta, "role") // the client has it
+	if raw, ok := delta["content"]; ok {
+		text, _ := rawJSONString(raw)
+		rest, ok := c.seam.feed(text)
+		if !ok {
+			return false, false
+		}
+		if len(rest) == 0 {
+			delete(delta, "content")
+		} else {
+			delta["content"] = appendRawJSONString(nil, rest)
+		}
+	}
+	finished := isJSONValue(ch["finish_reason"])
+	if finished {
+		rest, ok := c.seam.end()
+		if !ok {
+			return false, false // the answer ends inside bytes the client has: it is not this answer
+		}
+		if len(rest) > 0 {
+			prev, _ := rawJSONString(delta["content"])
+			delta["content"] = appendRawJSONString(nil, append(slices.Clone(prev), rest...))
+		}
+	}
+	ch["delta"], _ = json.Marshal(delta)
+	return len(delta) > 0 || finished, true
+}
+
+// chatChunkOut is the chunk m with choices, under the client's stream's id, model and created,
+// its usage the sum of every part of the answer.
+func (c *contRelay) chatChunkOut(m map[string]json.RawMessage, choices []map[string]json.RawMessage) []byte {
 	if isJSONValue(m["usage"]) {
 		m["usage"] = addToUsage(m["usage"], false, c.tap.priorUsage(), &c.tap.cur)
 	}
@@ -385,47 +398,18 @@ func (c *contRelay) messagesEvent(typ string, data []byte) []byte {
 	case "ping":
 		return nil
 	case "content_block_start":
-		if !c.mapped {
-			c.mapped = true
-			if e.ContentBlock != nil && e.ContentBlock.Type == "text" && c.tap.open {
-				c.offset = c.tap.block - e.Index // the client's open text block goes on
-				return nil
-			}
-			c.offset = c.tap.block + 1 - e.Index
-			if !c.tap.started {
-				c.offset = -e.Index
-			}
+		if c.mapBlocks(&e) {
+			return nil // the client's open text block goes on
 		}
 		m["index"] = json.RawMessage(strconv.Itoa(e.Index + c.offset))
 	case "content_block_delta":
 		m["index"] = json.RawMessage(strconv.Itoa(e.Index + c.offset))
-		if e.Delta != nil && e.Delta.Type == "text_delta" {
-			text, _ := rawJSONString(e.Delta.Text)
-			rest, ok := c.seam.feed(text)
-			if !ok {
-				c.failed = true
-				return nil
-			}
-			if len(rest) == 0 {
-				return nil
-			}
-			var d map[string]json.RawMessage
-			_ = json.Unmarshal(m["delta"], &d)
-			d["text"] = appendRawJSONString(nil, rest)
-			m["delta"], _ = json.Marshal(d)
+		if e.Delta != nil && e.Delta.Type == "text_delta" && !c.textDelta(e.Delta.Text, m) {
+			return nil
 		}
 	case "content_block_stop":
 		m["index"] = json.RawMessage(strconv.Itoa(e.Index + c.offset))
-		if rest, ok := c.seam.end(); !ok {
-			c.failed = true
-			return nil
-		} else if len(rest) > 0 {
-			// held text that was no restart after all goes out before its block ends
-			d := append(append([]byte(`{"type":"text_delta","text":`), appendRawJSONString(nil, rest)...), '}')
-			delta := fmt.Appendf(nil, `{"type":"content_block_delta","index":%d,"delta":%s}`, e.Index+c.offset, d)
-			b, _ := json.Marshal(m)
-			return slices.Concat([]byte("event: content_block_delta\ndata: "), delta, []byte("\n\nevent: "+typ+"\ndata: "), b, []byte("\n\n"))
-		}
+		return c.blockStop(typ, e.Index+c.offset, m)
 	case "message_delta", "message_stop":
 		if rest, ok := c.seam.end(); !ok || len(rest) > 0 {
 			c.failed = true // the answer ends inside bytes the client has, or text came outside a block
@@ -435,6 +419,67 @@ func (c *contRelay) messagesEvent(typ string, data []byte) []byte {
 			m["usage"] = addToUsage(e.Usage, true, c.tap.priorUsage(), &c.tap.cur)
 		}
 	}
+	return messagesEventOut(typ, m)
+}
+
+// mapBlocks learns, at the continuation's first content_block_start, the offset from its block
+// indexes to the client's. It reports whether that block is the text block the client has open
+// (its start is then dropped: the client's block goes on).
+func (c *contRelay) mapBlocks(e *messagesEventView) (continues bool) {
+	if c.mapped {
+		return false
+	}
+	c.mapped = true
+	if e.ContentBlock != nil && e.ContentBlock.Type == "text" && c.tap.open {
+		c.offset = c.tap.block - e.Index
+		return true
+	}
+	c.offset = c.tap.block + 1 - e.Index
+	if !c.tap.started {
+		c.offset = -e.Index
+	}
+	return false
+}
+
+// textDelta puts the text of the text_delta event m through the seam, into m; it reports
+// whether anything of it goes to the client.
+func (c *contRelay) textDelta(text json.RawMessage, m map[string]json.RawMessage) bool {
+	s, _ := rawJSONString(text)
+	rest, ok := c.seam.feed(s)
+	if !ok {
+		c.failed = true
+		return false
+	}
+	if len(rest) == 0 {
+		return false
+	}
+	var d map[string]json.RawMessage
+	_ = json.Unmarshal(m["delta"], &d)
+	d["text"] = appendRawJSONString(nil, rest)
+	m["delta"], _ = json.Marshal(d)
+	return true
+}
+
+// blockStop is the content_block_stop event m for the client's block index, after the text
+// the seam still holds.
+func (c *contRelay) blockStop(typ string, index int, m map[string]json.RawMessage) []byte {
+	rest, ok := c.seam.end()
+	if !ok {
+		c.failed = true
+		return nil
+	}
+	if len(rest) == 0 {
+		return messagesEventOut(typ, m)
+	}
+	// held text that was no restart after all goes out before its block ends
+	d := append(append([]byte(`{"type":"text_delta","text":`), appendRawJSONString(nil, rest)...), '}')
+	delta := fmt.Appendf(nil, `{"type":"content_block_delta","index":%d,"delta":%s}`, index, d)
+	b, _ := json.Marshal(m)
+	return slices.Concat([]byte("event: content_block_delta\ndata: "), delta, []byte("\n\nevent: "+typ+"\ndata: "), b, []byte("\n\n"))
+}
+
+// messagesEventOut frames m as the client gets it: one SSE event named typ.
+func messagesEventOut(typ string, m map[string]json.RawMessage) []byte {
 	b, _ := json.Marshal(m)
 	return append(append([]byte("event: "+typ+"\ndata: "), b...), '\n', '\n')
 }

@@ -155,47 +155,58 @@ func rawJSONString(lit []byte) ([]byte, bool) {
 			out = append(out, c)
 			continue
 		}
-		i++
-		if i >= len(lit) {
-			return nil, false
-		}
-		switch lit[i] {
-		case '"', '\\', '/':
-			out = append(out, lit[i])
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		case 'n':
-			out = append(out, '\n')
-		case 'r':
-			out = append(out, '\r')
-		case 't':
-			out = append(out, '\t')
-		case 'u':
-			r, ok := hex4(lit[i+1:])
-			if !ok {
-				return nil, false
-			}
-			i += 4
-			if utf16.IsSurrogate(r) {
-				if i+6 < len(lit) && lit[i+1] == '\\' && lit[i+2] == 'u' {
-					if r2, ok := hex4(lit[i+3:]); ok {
-						if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
-							out = utf8.AppendRune(out, d)
-							i += 6
-							continue
-						}
-					}
-				}
-				r = utf8.RuneError
-			}
-			out = utf8.AppendRune(out, r)
-		default:
+		var ok bool
+		if out, i, ok = appendEscape(out, lit, i+1); !ok {
 			return nil, false
 		}
 	}
 	return out, true
+}
+
+// appendEscape appends the character of the escape whose letter is lit[i] (just after its
+// backslash); it returns the index of the escape's last byte.
+func appendEscape(out, lit []byte, i int) ([]byte, int, bool) {
+	if i >= len(lit) {
+		return nil, i, false
+	}
+	switch lit[i] {
+	case '"', '\\', '/':
+		return append(out, lit[i]), i, true
+	case 'b':
+		return append(out, '\b'), i, true
+	case 'f':
+		return append(out, '\f'), i, true
+	case 'n':
+		return append(out, '\n'), i, true
+	case 'r':
+		return append(out, '\r'), i, true
+	case 't':
+		return append(out, '\t'), i, true
+	case 'u':
+		return appendUnicodeEscape(out, lit, i)
+	}
+	return nil, i, false
+}
+
+// appendUnicodeEscape appends the character of the \u escape whose 'u' is lit[i]: a surrogate
+// pair is one character, a lone surrogate U+FFFD (as encoding/json decodes them).
+func appendUnicodeEscape(out, lit []byte, i int) ([]byte, int, bool) {
+	r, ok := hex4(lit[i+1:])
+	if !ok {
+		return nil, i, false
+	}
+	i += 4
+	if utf16.IsSurrogate(r) {
+		if i+6 < len(lit) && lit[i+1] == '\\' && lit[i+2] == 'u' {
+			if r2, ok := hex4(lit[i+3:]); ok {
+				if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
+					return utf8.AppendRune(out, d), i + 6, true
+				}
+			}
+		}
+		r = utf8.RuneError
+	}
+	return utf8.AppendRune(out, r), i, true
 }
 
 func hex4(b []byte) (rune, bool) {

@@ -127,30 +127,42 @@ func (s *sseReader) next() (sseEvent, error) {
 		}
 	}
 	ev.data = data
+	s.classify(&ev, typ)
+	return ev, nil
+}
+
+// classify marks what the event's data is: nothing (a keep-alive), [DONE], or an event to
+// decode for its end, usage and error.
+func (s *sseReader) classify(ev *sseEvent, typ string) {
 	switch {
-	case len(data) == 0:
+	case len(ev.data) == 0:
 		ev.noData = true
-	case bytes.Equal(data, []byte("[DONE]")):
+	case bytes.Equal(ev.data, []byte("[DONE]")):
 		ev.done, s.sawDone = true, true
 	default:
-		body, finished, ok := decodeEvent(data)
-		if !ok {
-			ev.malformed = true
-			return ev, nil
-		}
-		ev.finished = finished
-		if body.Error != nil && string(*body.Error) != "null" || body.Type == "error" || body.Type == "response.failed" || typ == "error" {
-			ev.upstreamError = true
-		}
-		if body.Type == "response.completed" || typ == "response.completed" {
-			ev.finished = true
-			if body.Resp != nil {
-				ev.usage = body.Resp.Usage
-			}
-		}
-		if body.Usage != nil {
-			ev.usage = body.Usage
+		classifyDecoded(ev, typ)
+	}
+}
+
+// classifyDecoded marks the end, usage and in-band error the event's JSON data carries; typ is
+// its event: line (the Responses API names its events there too).
+func classifyDecoded(ev *sseEvent, typ string) {
+	body, finished, ok := decodeEvent(ev.data)
+	if !ok {
+		ev.malformed = true
+		return
+	}
+	ev.finished = finished
+	if body.Error != nil && string(*body.Error) != "null" || body.Type == "error" || body.Type == "response.failed" || typ == "error" {
+		ev.upstreamError = true
+	}
+	if body.Type == "response.completed" || typ == "response.completed" {
+		ev.finished = true
+		if body.Resp != nil {
+			ev.usage = body.Resp.Usage
 		}
 	}
-	return ev, nil
+	if body.Usage != nil {
+		ev.usage = body.Usage
+	}
 }
