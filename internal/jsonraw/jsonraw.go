@@ -1,4 +1,5 @@
-// Package jsonraw writes JSON string literals that keep invalid UTF-8 bytes as they are, where
+// Package jsonraw is the proxy's allocation-free JSON on the hot path: a walker over raw JSON
+// (scan.go) and a writer of JSON string literals that keep invalid UTF-8 bytes as they are, where
 // encoding/json would turn them into U+FFFD: the proxy relays the bytes a provider sent (a
 // character split across stream events), and the mock providers send such streams on purpose.
 package jsonraw

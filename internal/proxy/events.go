@@ -3,6 +3,8 @@ package proxy
 import (
 	"encoding/json"
 	"strconv"
+
+	"github.com/switchyard-io/switchyard/internal/jsonraw"
 )
 
 // eventBody is the part of a stream event's data the proxy reads: whether it finishes the answer,
@@ -28,7 +30,7 @@ func decodeEvent(data []byte) (body eventBody, finished, ok bool) {
 	if !json.Valid(data) {
 		return body, false, false
 	}
-	i := skipSpace(data, 0)
+	i := jsonraw.SkipSpace(data, 0)
 	switch data[i] {
 	case '{':
 	case 'n': // null: nothing
@@ -38,31 +40,31 @@ func decodeEvent(data []byte) (body eventBody, finished, ok bool) {
 	}
 	ok = true
 	choices, again := false, false
-	walked := eachMember(data, i, func(key []byte, start, end int) bool {
+	walked := jsonraw.EachMember(data, i, func(key []byte, start, end int) bool {
 		v := data[start:end]
 		switch {
-		case keyFolds(key, "choices"):
+		case jsonraw.KeyFolds(key, "choices"):
 			if choices {
 				again = true // a repeated "choices" decodes over the first one's elements: leave it to encoding/json
 				return false
 			}
 			choices = true
 			finished, ok = decodeChoices(v)
-		case keyFolds(key, "type"):
-			if s, plain := plainString(v); plain {
+		case jsonraw.KeyFolds(key, "type"):
+			if s, plain := jsonraw.PlainString(v); plain {
 				body.Type = s
 			} else if string(v) != "null" {
 				t := body.Type
 				ok = json.Unmarshal(v, &t) == nil
 				body.Type = t
 			}
-		case keyFolds(key, "usage"):
+		case jsonraw.KeyFolds(key, "usage"):
 			ok = decodeUsage(v, &body.Usage)
-		case keyFolds(key, "error"):
+		case jsonraw.KeyFolds(key, "error"):
 			e := body.Error
 			ok = json.Unmarshal(v, &e) == nil
 			body.Error = e
-		case keyFolds(key, "response"):
+		case jsonraw.KeyFolds(key, "response"):
 			r := body.Resp
 			ok = json.Unmarshal(v, &r) == nil
 			body.Resp = r
@@ -92,7 +94,7 @@ func decodeChoices(v []byte) (finished, ok bool) {
 		return false, true
 	}
 	ok = true
-	walked := eachElement(v, 0, func(start, end int) bool {
+	walked := jsonraw.EachElement(v, 0, func(start, end int) bool {
 		el := v[start:end]
 		switch el[0] {
 		case 'n':
@@ -103,8 +105,8 @@ func decodeChoices(v []byte) (finished, ok bool) {
 			return false
 		}
 		var reason []byte // the last finish_reason of this choice; nil for none or null
-		if !eachMember(el, 0, func(key []byte, s, e int) bool {
-			if !keyFolds(key, "finish_reason") {
+		if !jsonraw.EachMember(el, 0, func(key []byte, s, e int) bool {
+			if !jsonraw.KeyFolds(key, "finish_reason") {
 				return true
 			}
 			switch r := el[s:e]; r[0] {
@@ -144,20 +146,20 @@ func decodeUsage(v []byte, u **usage) bool {
 	}
 	dst := *u
 	ok := true
-	walked := eachMember(v, 0, func(key []byte, start, end int) bool {
+	walked := jsonraw.EachMember(v, 0, func(key []byte, start, end int) bool {
 		var field *int
 		switch {
-		case keyFolds(key, "prompt_tokens"):
+		case jsonraw.KeyFolds(key, "prompt_tokens"):
 			field = &dst.PromptTokens
-		case keyFolds(key, "completion_tokens"):
+		case jsonraw.KeyFolds(key, "completion_tokens"):
 			field = &dst.CompletionTokens
-		case keyFolds(key, "input_tokens"):
+		case jsonraw.KeyFolds(key, "input_tokens"):
 			field = &dst.InputTokens
-		case keyFolds(key, "output_tokens"):
+		case jsonraw.KeyFolds(key, "output_tokens"):
 			field = &dst.OutputTokens
-		case keyFolds(key, "cache_creation_input_tokens"):
+		case jsonraw.KeyFolds(key, "cache_creation_input_tokens"):
 			field = &dst.CacheCreationInputTokens
-		case keyFolds(key, "cache_read_input_tokens"):
+		case jsonraw.KeyFolds(key, "cache_read_input_tokens"):
 			field = &dst.CacheReadInputTokens
 		default:
 			return true
@@ -188,14 +190,14 @@ func answerUsage(body []byte) (u usage, ok bool) {
 	if !json.Valid(body) {
 		return u, false
 	}
-	i := skipSpace(body, 0)
+	i := jsonraw.SkipSpace(body, 0)
 	if body[i] != '{' {
 		return u, false // null has no usage; anything else is a type error
 	}
 	var p *usage
 	valid := true
-	if !eachMember(body, i, func(key []byte, start, end int) bool {
-		if keyFolds(key, "usage") && !decodeUsage(body[start:end], &p) {
+	if !jsonraw.EachMember(body, i, func(key []byte, start, end int) bool {
+		if jsonraw.KeyFolds(key, "usage") && !decodeUsage(body[start:end], &p) {
 			valid = false
 			return false
 		}

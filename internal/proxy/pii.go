@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/switchyard-io/switchyard/internal/jsonraw"
 	"github.com/switchyard-io/switchyard/internal/pii"
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
@@ -128,7 +129,7 @@ func (sp *splice) result() []byte {
 
 // decodeString is the Go value of the raw JSON string v.
 func decodeString(v []byte) (string, bool) {
-	if s, ok := plainString(v); ok {
+	if s, ok := jsonraw.PlainString(v); ok {
 		return s, true
 	}
 	var s string
@@ -150,7 +151,7 @@ func (sp *splice) str(start, end int, f func(string) string) {
 		return
 	}
 	if out := f(s); out != s {
-		sp.edits = append(sp.edits, spliceEdit{start, end, appendJSONString(nil, out)})
+		sp.edits = append(sp.edits, spliceEdit{start, end, jsonraw.AppendQuoted(nil, out)})
 	}
 }
 
@@ -159,7 +160,7 @@ func (sp *splice) members(start int, fn func(key []byte, s, e int)) {
 	if sp.src[start] != '{' {
 		return
 	}
-	if !eachMember(sp.src, start, func(key []byte, s, e int) bool { fn(key, s, e); return true }) {
+	if !jsonraw.EachMember(sp.src, start, func(key []byte, s, e int) bool { fn(key, s, e); return true }) {
 		sp.ok = false
 	}
 }
@@ -169,7 +170,7 @@ func (sp *splice) elements(start int, fn func(s, e int)) {
 	if sp.src[start] != '[' {
 		return
 	}
-	if !eachElement(sp.src, start, func(s, e int) bool { fn(s, e); return true }) {
+	if !jsonraw.EachElement(sp.src, start, func(s, e int) bool { fn(s, e); return true }) {
 		sp.ok = false
 	}
 }
@@ -189,7 +190,7 @@ func (sp *splice) elements(start int, fn func(s, e int)) {
 // names), tool definitions, response_format, metadata and user are not scanned.
 func maskRequest(path string, body []byte, f func(string) string) ([]byte, error) {
 	m := &requestMask{sp: &splice{src: body, ok: true}, f: f}
-	i := skipSpace(body, 0)
+	i := jsonraw.SkipSpace(body, 0)
 	if i >= len(body) || body[i] != '{' {
 		return nil, errUnscannable
 	}
@@ -213,22 +214,22 @@ func (m *requestMask) str(s, e int) { m.sp.str(s, e, m.f) }
 func (m *requestMask) field(path string, key []byte, s, e int) {
 	switch path {
 	case "/chat/completions":
-		if keyFolds(key, "messages") {
+		if jsonraw.KeyFolds(key, "messages") {
 			m.sp.elements(s, m.message)
 		}
 	case "/responses":
 		switch {
-		case keyFolds(key, "instructions"):
+		case jsonraw.KeyFolds(key, "instructions"):
 			m.str(s, e)
-		case keyFolds(key, "input"):
+		case jsonraw.KeyFolds(key, "input"):
 			m.responsesInput(s, e)
 		}
 	case "/completions":
-		if keyFolds(key, "prompt") || keyFolds(key, "suffix") {
+		if jsonraw.KeyFolds(key, "prompt") || jsonraw.KeyFolds(key, "suffix") {
 			m.texts(s, e)
 		}
 	case "/embeddings":
-		if keyFolds(key, "input") {
+		if jsonraw.KeyFolds(key, "input") {
 			m.texts(s, e)
 		}
 	}
@@ -270,19 +271,19 @@ func (m *requestMask) texts(s, e int) {
 func (m *requestMask) message(s, _ int) {
 	m.sp.members(s, func(key []byte, s, e int) {
 		switch {
-		case keyFolds(key, "content"):
+		case jsonraw.KeyFolds(key, "content"):
 			m.texts(s, e)
-		case keyFolds(key, "tool_calls"):
+		case jsonraw.KeyFolds(key, "tool_calls"):
 			m.sp.elements(s, func(s, _ int) {
 				m.sp.members(s, func(key []byte, s, _ int) {
-					if keyFolds(key, "function") {
+					if jsonraw.KeyFolds(key, "function") {
 						m.named(s, "arguments")
 					}
 				})
 			})
-		case keyFolds(key, "function_call"):
+		case jsonraw.KeyFolds(key, "function_call"):
 			m.named(s, "arguments")
-		case keyFolds(key, "arguments"), keyFolds(key, "output"):
+		case jsonraw.KeyFolds(key, "arguments"), jsonraw.KeyFolds(key, "output"):
 			m.str(s, e) // Responses items: function_call, function_call_output
 		}
 	})
@@ -291,7 +292,7 @@ func (m *requestMask) message(s, _ int) {
 // named masks every member called name (in any case) of the object at src[s:].
 func (m *requestMask) named(s int, name string) {
 	m.sp.members(s, func(key []byte, s, e int) {
-		if keyFolds(key, name) {
+		if jsonraw.KeyFolds(key, name) {
 			m.str(s, e)
 		}
 	})
@@ -305,7 +306,7 @@ func restoreAll(doc []byte, ss *pii.Session) []byte {
 		return doc
 	}
 	sp := &splice{src: doc, ok: true}
-	restoreValue(sp, skipSpace(doc, 0), ss)
+	restoreValue(sp, jsonraw.SkipSpace(doc, 0), ss)
 	if !sp.ok {
 		return doc
 	}
@@ -315,7 +316,7 @@ func restoreAll(doc []byte, ss *pii.Session) []byte {
 func restoreValue(sp *splice, start int, ss *pii.Session) {
 	switch sp.src[start] {
 	case '"':
-		end := skipString(sp.src, start)
+		end := jsonraw.SkipString(sp.src, start)
 		if end < 0 {
 			sp.ok = false
 			return

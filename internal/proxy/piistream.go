@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 
+	"github.com/switchyard-io/switchyard/internal/jsonraw"
 	"github.com/switchyard-io/switchyard/internal/pii"
 )
 
@@ -68,7 +69,7 @@ func (sr *streamRestore) event(ev *sseEvent) []byte {
 		return append(sr.flush(func(string) bool { return true }, nil), ev.raw...)
 	}
 	data := ev.data
-	i := skipSpace(data, 0)
+	i := jsonraw.SkipSpace(data, 0)
 	if i >= len(data) || data[i] != '{' {
 		return ev.raw
 	}
@@ -92,9 +93,9 @@ func (sr *streamRestore) choicesEvent(sp *splice, i int) []byte {
 	var finishing []string
 	sp.members(i, func(key []byte, s, e int) {
 		switch {
-		case keyIs(key, "id"), keyIs(key, "object"), keyIs(key, "created"), keyIs(key, "model"), keyIs(key, "system_fingerprint"):
+		case jsonraw.KeyIs(key, "id"), jsonraw.KeyIs(key, "object"), jsonraw.KeyIs(key, "created"), jsonraw.KeyIs(key, "model"), jsonraw.KeyIs(key, "system_fingerprint"):
 			meta = append(append(append(append(meta, key...), ':'), data[s:e]...), ',')
-		case keyFolds(key, "choices"):
+		case jsonraw.KeyFolds(key, "choices"):
 			sp.elements(s, func(s, e int) {
 				if c, fin := sr.choice(sp, s); fin {
 					finishing = append(finishing, c)
@@ -121,18 +122,18 @@ func (sr *streamRestore) choice(sp *splice, start int) (string, bool) {
 	index, finished := "0", false
 	sp.members(start, func(key []byte, s, e int) {
 		switch {
-		case keyFolds(key, "index"):
+		case jsonraw.KeyFolds(key, "index"):
 			index = string(data[s:e])
-		case keyFolds(key, "finish_reason"):
+		case jsonraw.KeyFolds(key, "finish_reason"):
 			finished = data[s] == '"' && e-s > 2
 		}
 	})
 	// The index and finish_reason may come after the texts: they are known before any is written.
 	sp.members(start, func(key []byte, s, e int) {
 		switch {
-		case keyFolds(key, "text") && data[s] == '"':
+		case jsonraw.KeyFolds(key, "text") && data[s] == '"':
 			sr.write(sp, sr.text(index+"/text", heldText{choice: index, field: "text"}), finished, s, e)
-		case keyFolds(key, "delta"):
+		case jsonraw.KeyFolds(key, "delta"):
 			sp.members(s, func(key []byte, s, e int) { sr.delta(sp, index, finished, key, s, e) })
 		}
 	})
@@ -156,17 +157,17 @@ func (sr *streamRestore) write(sp *splice, t *heldText, finished bool, s, e int)
 func (sr *streamRestore) delta(sp *splice, index string, finished bool, key []byte, s, e int) {
 	data := sp.src
 	switch {
-	case keyFolds(key, "content") && data[s] == '"':
+	case jsonraw.KeyFolds(key, "content") && data[s] == '"':
 		sr.write(sp, sr.text(index+"/content", heldText{choice: index, field: "content"}), finished, s, e)
-	case keyFolds(key, "refusal") && data[s] == '"':
+	case jsonraw.KeyFolds(key, "refusal") && data[s] == '"':
 		sr.write(sp, sr.text(index+"/refusal", heldText{choice: index, field: "refusal"}), finished, s, e)
-	case keyFolds(key, "function_call"):
+	case jsonraw.KeyFolds(key, "function_call"):
 		sp.members(s, func(key []byte, s, e int) {
-			if keyFolds(key, "arguments") && data[s] == '"' {
+			if jsonraw.KeyFolds(key, "arguments") && data[s] == '"' {
 				sr.write(sp, sr.text(index+"/function_call", heldText{choice: index, field: "function_call"}), finished, s, e)
 			}
 		})
-	case keyFolds(key, "tool_calls"):
+	case jsonraw.KeyFolds(key, "tool_calls"):
 		sp.elements(s, func(s, _ int) { sr.toolCall(sp, index, finished, s) })
 	}
 }
@@ -178,11 +179,11 @@ func (sr *streamRestore) toolCall(sp *splice, index string, finished bool, start
 	tool, fs, fe := "0", -1, -1
 	sp.members(start, func(key []byte, s, e int) {
 		switch {
-		case keyFolds(key, "index"):
+		case jsonraw.KeyFolds(key, "index"):
 			tool = string(data[s:e])
-		case keyFolds(key, "function"):
+		case jsonraw.KeyFolds(key, "function"):
 			sp.members(s, func(key []byte, s, e int) {
-				if keyFolds(key, "arguments") && data[s] == '"' {
+				if jsonraw.KeyFolds(key, "arguments") && data[s] == '"' {
 					fs, fe = s, e
 				}
 			})
@@ -202,13 +203,13 @@ func (sr *streamRestore) responsesEvent(sp *splice, i int) []byte {
 	ds, de := -1, -1
 	sp.members(i, func(key []byte, s, e int) {
 		switch {
-		case keyIs(key, "type"):
+		case jsonraw.KeyIs(key, "type"):
 			typ, _ = decodeString(data[s:e])
-		case keyIs(key, "item_id"), keyIs(key, "output_index"), keyIs(key, "content_index"):
+		case jsonraw.KeyIs(key, "item_id"), jsonraw.KeyIs(key, "output_index"), jsonraw.KeyIs(key, "content_index"):
 			ids = append(append(append(append(ids, key...), ':'), data[s:e]...), ',')
-		case keyIs(key, "sequence_number"):
+		case jsonraw.KeyIs(key, "sequence_number"):
 			sr.seq = append(sr.seq[:0], data[s:e]...)
-		case keyIs(key, "delta"):
+		case jsonraw.KeyIs(key, "delta"):
 			ds, de = s, e
 		}
 	})
@@ -267,10 +268,10 @@ func (sr *streamRestore) flush(which func(key string) bool, out []byte) []byte {
 // extraEvent appends an event that carries text in t's field, shaped like the stream's own.
 func (sr *streamRestore) extraEvent(out []byte, t *heldText, text string) []byte {
 	b := sr.buf[:0]
-	str := appendJSONString(nil, text)
+	str := jsonraw.AppendQuoted(nil, text)
 	if sr.path == "/responses" {
 		b = append(b, `{"type":`...)
-		b = appendJSONString(b, t.field)
+		b = jsonraw.AppendQuoted(b, t.field)
 		b = append(b, ',')
 		if len(sr.seq) > 0 {
 			// The number of the event it goes out before: the held text belongs to that point.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+
+	"github.com/switchyard-io/switchyard/internal/jsonraw"
 )
 
 // Stream recovery (RoutingPolicy streamRecovery: Continue). A stream that breaks after text
@@ -155,28 +157,28 @@ type chatChunkView struct {
 	} `json:"choices"`
 }
 
-// observeChat reads a chat chunk with the allocation-free scanner (jsonscan.go): the tap watches
+// observeChat reads a chat chunk with the allocation-free scanner (internal/jsonraw): the tap watches
 // every event of every recoverable stream, and decoding each with encoding/json cost a quarter of
 // the relay's time (BenchmarkStreamRecoveryTap).
 func (t *streamTap) observeChat(data []byte) {
 	if len(data) == 0 || data[0] != '{' {
 		return
 	}
-	eachMember(data, 0, func(key []byte, start, end int) bool {
+	jsonraw.EachMember(data, 0, func(key []byte, start, end int) bool {
 		v := data[start:end]
 		switch {
-		case t.id == "" && keyIs(key, "id"):
+		case t.id == "" && jsonraw.KeyIs(key, "id"):
 			if s, ok := rawJSONString(v); ok {
 				t.id = string(s)
 			}
-		case t.model == "" && keyIs(key, "model"):
+		case t.model == "" && jsonraw.KeyIs(key, "model"):
 			if s, ok := rawJSONString(v); ok {
 				t.model = string(s)
 			}
-		case t.created == nil && keyIs(key, "created"):
+		case t.created == nil && jsonraw.KeyIs(key, "created"):
 			t.created = slices.Clone(v)
-		case keyIs(key, "choices"):
-			eachElement(data, start, func(cs, ce int) bool {
+		case jsonraw.KeyIs(key, "choices"):
+			jsonraw.EachElement(data, start, func(cs, ce int) bool {
 				t.observeChoice(data, cs)
 				return true
 			})
@@ -189,16 +191,16 @@ func (t *streamTap) observeChat(data []byte) {
 func (t *streamTap) observeChoice(data []byte, i int) {
 	index := []byte("0")
 	var content, tools []byte
-	eachMember(data, i, func(key []byte, start, end int) bool {
+	jsonraw.EachMember(data, i, func(key []byte, start, end int) bool {
 		switch {
-		case keyIs(key, "index"):
+		case jsonraw.KeyIs(key, "index"):
 			index = data[start:end]
-		case keyIs(key, "delta"):
-			eachMember(data, start, func(k []byte, s, e int) bool {
+		case jsonraw.KeyIs(key, "delta"):
+			jsonraw.EachMember(data, start, func(k []byte, s, e int) bool {
 				switch {
-				case keyIs(k, "content"):
+				case jsonraw.KeyIs(k, "content"):
 					content = data[s:e]
-				case keyIs(k, "tool_calls"), keyIs(k, "function_call"):
+				case jsonraw.KeyIs(k, "tool_calls"), jsonraw.KeyIs(k, "function_call"):
 					if isJSONValue(data[s:e]) {
 						tools = data[s:e]
 					}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/switchyard-io/switchyard/internal/jsonraw"
 )
 
 // clientRequest is what the proxy needs from a client's JSON body; the body itself is forwarded
@@ -41,15 +43,15 @@ func parseRequest(body []byte) (*clientRequest, error) {
 	r := &clientRequest{body: body}
 	var modelRaw, streamRaw []byte
 	var folded string // a member whose name differs from "model" or "stream" only in case
-	if !eachMember(body, 0, func(key []byte, start, end int) bool {
+	if !jsonraw.EachMember(body, 0, func(key []byte, start, end int) bool {
 		switch {
-		case keyIs(key, "model"):
+		case jsonraw.KeyIs(key, "model"):
 			modelRaw = body[start:end]
 			r.models = append(r.models, [2]int{start, end})
-		case keyIs(key, "stream"):
+		case jsonraw.KeyIs(key, "stream"):
 			streamRaw = body[start:end]
-		case keyFolds(key, "model") || keyFolds(key, "stream"):
-			folded = keyString(key)
+		case jsonraw.KeyFolds(key, "model") || jsonraw.KeyFolds(key, "stream"):
+			folded = jsonraw.KeyString(key)
 			return false
 		}
 		return true
@@ -62,7 +64,7 @@ func parseRequest(body []byte) (*clientRequest, error) {
 	if modelRaw == nil {
 		return nil, errBadRequest{msg: "you must provide a model parameter"}
 	}
-	if s, ok := plainString(modelRaw); ok {
+	if s, ok := jsonraw.PlainString(modelRaw); ok {
 		r.Model = s
 	} else if err := json.Unmarshal(modelRaw, &r.Model); err != nil {
 		r.Model = ""
@@ -142,7 +144,7 @@ func (r *clientRequest) bodyFor(upstreamModel string) ([]byte, error) {
 	if len(r.models) == 1 && upstreamModel == r.Model {
 		return r.body, nil
 	}
-	name := appendJSONString(nil, upstreamModel)
+	name := jsonraw.AppendQuoted(nil, upstreamModel)
 	out := make([]byte, 0, len(r.body)+len(r.models)*len(name))
 	prev := 0
 	for _, m := range r.models {

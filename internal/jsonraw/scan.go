@@ -1,4 +1,4 @@
-package proxy
+package jsonraw
 
 import (
 	"bytes"
@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// A minimal JSON walker for the hot path. The proxy only needs a few top-level members of a
+// A minimal JSON walker for the proxy's hot path. The proxy only needs a few top-level members of a
 // client body, an upstream answer or a stream event; decoding the whole document with
 // encoding/json (into a map, or through reflection) cost more than everything else the proxy does
 // with a request. Every function here expects input that json.Valid accepts: callers check that
@@ -15,15 +15,15 @@ import (
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
-func skipSpace(b []byte, i int) int {
+func SkipSpace(b []byte, i int) int {
 	for i < len(b) && isSpace(b[i]) {
 		i++
 	}
 	return i
 }
 
-// skipString returns the index after the string that starts at b[i] == '"', or -1.
-func skipString(b []byte, i int) int {
+// SkipString returns the index after the string that starts at b[i] == '"', or -1.
+func SkipString(b []byte, i int) int {
 	for i++; i < len(b); i++ {
 		switch b[i] {
 		case '\\':
@@ -35,20 +35,20 @@ func skipString(b []byte, i int) int {
 	return -1
 }
 
-// skipValue returns the index after the value that starts at b[i] (no leading space), or -1.
-func skipValue(b []byte, i int) int {
+// SkipValue returns the index after the value that starts at b[i] (no leading space), or -1.
+func SkipValue(b []byte, i int) int {
 	if i >= len(b) {
 		return -1
 	}
 	switch b[i] {
 	case '"':
-		return skipString(b, i)
+		return SkipString(b, i)
 	case '{', '[':
 		depth := 0
 		for ; i < len(b); i++ {
 			switch b[i] {
 			case '"':
-				j := skipString(b, i)
+				j := SkipString(b, i)
 				if j < 0 {
 					return -1
 				}
@@ -74,14 +74,14 @@ func skipValue(b []byte, i int) int {
 	}
 }
 
-// eachMember calls fn for every member of the object whose '{' is at b[i], with the raw key
+// EachMember calls fn for every member of the object whose '{' is at b[i], with the raw key
 // (quotes included) and the bounds of the raw value. It stops early when fn returns false, and
 // reports false when b is not an object it can walk.
-func eachMember(b []byte, i int, fn func(key []byte, start, end int) bool) bool {
+func EachMember(b []byte, i int, fn func(key []byte, start, end int) bool) bool {
 	if i >= len(b) || b[i] != '{' {
 		return false
 	}
-	i = skipSpace(b, i+1)
+	i = SkipSpace(b, i+1)
 	if i < len(b) && b[i] == '}' {
 		return true
 	}
@@ -89,30 +89,30 @@ func eachMember(b []byte, i int, fn func(key []byte, start, end int) bool) bool 
 		if b[i] != '"' {
 			return false
 		}
-		k := skipString(b, i)
+		k := SkipString(b, i)
 		if k < 0 {
 			return false
 		}
 		key := b[i:k]
-		i = skipSpace(b, k)
+		i = SkipSpace(b, k)
 		if i >= len(b) || b[i] != ':' {
 			return false
 		}
-		start := skipSpace(b, i+1)
-		end := skipValue(b, start)
+		start := SkipSpace(b, i+1)
+		end := SkipValue(b, start)
 		if end < 0 {
 			return false
 		}
 		if !fn(key, start, end) {
 			return true
 		}
-		i = skipSpace(b, end)
+		i = SkipSpace(b, end)
 		if i >= len(b) {
 			return false
 		}
 		switch b[i] {
 		case ',':
-			i = skipSpace(b, i+1)
+			i = SkipSpace(b, i+1)
 		case '}':
 			return true
 		default:
@@ -122,30 +122,30 @@ func eachMember(b []byte, i int, fn func(key []byte, start, end int) bool) bool 
 	return false
 }
 
-// eachElement calls fn for every element of the array whose '[' is at b[i].
-func eachElement(b []byte, i int, fn func(start, end int) bool) bool {
+// EachElement calls fn for every element of the array whose '[' is at b[i].
+func EachElement(b []byte, i int, fn func(start, end int) bool) bool {
 	if i >= len(b) || b[i] != '[' {
 		return false
 	}
-	i = skipSpace(b, i+1)
+	i = SkipSpace(b, i+1)
 	if i < len(b) && b[i] == ']' {
 		return true
 	}
 	for i < len(b) {
-		end := skipValue(b, i)
+		end := SkipValue(b, i)
 		if end < 0 {
 			return false
 		}
 		if !fn(i, end) {
 			return true
 		}
-		i = skipSpace(b, end)
+		i = SkipSpace(b, end)
 		if i >= len(b) {
 			return false
 		}
 		switch b[i] {
 		case ',':
-			i = skipSpace(b, i+1)
+			i = SkipSpace(b, i+1)
 		case ']':
 			return true
 		default:
@@ -155,8 +155,8 @@ func eachElement(b []byte, i int, fn func(start, end int) bool) bool {
 	return false
 }
 
-// keyString is a raw JSON key (with quotes) as Go sees it after unescaping.
-func keyString(raw []byte) string {
+// KeyString is a raw JSON key (with quotes) as Go sees it after unescaping.
+func KeyString(raw []byte) string {
 	if bytes.IndexByte(raw, '\\') < 0 {
 		return string(raw[1 : len(raw)-1])
 	}
@@ -165,17 +165,17 @@ func keyString(raw []byte) string {
 	return s
 }
 
-// keyIs reports whether a raw key is exactly name, as map[string]... decoding matches keys.
-func keyIs(raw []byte, name string) bool {
+// KeyIs reports whether a raw key is exactly name, as map[string]... decoding matches keys.
+func KeyIs(raw []byte, name string) bool {
 	if bytes.IndexByte(raw, '\\') < 0 {
 		return string(raw[1:len(raw)-1]) == name
 	}
-	return keyString(raw) == name
+	return KeyString(raw) == name
 }
 
-// keyFolds reports whether a raw key names the struct field name the way encoding/json matches
+// KeyFolds reports whether a raw key names the struct field name the way encoding/json matches
 // field names: exactly or case-insensitively.
-func keyFolds(raw []byte, name string) bool {
+func KeyFolds(raw []byte, name string) bool {
 	if bytes.IndexByte(raw, '\\') < 0 {
 		k := raw[1 : len(raw)-1]
 		if len(k) == len(name) && string(k) == name {
@@ -183,12 +183,12 @@ func keyFolds(raw []byte, name string) bool {
 		}
 		return strings.EqualFold(string(k), name)
 	}
-	return strings.EqualFold(keyString(raw), name)
+	return strings.EqualFold(KeyString(raw), name)
 }
 
-// plainString returns the Go value of a raw JSON string without escapes (the common case), or
+// PlainString returns the Go value of a raw JSON string without escapes (the common case), or
 // ok == false when the string needs encoding/json to be decoded.
-func plainString(raw []byte) (s string, ok bool) {
+func PlainString(raw []byte) (s string, ok bool) {
 	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
 		return "", false
 	}
@@ -201,8 +201,8 @@ func plainString(raw []byte) (s string, ok bool) {
 	return string(in), true
 }
 
-// appendJSONString appends s as a JSON string, as json.Marshal would write it.
-func appendJSONString(dst []byte, s string) []byte {
+// AppendQuoted appends s as a JSON string, as json.Marshal would write it.
+func AppendQuoted(dst []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
 			b, _ := json.Marshal(s)
