@@ -31,7 +31,7 @@ type Metrics struct {
 	PIIMasked        *prometheus.CounterVec
 	InFlight         prometheus.GaugeFunc
 	BodyBytes        prometheus.GaugeFunc
-	// UpstreamOpen and UpstreamIdle read the upstream transport's connection counts (connStats).
+	// UpstreamOpen and UpstreamIdle read the upstream transport's connection counts (transport.Transport.ConnStats).
 	UpstreamOpen, UpstreamIdle prometheus.GaugeFunc
 	// Clients are the GatewayClient metrics (clientauth.go).
 	Clients *clientMetrics

@@ -27,6 +27,7 @@ import (
 	"github.com/switchyard-io/switchyard/internal/failover"
 	"github.com/switchyard-io/switchyard/internal/fleet"
 	"github.com/switchyard-io/switchyard/internal/health"
+	"github.com/switchyard-io/switchyard/internal/proxy/transport"
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
 
@@ -115,7 +116,7 @@ type Server struct {
 	metrics   *Metrics
 	registry  *prometheus.Registry
 	transport http.RoundTripper
-	channelTr channelTransports // of the channels with spec.tls; unused with Options.Transport
+	channelTr transport.Channels // of the channels with spec.tls; unused with Options.Transport
 	// injected: Options.Transport was given, and carries the TLS channels too.
 	injected  bool
 	accessLog *accessLog
@@ -202,7 +203,7 @@ func New(opts Options) *Server {
 	}
 	injected := opts.Transport != nil
 	if !injected {
-		opts.Transport = defaultTransport()
+		opts.Transport = transport.Default()
 	}
 	if opts.Replica == "" {
 		opts.Replica, _ = os.Hostname()
@@ -248,10 +249,10 @@ func New(opts Options) *Server {
 	s.clients = newClientsState(s)
 	s.fleet = s.newFleet()
 	s.observers = s.attemptObservers()
-	if cs, ok := opts.Transport.(interface{ connStats() (open, idle int) }); ok {
+	if cs, ok := opts.Transport.(interface{ ConnStats() (open, idle int) }); ok {
 		f := func() (open, idle int) {
-			o, i := cs.connStats()
-			co, ci := s.channelTr.connStats()
+			o, i := cs.ConnStats()
+			co, ci := s.channelTr.ConnStats()
 			return o + co, i + ci
 		}
 		s.metrics.connStats.Store(&f)
@@ -307,7 +308,7 @@ func (s *Server) apply(t *routing.Table, source string, rejected error, problems
 	}
 	if !s.injected { // an injected transport carries every channel: no c.transports for transportFor
 		var tlsErrs []error
-		c.transports, tlsErrs = s.channelTr.update(t)
+		c.transports, tlsErrs = s.channelTr.Update(t)
 		for _, err := range tlsErrs {
 			s.log.Error("A channel's TLS settings do not load; its attempts fail until they do", "error", err.Error())
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/switchyard-io/switchyard/internal/mockprovider"
 	"github.com/switchyard-io/switchyard/internal/proxy/source"
+	"github.com/switchyard-io/switchyard/internal/proxy/transport"
 	"github.com/switchyard-io/switchyard/internal/routing"
 	"github.com/switchyard-io/switchyard/internal/testutil"
 )
@@ -181,20 +182,20 @@ func TestChannelTransportsAreSharedAndKept(t *testing.T) {
 		table.Channels = append(table.Channels, ch)
 	}
 	table.Channels = append(table.Channels, routing.Channel{Name: "plain", Namespace: "llm", BaseURL: "https://y"})
-	var ct channelTransports
-	first, errs := ct.update(table)
+	var ct transport.Channels
+	first, errs := ct.Update(table)
 	if len(errs) != 0 {
 		t.Fatal(errs)
 	}
 	if first["llm/a"] != first["llm/b"] || first["llm/a"] == first["llm/c"] || first["llm/plain"] != nil {
 		t.Fatalf("a and b share a CA bundle and must share a transport; c has a certificate too; plain has none: %v", first)
 	}
-	again, _ := ct.update(table)
+	again, _ := ct.Update(table)
 	if again["llm/a"] != first["llm/a"] || again["llm/c"] != first["llm/c"] {
 		t.Error("a reload with the same settings replaced the transports (and their warm connections)")
 	}
 	table.Credentials[routing.CredentialPart("llm/c", routing.PartTLSKey)] = routing.NewSecret("not a key")
-	broken, errs := ct.update(table)
+	broken, errs := ct.Update(table)
 	if len(errs) != 1 {
 		t.Fatalf("errors = %v", errs)
 	}

@@ -1,4 +1,4 @@
-package proxy
+package transport
 
 import (
 	"bufio"
@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -22,9 +21,6 @@ import (
 	"time"
 
 	"golang.org/x/net/http/httpproxy"
-
-	"github.com/switchyard-io/switchyard/internal/mockprovider"
-	"github.com/switchyard-io/switchyard/internal/proxy/source"
 )
 
 // Tests for the upstream transport, over real loopback TCP: the behaviours the proxy relies on
@@ -64,14 +60,14 @@ func (d *testDialer) route(from, to string) {
 
 // newTestTransport is an upstream transport that dials through a testDialer and trusts roots
 // (nil: the system's).
-func newTestTransport(t *testing.T, roots *x509.CertPool, proxy func(*http.Request) (*url.URL, error)) (*upstreamTransport, *testDialer) {
+func newTestTransport(t *testing.T, roots *x509.CertPool, proxy func(*http.Request) (*url.URL, error)) (*Transport, *testDialer) {
 	t.Helper()
 	d := &testDialer{}
-	cfg := upstreamConfig{Dial: d.dial, Proxy: proxy}
+	cfg := Config{Dial: d.dial, Proxy: proxy}
 	if roots != nil {
 		cfg.TLS = &tls.Config{RootCAs: roots}
 	}
-	tr := newUpstreamTransport(cfg)
+	tr := New(cfg)
 	t.Cleanup(tr.CloseIdleConnections)
 	return tr, d
 }
@@ -118,14 +114,19 @@ func within[T any](t *testing.T, ch <-chan T, what string) T {
 	}
 }
 
-// wantConns waits (eventually, source_watch_test.go) for the gauges to read open and idle: net/http
-// returns connections to the pool and notices a peer's close on goroutines of its own.
-func wantConns(t *testing.T, tr *upstreamTransport, open, idle int) {
+// wantConns waits, at most upWait, for the gauges to read open and idle: net/http returns
+// connections to the pool and notices a peer's close on goroutines of its own.
+func wantConns(t *testing.T, tr *Transport, open, idle int) {
 	t.Helper()
-	eventually(t, fmt.Sprintf("open %d idle %d", open, idle), func() bool {
-		o, i := tr.connStats()
-		return o == open && i == idle
-	})
+	for deadline := time.Now().Add(upWait); ; time.Sleep(5 * time.Millisecond) {
+		o, i := tr.ConnStats()
+		if o == open && i == idle {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: open %d idle %d, want open %d idle %d", upWait, o, i, open, idle)
+		}
+	}
 }
 
 // seenRequest is what an upstream saw of one request.
@@ -205,7 +206,7 @@ func TestUpstreamHTTP2WhenOffered(t *testing.T) {
 	for i := range n {
 		within(t, arrived, fmt.Sprintf("request %d at the upstream", i+1))
 	}
-	if open, idle := tr.connStats(); open != 1 || idle != 0 {
+	if open, idle := tr.ConnStats(); open != 1 || idle != 0 {
 		t.Errorf("%d requests in flight: open %d idle %d, want 1 and 0", n, open, idle)
 	}
 	close(release)
@@ -256,77 +257,6 @@ func TestUpstreamHTTP2WhenOffered(t *testing.T) {
 			t.Errorf("body %q", body)
 		}
 	})
-}
-
-// The proxy's own handler in front of an HTTP/2 upstream (a mock provider over TLS): answers and
-// streams come through, on one upstream connection, and the gauges on /metrics say so.
-func TestProxyOverHTTP2(t *testing.T) {
-	var mu sync.Mutex
-	protos := map[int]int{}
-	serve := func(p *mockprovider.Server) *httptest.Server {
-		s := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			mu.Lock()
-			protos[r.ProtoMajor]++
-			mu.Unlock()
-			p.ServeHTTP(w, r)
-		}))
-		s.EnableHTTP2 = true
-		s.StartTLS()
-		t.Cleanup(s.Close)
-		t.Cleanup(p.Close)
-		return s
-	}
-	a := serve(mockprovider.New(mockprovider.Options{Name: "a", APIKey: keyA}))
-	b := serve(mockprovider.New(mockprovider.Options{Name: "b", APIKey: keyB}))
-	pool := x509.NewCertPool()
-	pool.AddCert(a.Certificate()) // httptest servers share their certificate
-	tr := newUpstreamTransport(upstreamConfig{TLS: &tls.Config{RootCAs: pool}})
-	t.Cleanup(tr.CloseIdleConnections)
-	srv := New(Options{Transport: tr, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Replica: "test"})
-	dir := t.TempDir()
-	writeFile(t, dir, rigConfig{}.render(a.URL, b.URL))
-	if err := (&source.FileSource{Path: dir, Getenv: func(string) string { return "" }}).Load(srv); err != nil {
-		t.Fatal(err)
-	}
-	front := httptest.NewServer(srv.Handler())
-	defer front.Close()
-
-	for _, stream := range []bool{false, true, false, true} {
-		resp, err := http.Post(front.URL+"/v1/chat/completions", "application/json", strings.NewReader(chat("gpt-4o", stream)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 || (stream && !strings.Contains(string(body), "data: [DONE]")) {
-			t.Fatalf("stream=%v: %d %s", stream, resp.StatusCode, body)
-		}
-	}
-	mu.Lock()
-	if protos[1] != 0 || protos[2] != 4 {
-		t.Errorf("upstreams saw %v requests by HTTP major version, want 4 over HTTP/2", protos)
-	}
-	mu.Unlock()
-	open, idle := gauge(t, srv, "switchyard_upstream_connections_open"), gauge(t, srv, "switchyard_upstream_connections_idle")
-	if open != 1 || idle != 1 {
-		t.Errorf("gauges: open %v idle %v, want 1 and 1 (the four requests went to the first channel)", open, idle)
-	}
-}
-
-// gauge reads one gauge from the proxy's registry.
-func gauge(t *testing.T, s *Server, name string) float64 {
-	t.Helper()
-	fams, err := s.Registry().Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range fams {
-		if f.GetName() == name && len(f.GetMetric()) == 1 {
-			return f.GetMetric()[0].GetGauge().GetValue()
-		}
-	}
-	t.Fatalf("no gauge %s", name)
-	return 0
 }
 
 // forwardProxy is a loopback HTTP forward proxy: it answers absolute-URI requests itself and
@@ -388,7 +318,7 @@ func (p *forwardProxy) seen() []string {
 }
 
 // HTTP_PROXY, HTTPS_PROXY and NO_PROXY, as the proxy process reads them at start
-// (defaultTransport): plain-HTTP upstreams go through the forward proxy, https ones through a
+// (Default): plain-HTTP upstreams go through the forward proxy, https ones through a
 // CONNECT tunnel with TLS end to end (verified against the upstream's name, HTTP/2 inside), and
 // the hosts NO_PROXY names are reached directly. Loopback addresses are never proxied (net/http's
 // rule), so the upstreams here have names.
@@ -406,7 +336,7 @@ func TestUpstreamForwardProxyFromEnvironment(t *testing.T) {
 	t.Setenv("NO_PROXY", "bypass.test,.internal.test")
 
 	t.Run("the default transport reads them", func(t *testing.T) {
-		tr := defaultTransport().(*upstreamTransport)
+		tr := Default().(*Transport)
 		defer tr.CloseIdleConnections()
 		if _, body := upDo(t, tr, upRequest(t, context.Background(), http.MethodPost, "http://api.provider.test/v1/chat/completions", "{}")); body != "from the proxy" {
 			t.Errorf("body %q", body)
@@ -416,7 +346,7 @@ func TestUpstreamForwardProxyFromEnvironment(t *testing.T) {
 		}
 	})
 
-	tr, d := newTestTransport(t, pool, envProxy(httpproxy.FromEnvironment()))
+	tr, d := newTestTransport(t, pool, EnvProxy(httpproxy.FromEnvironment()))
 	d.route("bypass.test:"+directPort, direct.Listener.Addr().String())
 	d.route("eu.internal.test:"+directPort, direct.Listener.Addr().String())
 
@@ -464,10 +394,10 @@ func TestUpstreamForwardProxyFromEnvironment(t *testing.T) {
 
 // Without proxy variables there is no proxy function at all: nothing to consult per request.
 func TestEnvProxyUnset(t *testing.T) {
-	if envProxy(&httpproxy.Config{NoProxy: "x"}) != nil {
+	if EnvProxy(&httpproxy.Config{NoProxy: "x"}) != nil {
 		t.Error("a proxy function without a proxy")
 	}
-	f := envProxy(&httpproxy.Config{HTTPSProxy: "http://proxy.test:3128"})
+	f := EnvProxy(&httpproxy.Config{HTTPSProxy: "http://proxy.test:3128"})
 	for target, want := range map[string]string{"https://api.openai.com/v1": "http://proxy.test:3128", "http://api.openai.com/v1": "", "https://127.0.0.1/v1": ""} {
 		u, err := f(upRequest(t, context.Background(), http.MethodGet, target, ""))
 		if err != nil {
@@ -489,7 +419,7 @@ func TestEnvProxyUnset(t *testing.T) {
 func TestUpstreamTLSVerifiesTheURLsHost(t *testing.T) {
 	up, pool, _ := newTLSUpstream(t, true, answerOK)
 	cfg := &tls.Config{RootCAs: pool, ServerName: "example.com"}
-	tr := newUpstreamTransport(upstreamConfig{TLS: cfg})
+	tr := New(Config{TLS: cfg})
 	defer tr.CloseIdleConnections()
 	if cfg.ServerName != "example.com" || cfg.NextProtos != nil {
 		t.Error("the caller's tls.Config was modified")
@@ -531,13 +461,13 @@ func TestUpstreamClientCertificate(t *testing.T) {
 	pool := x509.NewCertPool()
 	pool.AddCert(up.Certificate())
 
-	without := newUpstreamTransport(upstreamConfig{TLS: &tls.Config{RootCAs: pool}})
+	without := New(Config{TLS: &tls.Config{RootCAs: pool}})
 	defer without.CloseIdleConnections()
 	if resp, err := without.RoundTrip(upRequest(t, context.Background(), http.MethodGet, up.URL, "")); err == nil {
 		resp.Body.Close()
 		t.Error("the upstream requires a client certificate, and a request without one succeeded")
 	}
-	with := newUpstreamTransport(upstreamConfig{TLS: &tls.Config{RootCAs: pool, Certificates: up.TLS.Certificates}})
+	with := New(Config{TLS: &tls.Config{RootCAs: pool, Certificates: up.TLS.Certificates}})
 	defer with.CloseIdleConnections()
 	if _, body := upDo(t, with, upRequest(t, context.Background(), http.MethodGet, up.URL, "")); body != "ok" || !gotCert.Load() {
 		t.Errorf("body %q, client certificate seen %v", body, gotCert.Load())
@@ -562,7 +492,7 @@ func TestUpstreamConnStats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if open, idle := tr.connStats(); open != 1 || idle != 0 {
+	if open, idle := tr.ConnStats(); open != 1 || idle != 0 {
 		t.Errorf("while reading: open %d idle %d, want 1 and 0", open, idle)
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)

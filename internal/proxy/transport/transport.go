@@ -1,4 +1,9 @@
-package proxy
+// Package transport is the proxy's client to the providers: net/http's Transport set up for a
+// gateway in front of LLM APIs (HTTP/2 where offered, forward proxies from the environment, no
+// compression, the attempt's context as the only timeout), its connection counts for the
+// metrics, and one transport per distinct TLS client configuration of the channels with
+// spec.tls (Channels).
+package transport
 
 import (
 	"context"
@@ -14,7 +19,7 @@ import (
 	"golang.org/x/net/http/httpproxy"
 )
 
-// upstreamTransport is the upstream client: net/http's Transport, set up for a gateway in front
+// Transport is the upstream client: net/http's Transport, set up for a gateway in front
 // of LLM providers, plus the connection counts behind switchyard_upstream_connections_open and
 // _idle. It replaced a hand-written HTTP/1.1 client that ran each exchange on the handler's
 // goroutine, saving net/http's goroutine hand-offs: on a realistic load (answers after
@@ -43,17 +48,17 @@ import (
 //
 // One transport serves one TLS client configuration (roots, client certificate): channels that
 // need their own CA bundle or certificate would each get a transport of their own.
-type upstreamTransport struct {
+type Transport struct {
 	rt    *http.Transport
 	conns connCounts
 }
 
-// upstreamConfig is what differs between upstream transports.
-type upstreamConfig struct {
+// Config is what differs between upstream transports.
+type Config struct {
 	// TLS is the client TLS configuration for https upstreams (RootCAs, Certificates); nil: the
 	// system roots, no client certificate. ServerName is always the URL's host.
 	TLS *tls.Config
-	// Proxy picks the forward proxy for a request (nil: none); see envProxy.
+	// Proxy picks the forward proxy for a request (nil: none); see EnvProxy.
 	Proxy func(*http.Request) (*url.URL, error)
 	// Dial opens the TCP connections (nil: a net.Dialer with a 5 s timeout); tests resolve
 	// names with it.
@@ -65,15 +70,16 @@ const (
 	// up), so the gateway normally closes an idle connection first instead of finding out on a
 	// request.
 	upstreamIdleTimeout = 50 * time.Second
-	// maxIdlePerHost keeps every HTTP/1.1 connection a burst at the default in-flight limit
-	// opened, so the next burst does not dial and handshake again.
-	maxIdlePerHost = DefaultMaxInFlight
+	// MaxIdlePerHost keeps every HTTP/1.1 connection a burst at the proxy's default in-flight
+	// limit opened (proxy.DefaultMaxInFlight, which a proxy test keeps equal), so the next burst
+	// does not dial and handshake again.
+	MaxIdlePerHost = 1024
 	// maxAnswerHeaderBytes: net/http allows 10 MB; no provider sends more than a few KiB.
 	maxAnswerHeaderBytes = 1 << 20
 )
 
-func newUpstreamTransport(cfg upstreamConfig) *upstreamTransport {
-	t := &upstreamTransport{}
+func New(cfg Config) *Transport {
+	t := &Transport{}
 	dial := cfg.Dial
 	if dial == nil {
 		dial = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext
@@ -101,7 +107,7 @@ func newUpstreamTransport(cfg upstreamConfig) *upstreamTransport {
 		ForceAttemptHTTP2:      true,
 		DisableCompression:     true,
 		MaxIdleConns:           0, // no limit across hosts; per host below
-		MaxIdleConnsPerHost:    maxIdlePerHost,
+		MaxIdleConnsPerHost:    MaxIdlePerHost,
 		MaxConnsPerHost:        0,
 		IdleConnTimeout:        upstreamIdleTimeout,
 		MaxResponseHeaderBytes: maxAnswerHeaderBytes,
@@ -114,17 +120,17 @@ func newUpstreamTransport(cfg upstreamConfig) *upstreamTransport {
 	return t
 }
 
-// defaultTransport is the upstream client of a Server whose Options leave Transport nil: the
+// Default is the upstream client of a proxy whose Options leave Transport nil: the
 // system roots, and the forward proxy of the environment.
-func defaultTransport() http.RoundTripper {
-	return newUpstreamTransport(upstreamConfig{Proxy: envProxy(httpproxy.FromEnvironment())})
+func Default() http.RoundTripper {
+	return New(Config{Proxy: EnvProxy(httpproxy.FromEnvironment())})
 }
 
-// envProxy is net/http's ProxyFromEnvironment for an explicit configuration (which
+// EnvProxy is net/http's ProxyFromEnvironment for an explicit configuration (which
 // httpproxy.FromEnvironment reads from HTTPS_PROXY, HTTP_PROXY and NO_PROXY, or their lower-case
 // forms, when called; net/http's own reads them once per process). As there, requests to
 // localhost and loopback addresses never go through the proxy.
-func envProxy(cfg *httpproxy.Config) func(*http.Request) (*url.URL, error) {
+func EnvProxy(cfg *httpproxy.Config) func(*http.Request) (*url.URL, error) {
 	if cfg.HTTPProxy == "" && cfg.HTTPSProxy == "" {
 		return nil
 	}
@@ -135,7 +141,7 @@ func envProxy(cfg *httpproxy.Config) func(*http.Request) (*url.URL, error) {
 // RoundTrip implements http.RoundTripper. The request's context bounds everything, including the
 // body read. The connection that carries the exchange counts as busy until its answer's body is
 // read to the end or closed.
-func (t *upstreamTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ex := &exchange{}
 	ex.trace.GotConn = ex.gotConn
 	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &ex.trace))
@@ -153,10 +159,10 @@ func (t *upstreamTransport) RoundTrip(req *http.Request) (*http.Response, error)
 }
 
 // CloseIdleConnections closes every idle connection (http.Client calls it).
-func (t *upstreamTransport) CloseIdleConnections() { t.rt.CloseIdleConnections() }
+func (t *Transport) CloseIdleConnections() { t.rt.CloseIdleConnections() }
 
-// connStats reports the open connections and how many of them carry no exchange (metrics).
-func (t *upstreamTransport) connStats() (open, idle int) {
+// ConnStats reports the open connections and how many of them carry no exchange (metrics).
+func (t *Transport) ConnStats() (open, idle int) {
 	return int(t.conns.open.Load()), int(t.conns.idle.Load())
 }
 
