@@ -262,6 +262,7 @@ func (m *requestMask) texts(s, e int) {
 				m.str(s, e)
 			case '{':
 				m.named(s, "text")
+				m.named(s, "refusal") // a Responses refusal part the translation sends as text
 			}
 		})
 	}
@@ -283,8 +284,10 @@ func (m *requestMask) message(s, _ int) {
 			})
 		case jsonraw.KeyFolds(key, "function_call"):
 			m.named(s, "arguments")
-		case jsonraw.KeyFolds(key, "arguments"), jsonraw.KeyFolds(key, "output"):
-			m.str(s, e) // Responses items: function_call, function_call_output
+		case jsonraw.KeyFolds(key, "arguments"):
+			m.str(s, e) // a Responses function_call item
+		case jsonraw.KeyFolds(key, "output"):
+			m.texts(s, e) // a function_call_output item: a string or input_text parts
 		}
 	})
 }

@@ -41,6 +41,7 @@ func TestMaskRequestFields(t *testing.T) {
   ], "temperature": 0.5}`, []string{`"x_vendor": {"a": [1, 2, {"b": null}]}`, `"name":"bob"`, `"temperature": 0.5`, `"image_url":{"url":"https://img.example/x.png"}`}},
 		{"responses: instructions, input string", "/responses", `{"model":"m","instructions":"cc a@example.com","input":"from b@example.com"}`, nil},
 		{"responses: input items", "/responses", `{"model":"m","input":[{"role":"user","content":[{"type":"input_text","text":"a@example.com"}]},{"type":"function_call","call_id":"c","name":"f","arguments":"{\"x\":\"b@example.com\"}"},{"type":"function_call_output","call_id":"c","output":"c@example.com"}]}`, []string{`"call_id":"c"`}},
+		{"responses: output parts, refusals", "/responses", `{"model":"m","input":[{"role":"assistant","content":[{"type":"refusal","refusal":"not for a@example.com"}]},{"type":"function_call_output","call_id":"c","output":[{"type":"input_text","text":"b@example.com"}]}]}`, []string{`"call_id":"c"`}},
 		{"completions: prompt strings and suffix", "/completions", `{"model":"m","prompt":["a@example.com","b@example.com"],"suffix":"c@example.com"}`, nil},
 		{"embeddings: input strings, tokens left alone", "/embeddings", `{"model":"m","input":["a@example.com"],"dimensions":8}`, []string{`"dimensions":8`}},
 	}
