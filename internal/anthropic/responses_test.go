@@ -312,3 +312,32 @@ func TestResponsesAnswerIncomplete(t *testing.T) {
 		t.Errorf("%s: %v", out, err)
 	}
 }
+
+// TestResponsesStreamWithoutStopReason: a stream that reaches message_stop without a
+// message_delta's stop_reason still completes the response (once), with its text.
+func TestResponsesStreamWithoutStopReason(t *testing.T) {
+	s := NewResponsesStream(nil, 1)
+	var out []byte
+	finished := false
+	for _, e := range []string{
+		`{"type":"message_start","message":{"id":"msg_03","model":"claude-x","usage":{"input_tokens":5}}}`,
+		`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}`,
+		`{"type":"message_stop"}`,
+	} {
+		o, err := s.Event([]byte(e))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, o.Data...)
+		finished = o.Finished
+	}
+	types, data := responsesEvents(t, out)
+	if !finished || len(types) == 0 || types[len(types)-1] != "response.completed" || strings.Count(strings.Join(types, " "), "response.completed") != 1 {
+		t.Fatalf("finished %v, events: %s", finished, strings.Join(types, " "))
+	}
+	resp := data[len(data)-1]["response"].(map[string]any)
+	if resp["status"] != "completed" || len(resp["output"].([]any)) != 1 {
+		t.Errorf("response: %v", resp)
+	}
+}

@@ -33,7 +33,7 @@ func callItem(toolUseID string) string { return "fc_" + strings.TrimPrefix(toolU
 // cut at max_tokens or refused, the answer is incomplete.
 func responseStatus(stop string) (string, any) {
 	switch stop {
-	case "max_tokens":
+	case "max_tokens", "model_context_window_exceeded":
 		return "incomplete", map[string]any{"reason": "max_output_tokens"}
 	case "refusal":
 		return "incomplete", map[string]any{"reason": "content_filter"}
@@ -136,6 +136,9 @@ type ResponsesStream struct {
 	output  []doneItem          // the items done, in the order they finished
 	next    int                 // the output index of the next item
 	usage   messageUsage
+	// completed: the response's last event went out (a message_delta's stop_reason); a
+	// message_stop without one completes the answer itself.
+	completed bool
 }
 
 // streamItem is an output item being streamed.
@@ -254,34 +257,46 @@ func (s *ResponsesStream) Event(data []byte) (StreamOut, error) {
 				s.usage.CacheReadInputTokens = ev.Usage.CacheReadInputTokens
 			}
 		}
-		var out []byte
-		// Items whose block never stopped are done with the answer.
-		blocks := make([]int, 0, len(s.open))
-		for i := range s.open {
-			blocks = append(blocks, i)
-		}
-		sort.Ints(blocks)
-		for _, i := range blocks {
-			out = append(out, s.done(s.open[i])...)
-			delete(s.open, i)
-		}
-		status, incomplete := responseStatus(ev.Delta.StopReason)
-		typ := "response.completed"
-		if status == "incomplete" {
-			typ = "response.incomplete"
-		}
-		sort.SliceStable(s.output, func(a, b int) bool { return s.output[a].index < s.output[b].index })
-		output := make([]any, len(s.output))
-		for i, d := range s.output {
-			output[i] = d.item
-		}
-		out = append(out, s.ev(typ, map[string]any{"response": s.response(status, incomplete, output, &s.usage)})...)
-		return StreamOut{Data: s.content(out), Finished: true, Usage: &Usage{Prompt: s.usage.prompt(), Completion: s.usage.OutputTokens}}, nil
+		return s.complete(ev.Delta.StopReason), nil
 	case "message_stop":
+		if !s.completed {
+			// A stream that ends without a message_delta's stop_reason still owes the client
+			// its response.completed, which the SDKs wait for.
+			return s.complete(""), nil
+		}
 		return StreamOut{Finished: true}, nil
 	}
 	// ping, thinking blocks and their deltas: nothing for a Responses client.
 	return StreamOut{}, nil
+}
+
+// complete closes the items still open and ends the answer with response.completed (or
+// response.incomplete, by the stop reason).
+func (s *ResponsesStream) complete(stop string) StreamOut {
+	s.completed = true
+	var out []byte
+	// Items whose block never stopped are done with the answer.
+	blocks := make([]int, 0, len(s.open))
+	for i := range s.open {
+		blocks = append(blocks, i)
+	}
+	sort.Ints(blocks)
+	for _, i := range blocks {
+		out = append(out, s.done(s.open[i])...)
+		delete(s.open, i)
+	}
+	status, incomplete := responseStatus(stop)
+	typ := "response.completed"
+	if status == "incomplete" {
+		typ = "response.incomplete"
+	}
+	sort.SliceStable(s.output, func(a, b int) bool { return s.output[a].index < s.output[b].index })
+	output := make([]any, len(s.output))
+	for i, d := range s.output {
+		output[i] = d.item
+	}
+	out = append(out, s.ev(typ, map[string]any{"response": s.response(status, incomplete, output, &s.usage)})...)
+	return StreamOut{Data: s.content(out), Finished: true, Usage: &Usage{Prompt: s.usage.prompt(), Completion: s.usage.OutputTokens}}
 }
 
 // doneItem is an output item done, at its output index.
