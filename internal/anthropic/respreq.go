@@ -28,6 +28,8 @@ type ResponsesEcho map[string]any
 var responsesIgnored = map[string]string{
 	"store": "", "service_tier": "", "include": "[]", "truncation": `"disabled"`, "top_logprobs": "0",
 	"metadata": "{}", "reasoning": "{}", "stream_options": "",
+	// A hint for OpenAI's prompt cache; Anthropic caches by the prefix's cache_control.
+	"prompt_cache_key": "",
 }
 
 // responsesNoEquivalent names why the Responses API's stateful and server-side members cannot be
@@ -296,6 +298,9 @@ type inputPart struct {
 func messagesFromInput(raw json.RawMessage) (system []block, msgs []map[string]any, err error) {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
+		if s == "" {
+			return nil, nil, fieldErr("input", "must not be empty") // Anthropic refuses an empty text block
+		}
 		return nil, []map[string]any{{"role": "user", "content": []block{{"type": "text", "text": s}}}}, nil
 	}
 	var in []inputItem
