@@ -94,14 +94,13 @@ func adapterSecrets(provider, creds string) []string {
 	return nil // vertex: the private key never leaves the gateway, only short-lived tokens do
 }
 
-// adapterFor is the channel's adapter in the current config.
-func (s *Server) adapterFor(ch *routing.Channel) (provider.Adapter, error) {
-	c := s.cfg.Load()
-	if c == nil || c.adapters[ch.ID()] == nil {
+// get is the adapter of the channel ch it was built for. The attempt holds it from the config
+// that routed it: a reload that removes or rebuilds the channel meanwhile does not fail it.
+func (ca *channelAdapter) get(ch *routing.Channel) (provider.Adapter, error) {
+	switch {
+	case ca == nil:
 		return nil, fmt.Errorf("channel %s has no %s adapter", ch.ID(), ch.Provider)
-	}
-	ca := c.adapters[ch.ID()]
-	if ca.err != nil {
+	case ca.err != nil:
 		return nil, ca.err
 	}
 	return ca.adapter, nil

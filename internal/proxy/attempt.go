@@ -51,6 +51,8 @@ type attempt struct {
 	piiMasked map[string]int
 	// call is the client layer's record of the request (clientauth.go); nil for probes.
 	call *clientCall
+	// adapter is the channel's in the config that routed the attempt (adapters.go).
+	adapter *channelAdapter
 	// caps are the model's capabilities on this channel (the max_tokens a translation adds).
 	caps routing.Capabilities
 	// wire is the request as the channel's provider speaks it (wire.go); set by do.
@@ -196,7 +198,7 @@ func (s *Server) buildRequest(ctx context.Context, a *attempt) (req *http.Reques
 		return nil, nil, translationFailure(err), false
 	}
 	a.wire = up
-	if ad, err = s.adapterFor(a.channel); err != nil {
+	if ad, err = a.adapter.get(a.channel); err != nil {
 		return nil, nil, result{outcome: health.OutcomeServerError, detail: "the channel's adapter does not load: " + err.Error()}, false
 	}
 	if req, err = adapterRequest(ctx, ad, a, up); err != nil {

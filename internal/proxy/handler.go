@@ -409,7 +409,7 @@ func (rt *routeState) try(ctx context.Context, st failover.Step) (res result, do
 		}
 		s.metrics.Failovers.WithLabelValues(ch.Namespace, mr.Name, from, ch.Name, rt.prevReason).Inc()
 	}
-	a := rt.withCapabilities(&attempt{channel: ch, model: mr.Name, requested: rt.req.Model, upstream: upstream, path: rt.path, body: body,
+	a := rt.withCapabilities(&attempt{channel: ch, adapter: rt.c.adapters[ch.ID()], model: mr.Name, requested: rt.req.Model, upstream: upstream, path: rt.path, body: body,
 		stream: rt.req.Stream, timeout: st.Timeout, header: rt.header, requestID: rt.requestID, number: n, drill: rt.drill,
 		redact: rt.c.redact, restore: rt.restore, piiMasked: rt.piiMasked, call: rt.call})
 	if rt.recoverable(mr) {

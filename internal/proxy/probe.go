@@ -28,7 +28,7 @@ func (s *Server) startProbes(ctx context.Context, now time.Time) {
 		seen, _ := s.apiPaths.Load(k)
 		path, _ := seen.(string)
 		path, body := probeRequest(path, upstream)
-		a := &attempt{channel: ch, model: k.Model, upstream: upstream, path: path, body: body,
+		a := &attempt{channel: ch, adapter: c.adapters[ch.ID()], model: k.Model, upstream: upstream, path: path, body: body,
 			timeout: ch.Timeouts.Request, header: http.Header{}, requestID: "probe-" + newRequestID(), number: 1, probe: true, redact: c.redact}
 		s.probeWG.Add(1)
 		go func(k health.Key) {

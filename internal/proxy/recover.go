@@ -262,7 +262,7 @@ func (rt *routeState) continuationAttempt(broken *attempt, ch *routing.Channel, 
 		return nil, err
 	}
 	m, _ := ch.Model(mr.Name)
-	a := &attempt{channel: ch, model: mr.Name, requested: rt.req.Model, upstream: upstream, path: rt.path,
+	a := &attempt{channel: ch, adapter: rt.c.adapters[ch.ID()], model: mr.Name, requested: rt.req.Model, upstream: upstream, path: rt.path,
 		stream: true, timeout: timeout, header: rt.header, requestID: rt.requestID, number: rt.plan.Attempts() + n, drill: rt.drill,
 		redact: rt.c.redact, piiMasked: rt.piiMasked, call: rt.call, caps: m.Capabilities,
 		tap: broken.tap, continuation: n, meter: streamMeter{tap: broken.meter.tap}}

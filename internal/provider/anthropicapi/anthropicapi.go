@@ -8,6 +8,7 @@ package anthropicapi
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -74,7 +75,11 @@ func (a *Adapter) ClassifyError(status int, header http.Header, body []byte) pro
 	f := provider.ClassifyAnthropicError(status, e)
 	switch {
 	case f.Outcome == health.OutcomeClientError:
+		// The caller's own mistake: its body goes back to it, and the access log names the
+		// error by its type alone, as for an OpenAI channel (a validation message may quote the
+		// request).
 		f.Body = body
+		f.Detail = fmt.Sprintf("HTTP %d %s", status, f.Code)
 	case f.Outcome == health.OutcomeFromStatus(status):
 		return provider.ClassifyStatus(status, header, body, now)
 	case f.Outcome == health.OutcomeRateLimited:
