@@ -115,21 +115,16 @@ func adapterRequest(ctx context.Context, ad provider.Adapter, a *attempt, up *up
 	if err != nil {
 		return nil, err
 	}
-	fwd := http.Header{}
-	copyRequestHeaders(fwd, a.header)
 	// The Messages API's headers are the adapter's to carry (the anthropic channel's headers, a
 	// cloud's body field and betas in its own way); an OpenAI-compatible server has no use for
 	// them. Content negotiation is a cloud's: it answers in its own framing.
-	fwd.Del("Anthropic-Version")
-	fwd.Del("Anthropic-Beta")
 	if _, decodes := ad.(provider.StreamDecoder); decodes {
-		fwd.Del("Accept")
+		copyRequestHeaders(req.Header, a.header, "Anthropic-Version", "Anthropic-Beta", "Accept")
+	} else {
+		copyRequestHeaders(req.Header, a.header, "Anthropic-Version", "Anthropic-Beta")
 	}
-	fwd.Set("X-Request-Id", a.requestID)
-	for k, vv := range fwd {
-		if _, set := req.Header[k]; !set {
-			req.Header[k] = vv
-		}
+	if _, set := req.Header["X-Request-Id"]; !set {
+		req.Header["X-Request-Id"] = []string{a.requestID}
 	}
 	return req, nil
 }

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -20,15 +21,18 @@ var forwardedHeaders = map[string]bool{
 	"B3": true, "X-B3-Traceid": true, "X-B3-Spanid": true, "X-B3-Parentspanid": true, "X-B3-Sampled": true, "X-B3-Flags": true,
 }
 
-// copyRequestHeaders copies the forwarded client headers; a header named in Connection is
-// hop-by-hop (RFC 9110, 7.6.1) whatever its name.
-func copyRequestHeaders(dst, src http.Header) {
+// copyRequestHeaders adds the forwarded client headers to dst where dst has none of that name
+// (what the adapter set, its credentials and signed headers, stays), except those named in
+// drop; a header named in Connection is hop-by-hop (RFC 9110, 7.6.1) whatever its name.
+func copyRequestHeaders(dst, src http.Header, drop ...string) {
 	conn := src["Connection"]
 	for k, vv := range src {
-		if !forwardedHeaders[k] && !strings.HasPrefix(k, "X-Stainless-") || (conn != nil && namedIn(conn, k)) {
+		if !forwardedHeaders[k] && !strings.HasPrefix(k, "X-Stainless-") || (conn != nil && namedIn(conn, k)) || slices.Contains(drop, k) {
 			continue
 		}
-		dst[k] = append([]string(nil), vv...)
+		if _, set := dst[k]; !set {
+			dst[k] = append([]string(nil), vv...)
+		}
 	}
 }
 
