@@ -428,18 +428,27 @@ func toolsFromChat(raw json.RawMessage) ([]block, error) {
 	return out, nil
 }
 
-func toolChoiceFromChat(raw json.RawMessage) (map[string]any, error) {
+// toolChoiceMode reads a tool_choice given as a string, the same in both OpenAI APIs: none,
+// auto, required. ok is false for any other JSON (an object naming a function).
+func toolChoiceMode(raw json.RawMessage) (tc map[string]any, ok bool, err error) {
 	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		switch s {
-		case "none":
-			return map[string]any{"type": "none"}, nil
-		case "auto":
-			return map[string]any{"type": "auto"}, nil
-		case "required":
-			return map[string]any{"type": "any"}, nil
-		}
-		return nil, fieldErr("tool_choice", "unknown value %q", s)
+	if json.Unmarshal(raw, &s) != nil {
+		return nil, false, nil
+	}
+	switch s {
+	case "none":
+		return map[string]any{"type": "none"}, true, nil
+	case "auto":
+		return map[string]any{"type": "auto"}, true, nil
+	case "required":
+		return map[string]any{"type": "any"}, true, nil
+	}
+	return nil, true, fieldErr("tool_choice", "unknown value %q", s)
+}
+
+func toolChoiceFromChat(raw json.RawMessage) (map[string]any, error) {
+	if tc, ok, err := toolChoiceMode(raw); ok {
+		return tc, err
 	}
 	var o struct {
 		Type     string `json:"type"`

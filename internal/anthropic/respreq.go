@@ -248,17 +248,8 @@ func toolsFromResponses(raw json.RawMessage) ([]block, error) {
 }
 
 func toolChoiceFromResponses(raw json.RawMessage) (map[string]any, error) {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		switch s {
-		case "none":
-			return map[string]any{"type": "none"}, nil
-		case "auto":
-			return map[string]any{"type": "auto"}, nil
-		case "required":
-			return map[string]any{"type": "any"}, nil
-		}
-		return nil, fieldErr("tool_choice", "unknown value %q", s)
+	if tc, ok, err := toolChoiceMode(raw); ok {
+		return tc, err
 	}
 	var o struct {
 		Type string `json:"type"`
