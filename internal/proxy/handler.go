@@ -152,9 +152,11 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
 		return
 	}
 	body = cr.bodyOr(body)
-	if mr := c.models[cr.Model]; path == pathCountTokens && mr != nil && c.countsLocally(mr) {
-		s.serveCountTokens(w, shape, mr, body)
-		return
+	if path == pathCountTokens {
+		if mr := c.models[cr.Model]; mr != nil && c.countsLocally(mr) {
+			s.serveCountTokens(w, shape, mr, body)
+			return
+		}
 	}
 	// The planner holds the request (its Fit) behind an interface, so a routeState lives on the
 	// heap: it is pooled, with its plan's scratch, instead of allocated per request.
