@@ -173,31 +173,7 @@ func TestPIIMaskOtherEndpoints(t *testing.T) {
 	if strings.Contains(string(r.A.LastBody()), "ann@") {
 		t.Errorf("responses: the upstream got the value: %s", r.A.LastBody())
 	}
-	deltas, completed := "", ""
-	for _, ev := range strings.Split(strings.TrimSpace(got.body), "\n\n") {
-		_, data, _ := strings.Cut(ev, "data: ")
-		if data == "[DONE]" {
-			continue // the proxy ends every complete stream with it
-		}
-		var e struct {
-			Type     string `json:"type"`
-			Delta    string `json:"delta"`
-			Response struct {
-				Output []struct {
-					Content []struct{ Text string } `json:"content"`
-				} `json:"output"`
-			} `json:"response"`
-		}
-		if err := json.Unmarshal([]byte(data), &e); err != nil {
-			t.Fatalf("responses event: %v: %s", err, data)
-		}
-		switch e.Type {
-		case "response.output_text.delta":
-			deltas += e.Delta
-		case "response.completed":
-			completed = e.Response.Output[0].Content[0].Text
-		}
-	}
+	deltas, completed, _ := responsesStreamText(t, got.body)
 	if deltas != piiPrompt || completed != piiPrompt {
 		t.Errorf("responses: deltas %q, completed %q, want %q", deltas, completed, piiPrompt)
 	}
