@@ -203,27 +203,6 @@ func TestStreamEventIsNotHeldBehindBlankLines(t *testing.T) {
 	}
 }
 
-func TestEventBuffered(t *testing.T) {
-	for in, want := range map[string]bool{
-		"":                            false,
-		"\n\n\r\n":                    false, // blank lines only
-		"data: x":                     false,
-		"data: x\n":                   false,
-		"data: x\n\r":                 false,
-		"data: x\n\n":                 true,
-		"data: x\r\n\r\n":             true,
-		"\n\ndata: x\ndata: y\n\n":    true,
-		": ping\n\n":                  true, // a comment is an event for the reader
-		"event: a\ndata: {\"b\":1}\n": false,
-	} {
-		sr := newSSEReader(strings.NewReader(in))
-		_, _ = sr.r.Peek(len(in)) // fill the buffer as a network read would
-		if got := sr.eventBuffered(); got != want {
-			t.Errorf("eventBuffered(%q) = %v, want %v", in, got, want)
-		}
-	}
-}
-
 func TestUpstreamConnectionGauges(t *testing.T) {
 	r := newRig(t, rigConfig{})
 	if got := r.post("/v1/chat/completions", chat("gpt-4o", false)); got.status != 200 {
