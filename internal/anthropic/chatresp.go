@@ -74,14 +74,13 @@ func ChatFromMessage(body []byte, created int64, out *Output) ([]byte, *Usage, e
 	}
 	var text strings.Builder
 	var calls []map[string]any
-	formatted := false
+	formatted := out.answeredByTool(m.Content)
 	for _, b := range m.Content {
 		switch {
-		case b.Type == "text":
+		case b.Type == "text" && !formatted:
 			text.WriteString(b.Text)
 		case out.formatTool(&b):
 			text.Write(toolArgs(b.Input))
-			formatted = true
 		case b.Type == "tool_use":
 			calls = append(calls, toolCall(b.ID, b.Name, b.Input))
 		}
@@ -147,12 +146,27 @@ type ChatStream struct {
 	calls        bool // a tool call other than the format tool's went out
 	text         textBuffer
 	violated     bool
+	// held is the text a forced format tool's answer holds back (as escaped JSON string
+	// content): the tool's input is the answer, and the text only if no such tool came.
+	held []byte
 }
 
 // NewChatStream starts a translated stream; includeUsage adds the usage chunk OpenAI's
 // stream_options.include_usage asks for; out is the request's response format (nil for none).
 func NewChatStream(includeUsage bool, created int64, out *Output) *ChatStream {
 	return &ChatStream{includeUsage: includeUsage, created: created, tools: map[int]int{}, out: out, format: -1}
+}
+
+// holdText holds a text delta (a JSON string) back while the format tool is forced and has not
+// come; it reports whether it did.
+func (s *ChatStream) holdText(text json.RawMessage) bool {
+	if s.out == nil || !s.out.Tool || s.format >= 0 {
+		return false
+	}
+	if len(text) >= 2 {
+		s.held = append(s.held, text[1:len(text)-1]...)
+	}
+	return true
 }
 
 // End is what a complete stream still owes the client: data: [DONE], but after a schema
@@ -211,13 +225,16 @@ func (s *ChatStream) Event(data []byte) (StreamOut, error) {
 		if b := ev.ContentBlock; b != nil {
 			switch b.Type {
 			case "text":
+				if b.Text != "" && s.holdText(mustJSON(b.Text)) {
+					return StreamOut{}, nil
+				}
 				if b.Text != "" {
 					s.text.add(s.out, mustJSON(b.Text))
 					return StreamOut{Data: s.content(s.chunk(map[string]any{"content": b.Text}, nil))}, nil
 				}
 			case "tool_use":
 				if s.out.formatTool(b) {
-					s.format = ev.Index
+					s.format, s.held = ev.Index, nil
 					return StreamOut{}, nil // its input is the content, which its deltas bring
 				}
 				s.calls = true
@@ -238,6 +255,9 @@ func (s *ChatStream) Event(data []byte) (StreamOut, error) {
 				text := d.Text
 				if len(text) == 0 || text[0] != '"' {
 					text = json.RawMessage(`""`)
+				}
+				if s.holdText(text) {
+					return StreamOut{}, nil
 				}
 				s.text.add(s.out, text)
 				return StreamOut{Data: s.content(s.chunk(map[string]any{"content": text}, nil))}, nil
@@ -273,13 +293,19 @@ func (s *ChatStream) Event(data []byte) (StreamOut, error) {
 		if s.format >= 0 && !s.calls && finish == "tool_calls" {
 			finish = "stop" // the format tool's call is the answer, not a call for the client to make
 		}
+		var out []byte
+		if len(s.held) > 0 { // no format tool came: the text is the answer after all
+			text := json.RawMessage(append(append([]byte{'"'}, s.held...), '"'))
+			s.text.add(s.out, text)
+			s.held = nil
+			out = s.content(s.chunk(map[string]any{"content": text}, nil))
+		}
 		var violation *SchemaViolation
 		if finish == "stop" { // a cut or refused answer is not validated: its finish_reason says so
 			violation = s.text.validate(s.out)
 		}
-		var out []byte
 		if violation == nil {
-			out = s.content(s.chunk(map[string]any{}, finish))
+			out = append(s.content(out), s.chunk(map[string]any{}, finish)...)
 		}
 		if s.includeUsage {
 			out = append(s.content(out), chunk(map[string]any{

@@ -94,8 +94,10 @@ func ResponsesFromMessage(body []byte, echo ResponsesEcho, created int64, out *O
 	ids := newResponseIDs(m.ID)
 	output := []any{}
 	var text strings.Builder
+	formatted := out.answeredByTool(m.Content)
 	for _, b := range m.Content {
 		switch {
+		case b.Type == "text" && formatted:
 		case b.Type == "text":
 			output = append(output, responsesMessage(ids.messageItem(len(output)), b.Text))
 			text.WriteString(b.Text)
@@ -138,19 +140,24 @@ func ResponsesFromMessage(body []byte, echo ResponsesEcho, created int64, out *O
 // input_json deltas as output_text deltas; a strict answer is validated when it ends, and a
 // violation takes the place of response.completed as an error event (code schema_violation).
 type ResponsesStream struct {
-	out     *Output
-	text    textBuffer
-	echo    ResponsesEcho
-	created int64
-	ids     responseIDs
-	id      string
-	model   string
-	seq     int
-	head    []byte
-	open    map[int]*streamItem // content block index → its open item
-	output  []doneItem          // the items done, in the order they finished
-	next    int                 // the output index of the next item
-	usage   messageUsage
+	out  *Output
+	text textBuffer
+	// held is the text a forced format tool's answer holds back (escaped JSON string content),
+	// its block indexes in heldBlocks; formatted: the format tool's block came.
+	held       []byte
+	heldBlocks map[int]bool
+	formatted  bool
+	echo       ResponsesEcho
+	created    int64
+	ids        responseIDs
+	id         string
+	model      string
+	seq        int
+	head       []byte
+	open       map[int]*streamItem // content block index → its open item
+	output     []doneItem          // the items done, in the order they finished
+	next       int                 // the output index of the next item
+	usage      messageUsage
 	// completed: the response's last event went out (a message_delta's stop_reason); a
 	// message_stop without one completes the answer itself.
 	completed bool
@@ -215,6 +222,19 @@ func (s *ResponsesStream) Event(data []byte) (StreamOut, error) {
 		if b == nil || s.open[ev.Index] != nil {
 			break
 		}
+		if s.out.formatTool(b) {
+			s.formatted, s.held = true, nil
+		}
+		if b.Type == "text" && s.out != nil && s.out.Tool && !s.formatted {
+			// Held: the format tool's input is the answer; this text only if none comes.
+			if s.heldBlocks == nil {
+				s.heldBlocks = map[int]bool{}
+			}
+			s.heldBlocks[ev.Index] = true
+			text := mustJSON(b.Text)
+			s.held = append(s.held, text[1:len(text)-1]...)
+			break
+		}
 		switch {
 		case b.Type == "text" || s.out.formatTool(b):
 			it := &streamItem{index: s.next, id: s.ids.messageItem(s.next), format: b.Type == "tool_use"}
@@ -240,6 +260,10 @@ func (s *ResponsesStream) Event(data []byte) (StreamOut, error) {
 		}
 	case "content_block_delta":
 		it, d := s.open[ev.Index], ev.Delta
+		if s.heldBlocks[ev.Index] && d != nil && d.Type == "text_delta" && !s.formatted && len(d.Text) >= 2 && d.Text[0] == '"' {
+			s.held = append(s.held, d.Text[1:len(d.Text)-1]...)
+			break
+		}
 		if it == nil || d == nil {
 			break
 		}
@@ -294,6 +318,16 @@ func (s *ResponsesStream) Event(data []byte) (StreamOut, error) {
 func (s *ResponsesStream) complete(stop string) StreamOut {
 	s.completed = true
 	var out []byte
+	if len(s.held) > 0 && !s.formatted { // no format tool came: the text is the answer after all
+		it := &streamItem{index: s.next, id: s.ids.messageItem(s.next)}
+		s.next++
+		out = append(out, s.ev("response.output_item.added", map[string]any{"output_index": it.index, "item": responsesMessage(it.id, nil)})...)
+		out = append(out, s.ev("response.content_part.added", map[string]any{"item_id": it.id, "output_index": it.index,
+			"content_index": 0, "part": responsesOutputText("")})...)
+		out = append(out, s.textDelta(it, json.RawMessage(append(append([]byte{'"'}, s.held...), '"')))...)
+		out = append(out, s.done(it)...)
+		s.held = nil
+	}
 	// Items whose block never stopped are done with the answer.
 	blocks := make([]int, 0, len(s.open))
 	for i := range s.open {

@@ -64,6 +64,18 @@ func (o *Output) formatTool(b *contentBlock) bool {
 	return o != nil && o.Tool && b != nil && b.Type == "tool_use" && b.Name == FormatTool
 }
 
+// answeredByTool reports whether an answer holds the forced format tool's call: then its input
+// is the answer, and text beside it (which Claude does not write under a forced tool_choice, but
+// a model may) is left out, as the Vercel AI SDK leaves it out of its own json tool's answers.
+func (o *Output) answeredByTool(content []contentBlock) bool {
+	for i := range content {
+		if o.formatTool(&content[i]) {
+			return true
+		}
+	}
+	return false
+}
+
 // SchemaViolation is a strict answer whose text is not valid against the request's schema. It
 // is the channel's answer, not its failure: the gateway answers 502 with code schema_violation.
 type SchemaViolation struct {

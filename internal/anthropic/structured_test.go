@@ -191,6 +191,9 @@ func TestStructuredAnswers(t *testing.T) {
 		{"native, not JSON", native, textAnswer(`Paris, 1 day`, "end_turn"), "", "", ""},
 		{"native, cut", native, textAnswer(`{"city":`, "max_tokens"), `{"city":`, "length", "-"},
 		{"not strict", &Output{Tool: true}, formatAnswer(`{"anything":true}`, "tool_use"), `{"anything":true}`, "stop", "-"},
+		{"tool, a preamble left out", tool, bytes.Replace(formatAnswer(`{"city":"Paris","days":2}`, "tool_use"), []byte(`"content":[`),
+			[]byte(`"content":[{"type":"text","text":"Here: "},`), 1), `{"city":"Paris","days":2}`, "stop", "-"},
+		{"tool forced, text alone", tool, textAnswer(`{"city":"Paris","days":2}`, "end_turn"), `{"city":"Paris","days":2}`, "stop", "-"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			chat, _, chatErr := ChatFromMessage(c.answer, 1, c.out)
@@ -264,8 +267,34 @@ func formatStream(stop string, pieces ...string) []string {
 		`{"type":"message_delta","delta":{"stop_reason":"`+stop+`"},"usage":{"output_tokens":5}}`, `{"type":"message_stop"}`)
 }
 
+// withPreamble is a stream with text before its first content block's: a model's preamble to a
+// forced tool (block 0, the tool's blocks after it), or, with no tool after it, the answer.
+func withPreamble(events []string, text string) []string {
+	shifted := make([]string, 0, len(events)+3)
+	shifted = append(shifted, events[0],
+		`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":`+string(mustJSON(text))+`}}`,
+		`{"type":"content_block_stop","index":0}`)
+	for _, ev := range events[1:] {
+		shifted = append(shifted, strings.Replace(ev, `"index":0`, `"index":1`, 1))
+	}
+	return shifted
+}
+
+// textStream is a Messages stream of one text block.
+func textStream(text string) []string {
+	return []string{
+		`{"type":"message_start","message":{"id":"msg_1","model":"claude-x","usage":{"input_tokens":3,"output_tokens":1}}}`,
+		`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":` + string(mustJSON(text)) + `}}`,
+		`{"type":"content_block_stop","index":0}`,
+		`{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":5}}`, `{"type":"message_stop"}`,
+	}
+}
+
 // TestStructuredChatStream: the format tool's input_json deltas stream as content, finished as a
 // stop; a strict violation takes the finish chunk's place as an in-band error, and no [DONE].
+// Text before the forced tool is left out; text without it is the answer.
 func TestStructuredChatStream(t *testing.T) {
 	tool := strictOutput(t, toolTarget)
 	for _, c := range []struct {
@@ -277,6 +306,8 @@ func TestStructuredChatStream(t *testing.T) {
 		{"valid", formatStream("tool_use", `{"city":`, `"Par`, `is","days":3}`), `{"city":"Paris","days":3}`, false},
 		{"violation", formatStream("tool_use", `{"city":"Paris",`, `"days":-1}`), `{"city":"Paris","days":-1}`, true},
 		{"cut, not validated", formatStream("max_tokens", `{"city":"Pa`), `{"city":"Pa`, false},
+		{"a preamble", withPreamble(formatStream("tool_use", `{"city":"Paris","days":3}`), "Here it is: "), `{"city":"Paris","days":3}`, false},
+		{"no tool", textStream(`{"city":"Paris","days":4}`), `{"city":"Paris","days":4}`, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := NewChatStream(true, 1, tool)
@@ -351,6 +382,8 @@ func TestStructuredResponsesStream(t *testing.T) {
 	}{
 		{"valid", formatStream("tool_use", `{"city":`, `"Paris","days":3}`), "response.completed", false},
 		{"violation", formatStream("tool_use", `{"city":7,"days":3}`), "error", true},
+		{"a preamble", withPreamble(formatStream("tool_use", `{"city":`, `"Paris","days":3}`), "Sure: "), "response.completed", false},
+		{"no tool", textStream(`{"city":"Paris","days":3}`), "response.completed", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := NewResponsesStream(nil, 1, tool)
