@@ -14,7 +14,7 @@ func BenchmarkMessagesFromChat(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := MessagesFromChat(body, "claude-sonnet-4-5-20250929", 4096); err != nil {
+		if _, err := MessagesFromChat(body, Target{Provider: "anthropic", Model: "claude-sonnet-4-5-20250929", MaxTokens: 4096}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -22,7 +22,7 @@ func BenchmarkMessagesFromChat(b *testing.B) {
 
 // BenchmarkChatStreamEvent: one text delta of a Messages stream turned into a chat chunk.
 func BenchmarkChatStreamEvent(b *testing.B) {
-	s := NewChatStream(false, 1)
+	s := NewChatStream(false, 1, nil)
 	_, _ = s.Event([]byte(`{"type":"message_start","message":{"id":"msg_1","model":"claude","usage":{"input_tokens":3}}}`))
 	ev := []byte(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":" world"}}`)
 	b.ReportAllocs()

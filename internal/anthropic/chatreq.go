@@ -17,6 +17,9 @@ type ChatRequest struct {
 	IncludeUsage bool
 	// NeedsVision and NeedsTools say what the request asks of the model (capability routing).
 	NeedsVision, NeedsTools bool
+	// Output is what response_format asks of the answer (ChatFromMessage, ChatStream); nil
+	// when it asks for nothing.
+	Output *Output
 }
 
 // chatIgnored are OpenAI members that change nothing an Anthropic model does, when they have the
@@ -26,23 +29,24 @@ var chatIgnored = map[string]string{
 	"store": "false", "modalities": `["text"]`, "service_tier": "", "stream_options": "",
 }
 
-// MessagesFromChat translates an OpenAI chat completions request to a Messages request for
-// upstreamModel. maxTokens is sent when the client gives neither max_tokens nor
+// MessagesFromChat translates an OpenAI chat completions request to a Messages request for the
+// target's model. Its MaxTokens is sent when the client gives neither max_tokens nor
 // max_completion_tokens (the Messages API requires one; 0 means FallbackMaxTokens).
 //
 // Translated: messages (system and developer messages become system; tool messages become
 // tool_result blocks; images from data: and https: URLs become image blocks), max_tokens and
 // max_completion_tokens, temperature (0-1), top_p, stop, stream, tools, tool_choice,
-// parallel_tool_calls, user (metadata.user_id) and response_format's json_schema
-// (output_config.format, structured outputs). Anthropic's own top_k and thinking pass
+// parallel_tool_calls, user (metadata.user_id) and response_format's json_schema and
+// json_object (output_config.format or a forced tool, by the target: see structured.go).
+// Anthropic's own top_k and thinking pass
 // through. Every other member is a *FieldError naming it, unless it is a no-op (n: 1,
 // logprobs: false, presence_penalty: 0, …).
-func MessagesFromChat(body []byte, upstreamModel string, maxTokens int) (*ChatRequest, error) {
+func MessagesFromChat(body []byte, target Target) (*ChatRequest, error) {
 	in, err := object(body)
 	if err != nil {
 		return nil, fieldErr("body", "must be a JSON object: %v", err)
 	}
-	out := map[string]any{"model": upstreamModel}
+	out := map[string]any{"model": target.Model}
 	r := &ChatRequest{}
 	keys := make([]string, 0, len(in))
 	for k := range in {
@@ -50,6 +54,7 @@ func MessagesFromChat(body []byte, upstreamModel string, maxTokens int) (*ChatRe
 	}
 	sort.Strings(keys) // the first offending member named is the same on every call
 	var toolChoice map[string]any
+	var format *responseFormat
 	parallel := true
 	for _, k := range keys {
 		v := in[k]
@@ -95,6 +100,9 @@ func MessagesFromChat(body []byte, upstreamModel string, maxTokens int) (*ChatRe
 			if err != nil {
 				return nil, err
 			}
+			if err := checkToolNames(tools, func(i int) string { return fmt.Sprintf("tools[%d].function.name", i) }); err != nil {
+				return nil, err
+			}
 			if len(tools) > 0 {
 				out["tools"] = tools
 				r.NeedsTools = true
@@ -108,12 +116,8 @@ func MessagesFromChat(body []byte, upstreamModel string, maxTokens int) (*ChatRe
 				return nil, fieldErr(k, "must be a boolean")
 			}
 		case "response_format":
-			format, err := outputFormatFromChat(v)
-			if err != nil {
+			if format, err = formatFromChat(v); err != nil {
 				return nil, err
-			}
-			if format != nil {
-				out["output_config"] = map[string]any{"format": format}
 			}
 		case "user":
 			var u string
@@ -137,7 +141,12 @@ func MessagesFromChat(body []byte, upstreamModel string, maxTokens int) (*ChatRe
 		}
 		r.IncludeUsage = o.IncludeUsage
 	}
-	setMaxTokensAndToolChoice(out, maxTokens, parallel, toolChoice)
+	if format != nil {
+		if r.Output, toolChoice, err = format.apply(target, out, r.NeedsTools, toolChoice); err != nil {
+			return nil, err
+		}
+	}
+	setMaxTokensAndToolChoice(out, target.MaxTokens, parallel, toolChoice)
 	raw, ok := in["messages"]
 	if !ok {
 		return nil, fieldErr("messages", "is required")
@@ -155,20 +164,21 @@ func MessagesFromChat(body []byte, upstreamModel string, maxTokens int) (*ChatRe
 	return r, nil
 }
 
-// outputFormatFromChat is response_format as the Messages API's structured outputs take it
-// (output_config.format): a json_schema's schema, constrained decoding on both sides, so strict
-// is what Anthropic does anyway. {"type":"text"} asks for nothing (nil). {"type":"json_object"},
-// any JSON without a schema, has no equivalent: Anthropic constrains to a schema or not at all.
-func outputFormatFromChat(v json.RawMessage) (map[string]any, error) {
+// formatFromChat reads response_format: {"type":"text"} asks for nothing (nil); json_schema
+// ({"json_schema":{"name","description","schema","strict"}}) and json_object ask for JSON.
+func formatFromChat(v json.RawMessage) (*responseFormat, error) {
 	var rf struct {
 		Type       string `json:"type"`
 		JSONSchema *struct {
-			Schema json.RawMessage `json:"schema"`
+			Description string          `json:"description"`
+			Schema      json.RawMessage `json:"schema"`
+			Strict      bool            `json:"strict"`
 		} `json:"json_schema"`
 	}
 	if err := json.Unmarshal(v, &rf); err != nil {
 		return nil, fieldErr("response_format", "must be an object")
 	}
+	f := &responseFormat{field: "response_format", schemaField: "response_format.json_schema.schema", typ: rf.Type}
 	switch rf.Type {
 	case "text":
 		return nil, nil
@@ -176,11 +186,12 @@ func outputFormatFromChat(v json.RawMessage) (map[string]any, error) {
 		if rf.JSONSchema == nil || len(rf.JSONSchema.Schema) == 0 || rf.JSONSchema.Schema[0] != '{' {
 			return nil, fieldErr("response_format.json_schema.schema", "is required (a JSON schema object)")
 		}
-		return map[string]any{"type": "json_schema", "schema": rf.JSONSchema.Schema}, nil
+		f.schema, f.description, f.strict = rf.JSONSchema.Schema, rf.JSONSchema.Description, rf.JSONSchema.Strict
+		return f, nil
 	case "json_object":
-		return nil, fieldErr("response_format", `{"type":"json_object"} has no equivalent in the Anthropic Messages API (the model is served by an Anthropic channel); {"type":"json_schema"} with a schema has`)
+		return f, nil
 	}
-	return nil, fieldErr("response_format.type", "unknown value %q (text, json_schema)", rf.Type)
+	return nil, fieldErr("response_format.type", "unknown value %q (text, json_schema, json_object)", rf.Type)
 }
 
 // setMaxTokensAndToolChoice puts into a Messages body what both OpenAI APIs leave to defaults:

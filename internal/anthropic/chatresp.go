@@ -64,20 +64,35 @@ type message struct {
 
 // ChatFromMessage translates a Messages answer to an OpenAI chat.completion stamped created.
 // Text blocks are joined into the message's content, tool_use blocks become tool_calls; thinking
-// blocks have no place in a chat completion and are left out.
-func ChatFromMessage(body []byte, created int64) ([]byte, *Usage, error) {
+// blocks have no place in a chat completion and are left out. With out (the request's
+// response_format), the format tool's input is the content, and a strict answer that is not
+// valid against the schema is a *SchemaViolation.
+func ChatFromMessage(body []byte, created int64, out *Output) ([]byte, *Usage, error) {
 	var m message
 	if err := json.Unmarshal(body, &m); err != nil {
 		return nil, nil, fmt.Errorf("the upstream answer is not a Messages object: %w", err)
 	}
 	var text strings.Builder
 	var calls []map[string]any
+	formatted := out.answeredByTool(m.Content)
 	for _, b := range m.Content {
-		switch b.Type {
-		case "text":
+		switch {
+		case b.Type == "text" && !formatted:
 			text.WriteString(b.Text)
-		case "tool_use":
+		case out.formatTool(&b):
+			text.Write(toolArgs(b.Input))
+		case b.Type == "tool_use":
 			calls = append(calls, toolCall(b.ID, b.Name, b.Input))
+		}
+	}
+	finish := FinishReason(m.StopReason)
+	if formatted && len(calls) == 0 && finish == "tool_calls" {
+		finish = "stop" // the format tool's call is the answer, not a call for the client to make
+	}
+	if finish == "stop" {
+		// A cut or refused answer is not validated: its finish_reason tells the client already.
+		if v := out.validate([]byte(text.String())); v != nil {
+			return nil, nil, v
 		}
 	}
 	msg := map[string]any{"role": "assistant", "content": nil, "refusal": nil}
@@ -90,9 +105,17 @@ func ChatFromMessage(body []byte, created int64) ([]byte, *Usage, error) {
 	u := &Usage{Prompt: m.Usage.prompt(), Completion: m.Usage.OutputTokens}
 	return mustJSON(map[string]any{
 		"id": m.ID, "object": "chat.completion", "created": created, "model": m.Model,
-		"choices": []any{map[string]any{"index": 0, "message": msg, "logprobs": nil, "finish_reason": FinishReason(m.StopReason)}},
+		"choices": []any{map[string]any{"index": 0, "message": msg, "logprobs": nil, "finish_reason": finish}},
 		"usage":   openaiUsage(u),
 	}), u, nil
+}
+
+// toolArgs is a tool_use block's input as JSON text, {} for none.
+func toolArgs(input json.RawMessage) []byte {
+	if len(input) == 0 || string(input) == "null" {
+		return []byte("{}")
+	}
+	return input
 }
 
 func openaiUsage(u *Usage) map[string]any {
@@ -100,17 +123,17 @@ func openaiUsage(u *Usage) map[string]any {
 }
 
 func toolCall(id, name string, input json.RawMessage) map[string]any {
-	args := "{}"
-	if len(input) > 0 && string(input) != "null" {
-		args = string(input)
-	}
-	return map[string]any{"id": id, "type": "function", "function": map[string]any{"name": name, "arguments": args}}
+	return map[string]any{"id": id, "type": "function", "function": map[string]any{"name": name, "arguments": string(toolArgs(input))}}
 }
 
 // ChatStream turns a Messages stream into OpenAI chat.completion.chunk events. message_start is
 // held back until the first content arrives, so that an upstream that fails right after it (an
 // overloaded_error event, as Anthropic sends them) has committed nothing and can still be
-// failed over. The caller ends the stream with data: [DONE].
+// failed over. End is its data: [DONE].
+//
+// With a response format (Output), the format tool's input streams as the content, and a strict
+// answer is validated when it ends: the deltas are out already, so a violation takes the place
+// of the finish_reason chunk as an in-band error (code schema_violation), and no [DONE] follows.
 type ChatStream struct {
 	includeUsage bool
 	created      int64
@@ -118,12 +141,41 @@ type ChatStream struct {
 	head         []byte      // the held role chunk
 	tools        map[int]int // content block index → tool call index
 	prompt       int
+	out          *Output
+	format       int  // the format tool's content block index, -1 for none
+	calls        bool // a tool call other than the format tool's went out
+	text         textBuffer
+	violated     bool
+	// held is the text a forced format tool's answer holds back (as escaped JSON string
+	// content): the tool's input is the answer, and the text only if no such tool came.
+	held []byte
 }
 
 // NewChatStream starts a translated stream; includeUsage adds the usage chunk OpenAI's
-// stream_options.include_usage asks for.
-func NewChatStream(includeUsage bool, created int64) *ChatStream {
-	return &ChatStream{includeUsage: includeUsage, created: created, tools: map[int]int{}}
+// stream_options.include_usage asks for; out is the request's response format (nil for none).
+func NewChatStream(includeUsage bool, created int64, out *Output) *ChatStream {
+	return &ChatStream{includeUsage: includeUsage, created: created, tools: map[int]int{}, out: out, format: -1}
+}
+
+// holdText holds a text delta (a JSON string) back while the format tool is forced and has not
+// come; it reports whether it did.
+func (s *ChatStream) holdText(text json.RawMessage) bool {
+	if s.out == nil || !s.out.Tool || s.format >= 0 {
+		return false
+	}
+	if len(text) >= 2 {
+		s.held = append(s.held, text[1:len(text)-1]...)
+	}
+	return true
+}
+
+// End is what a complete stream still owes the client: data: [DONE], but after a schema
+// violation's in-band error, nothing.
+func (s *ChatStream) End() []byte {
+	if s.violated {
+		return nil
+	}
+	return []byte("data: [DONE]\n\n")
 }
 
 func (s *ChatStream) chunk(delta map[string]any, finish any) []byte {
@@ -173,10 +225,19 @@ func (s *ChatStream) Event(data []byte) (StreamOut, error) {
 		if b := ev.ContentBlock; b != nil {
 			switch b.Type {
 			case "text":
+				if b.Text != "" && s.holdText(mustJSON(b.Text)) {
+					return StreamOut{}, nil
+				}
 				if b.Text != "" {
+					s.text.add(s.out, mustJSON(b.Text))
 					return StreamOut{Data: s.content(s.chunk(map[string]any{"content": b.Text}, nil))}, nil
 				}
 			case "tool_use":
+				if s.out.formatTool(b) {
+					s.format, s.held = ev.Index, nil
+					return StreamOut{}, nil // its input is the content, which its deltas bring
+				}
+				s.calls = true
 				n := len(s.tools)
 				s.tools[ev.Index] = n
 				call := toolCall(b.ID, b.Name, nil)
@@ -195,8 +256,20 @@ func (s *ChatStream) Event(data []byte) (StreamOut, error) {
 				if len(text) == 0 || text[0] != '"' {
 					text = json.RawMessage(`""`)
 				}
+				if s.holdText(text) {
+					return StreamOut{}, nil
+				}
+				s.text.add(s.out, text)
 				return StreamOut{Data: s.content(s.chunk(map[string]any{"content": text}, nil))}, nil
 			case "input_json_delta":
+				if ev.Index == s.format && s.format >= 0 {
+					if d.PartialJSON == "" {
+						return StreamOut{}, nil
+					}
+					text := mustJSON(d.PartialJSON)
+					s.text.add(s.out, text)
+					return StreamOut{Data: s.content(s.chunk(map[string]any{"content": json.RawMessage(text)}, nil))}, nil
+				}
 				n, ok := s.tools[ev.Index]
 				if ok && d.PartialJSON != "" {
 					return StreamOut{Data: s.content(s.chunk(map[string]any{"tool_calls": []any{
@@ -216,12 +289,33 @@ func (s *ChatStream) Event(data []byte) (StreamOut, error) {
 				u.Prompt = p // newer API versions count the input here too
 			}
 		}
-		out := s.content(s.chunk(map[string]any{}, FinishReason(ev.Delta.StopReason)))
+		finish := FinishReason(ev.Delta.StopReason)
+		if s.format >= 0 && !s.calls && finish == "tool_calls" {
+			finish = "stop" // the format tool's call is the answer, not a call for the client to make
+		}
+		var out []byte
+		if len(s.held) > 0 { // no format tool came: the text is the answer after all
+			text := json.RawMessage(append(append([]byte{'"'}, s.held...), '"'))
+			s.text.add(s.out, text)
+			s.held = nil
+			out = s.content(s.chunk(map[string]any{"content": text}, nil))
+		}
+		var violation *SchemaViolation
+		if finish == "stop" { // a cut or refused answer is not validated: its finish_reason says so
+			violation = s.text.validate(s.out)
+		}
+		if violation == nil {
+			out = append(s.content(out), s.chunk(map[string]any{}, finish)...)
+		}
 		if s.includeUsage {
-			out = append(out, chunk(map[string]any{
+			out = append(s.content(out), chunk(map[string]any{
 				"id": s.id, "object": "chat.completion.chunk", "created": s.created, "model": s.model,
 				"choices": []any{}, "usage": openaiUsage(u),
 			})...)
+		}
+		if violation != nil {
+			s.violated = true
+			out = append(s.content(out), chunk(map[string]any{"error": violation.errorObject()})...)
 		}
 		return StreamOut{Data: out, Finished: true, Usage: u}, nil
 	case "message_stop":

@@ -4,6 +4,10 @@
 // lingua franca for Claude: the Anthropic provider speaks it directly, and the Bedrock and Vertex
 // adapters take a Messages body and give back Messages answers and stream events.
 //
+// OpenAI's structured output (response_format, text.format) goes as the Messages API's
+// output_config.format or as a forced tool, by the Target the body is for, and a strict answer is
+// validated against its schema (structured.go).
+//
 // Every function is pure: bytes in, bytes out, no I/O, no clock (the caller passes the time a
 // translated answer is stamped with). A request field that has no equivalent on the other side is
 // refused with a *FieldError naming it, never dropped in silence.

@@ -66,7 +66,7 @@ func sseData(b []byte) [][]byte {
 
 func TestGoldenChatRequest(t *testing.T) {
 	eachCase(t, "chat_request", ".json", func(t *testing.T, in []byte) []byte {
-		r, err := MessagesFromChat(in, "claude-sonnet-4-5-20250929", 1024)
+		r, err := MessagesFromChat(in, Target{Provider: "anthropic", Model: "claude-sonnet-4-5-20250929", MaxTokens: 1024})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,7 +77,7 @@ func TestGoldenChatRequest(t *testing.T) {
 
 func TestGoldenMessageResponse(t *testing.T) {
 	eachCase(t, "message_response", ".json", func(t *testing.T, in []byte) []byte {
-		out, u, err := ChatFromMessage(in, 1700000000)
+		out, u, err := ChatFromMessage(in, 1700000000, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,7 +95,7 @@ func TestGoldenMessageStream(t *testing.T) {
 			variant = ".include_usage"
 		}
 		eachCaseAs(t, "message_stream", ".sse", variant, func(t *testing.T, in []byte) []byte {
-			s := NewChatStream(usage, 1700000000)
+			s := NewChatStream(usage, 1700000000, nil)
 			var out []byte
 			finished := false
 			for _, d := range sseData(in) {

@@ -10,7 +10,7 @@ import (
 
 func TestGoldenResponsesRequest(t *testing.T) {
 	eachCase(t, "responses_request", ".json", func(t *testing.T, in []byte) []byte {
-		r, err := MessagesFromResponses(in, "claude-sonnet-4-5-20250929", 1024)
+		r, err := MessagesFromResponses(in, Target{Provider: "anthropic", Model: "claude-sonnet-4-5-20250929", MaxTokens: 1024})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -42,11 +42,10 @@ func TestResponsesFieldsWithoutEquivalent(t *testing.T) {
 		{`"tools":[{"type":"file_search","vector_store_ids":["vs"]}]`, "tools[0].type"},
 		{`"tool_choice":{"type":"web_search_preview"}`, "tool_choice"},
 		{`"tool_choice":{"type":"allowed_tools","mode":"auto","tools":[]}`, "tool_choice"},
-		{`"text":{"format":{"type":"json_object"}}`, "text.format"},
 		{`"text":{"format":{"type":"json_schema","name":"x"}}`, "text.format.schema"},
 		{`"text":{"verbosity":"low"}`, "text.verbosity"},
 	} {
-		_, err := MessagesFromResponses([]byte(`{"model":"m",`+input+`,`+c.extra+`}`), "up", 0)
+		_, err := MessagesFromResponses([]byte(`{"model":"m",`+input+`,`+c.extra+`}`), Target{Model: "up"})
 		var fe *FieldError
 		if !errors.As(err, &fe) || fe.Field != c.field {
 			t.Errorf("%s: error %v, want a FieldError naming %q", c.extra, err, c.field)
@@ -55,7 +54,7 @@ func TestResponsesFieldsWithoutEquivalent(t *testing.T) {
 	for _, ok := range []string{`"store":false`, `"store":true`, `"include":[]`, `"truncation":"disabled"`, `"service_tier":"auto"`,
 		`"metadata":{}`, `"reasoning":{}`, `"previous_response_id":null`, `"text":{}`, `"text":{"format":{"type":"text"},"verbosity":null}`,
 		`"top_logprobs":0`, `"temperature":1`, `"tool_choice":"required"`, `"top_k":5`} {
-		if _, err := MessagesFromResponses([]byte(`{"model":"m",`+input+`,`+ok+`}`), "up", 0); err != nil {
+		if _, err := MessagesFromResponses([]byte(`{"model":"m",`+input+`,`+ok+`}`), Target{Model: "up"}); err != nil {
 			t.Errorf("%s refused: %v", ok, err)
 		}
 	}
@@ -76,13 +75,13 @@ func TestResponsesFieldsWithoutEquivalent(t *testing.T) {
 		{`[]`, "input"},
 		{`42`, "input"},
 	} {
-		_, err := MessagesFromResponses([]byte(`{"model":"m","input":`+c.input+`}`), "up", 0)
+		_, err := MessagesFromResponses([]byte(`{"model":"m","input":`+c.input+`}`), Target{Model: "up"})
 		var fe *FieldError
 		if !errors.As(err, &fe) || fe.Field != c.field {
 			t.Errorf("%s: error %v, want a FieldError naming %q", c.input, err, c.field)
 		}
 	}
-	if _, err := MessagesFromResponses([]byte(`{"model":"m"}`), "up", 0); err == nil || !strings.HasPrefix(err.Error(), "input:") {
+	if _, err := MessagesFromResponses([]byte(`{"model":"m"}`), Target{Model: "up"}); err == nil || !strings.HasPrefix(err.Error(), "input:") {
 		t.Errorf("no input: error %v, want one naming input", err)
 	}
 }
@@ -96,7 +95,7 @@ func TestResponsesMaxTokensDefault(t *testing.T) {
 		{`{"model":"m","input":"hi"}`, 0, FallbackMaxTokens},
 		{`{"model":"m","input":"hi","max_output_tokens":10}`, 64000, 10},
 	} {
-		r, err := MessagesFromResponses([]byte(c.body), "up", c.def)
+		r, err := MessagesFromResponses([]byte(c.body), Target{Model: "up", MaxTokens: c.def})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +113,7 @@ var testEcho = ResponsesEcho{"tool_choice": "auto", "tools": []any{}, "parallel_
 
 func TestGoldenResponsesAnswer(t *testing.T) {
 	eachCaseAs(t, "message_response", ".json", ".responses", func(t *testing.T, in []byte) []byte {
-		out, u, err := ResponsesFromMessage(in, testEcho, 1700000000)
+		out, u, err := ResponsesFromMessage(in, testEcho, 1700000000, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -127,7 +126,7 @@ func TestGoldenResponsesAnswer(t *testing.T) {
 
 func TestGoldenResponsesStream(t *testing.T) {
 	eachCaseAs(t, "message_stream", ".sse", ".responses", func(t *testing.T, in []byte) []byte {
-		s := NewResponsesStream(testEcho, 1700000000)
+		s := NewResponsesStream(testEcho, 1700000000, nil)
 		var out []byte
 		var usage *Usage
 		finished := false
@@ -195,7 +194,7 @@ func TestResponsesStreamOrder(t *testing.T) {
 		`{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":9}}`,
 		`{"type":"message_stop"}`,
 	}
-	s := NewResponsesStream(ResponsesEcho{"instructions": "be brief"}, 1700000000)
+	s := NewResponsesStream(ResponsesEcho{"instructions": "be brief"}, 1700000000, nil)
 	var out []byte
 	var usage *Usage
 	for i, e := range events {
@@ -265,7 +264,7 @@ func TestResponsesStreamOrder(t *testing.T) {
 // TestResponsesStreamIncomplete: an answer cut at max_tokens ends with response.incomplete, its
 // open items done first; a tool without input has "{}" for arguments, in a delta too.
 func TestResponsesStreamIncomplete(t *testing.T) {
-	s := NewResponsesStream(nil, 1)
+	s := NewResponsesStream(nil, 1, nil)
 	var out []byte
 	for _, e := range []string{
 		`{"type":"message_start","message":{"id":"msg_02","model":"claude-x","usage":{"input_tokens":5}}}`,
@@ -298,7 +297,7 @@ func TestResponsesStreamIncomplete(t *testing.T) {
 
 // TestResponsesAnswerIncomplete: max_tokens makes an incomplete response, as OpenAI's.
 func TestResponsesAnswerIncomplete(t *testing.T) {
-	out, _, err := ResponsesFromMessage([]byte(`{"id":"msg_3","model":"claude-x","content":[{"type":"text","text":"It"}],"stop_reason":"max_tokens","usage":{"input_tokens":3,"output_tokens":1}}`), nil, 1)
+	out, _, err := ResponsesFromMessage([]byte(`{"id":"msg_3","model":"claude-x","content":[{"type":"text","text":"It"}],"stop_reason":"max_tokens","usage":{"input_tokens":3,"output_tokens":1}}`), nil, 1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +315,7 @@ func TestResponsesAnswerIncomplete(t *testing.T) {
 // TestResponsesStreamWithoutStopReason: a stream that reaches message_stop without a
 // message_delta's stop_reason still completes the response (once), with its text.
 func TestResponsesStreamWithoutStopReason(t *testing.T) {
-	s := NewResponsesStream(nil, 1)
+	s := NewResponsesStream(nil, 1, nil)
 	var out []byte
 	finished := false
 	for _, e := range []string{

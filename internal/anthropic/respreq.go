@@ -16,6 +16,9 @@ type ResponsesRequest struct {
 	// text, temperature, ...), OpenAI's defaults where the client gave none: the SDKs read a
 	// response's own fields, not their request's.
 	Echo ResponsesEcho
+	// Output is what text.format asks of the answer (ResponsesFromMessage, ResponsesStream);
+	// nil when it asks for nothing.
+	Output *Output
 }
 
 // ResponsesEcho holds the request members a response object repeats, by name.
@@ -42,23 +45,24 @@ var responsesNoEquivalent = map[string]string{
 }
 
 // MessagesFromResponses translates an OpenAI Responses API request to a Messages request for
-// upstreamModel. maxTokens is sent when the client gives no max_output_tokens (0 means
+// the target's model. Its MaxTokens is sent when the client gives no max_output_tokens (0 means
 // FallbackMaxTokens), as MessagesFromChat does.
 //
 // Translated: input (a string, or message items of role user, assistant, system or developer
 // with input_text, output_text and input_image parts; function_call items become tool_use
 // blocks, function_call_output items tool_result blocks), instructions (system),
 // max_output_tokens, temperature (0-1), top_p, stream, tools (function tools), tool_choice,
-// parallel_tool_calls, text.format's json_schema (output_config.format) and user
+// parallel_tool_calls, text.format's json_schema and json_object (output_config.format or a
+// forced tool, by the target: see structured.go) and user
 // (metadata.user_id). Anthropic's own top_k and thinking pass through. Every other member is a
 // *FieldError naming it, unless it is a no-op (store, service_tier, include: [], truncation:
 // "disabled", ...).
-func MessagesFromResponses(body []byte, upstreamModel string, maxTokens int) (*ResponsesRequest, error) {
+func MessagesFromResponses(body []byte, target Target) (*ResponsesRequest, error) {
 	in, err := object(body)
 	if err != nil {
 		return nil, fieldErr("body", "must be a JSON object: %v", err)
 	}
-	out := map[string]any{"model": upstreamModel}
+	out := map[string]any{"model": target.Model}
 	r := &ResponsesRequest{Echo: ResponsesEcho{
 		"instructions": nil, "max_output_tokens": nil, "parallel_tool_calls": true, "tool_choice": "auto",
 		"tools": []any{}, "temperature": 1, "top_p": 1, "metadata": map[string]any{},
@@ -71,6 +75,7 @@ func MessagesFromResponses(body []byte, upstreamModel string, maxTokens int) (*R
 	sort.Strings(keys) // the first offending member named is the same on every call
 	var toolChoice map[string]any
 	var system []block
+	var format *responseFormat
 	parallel := true
 	for _, k := range keys {
 		v := in[k]
@@ -117,6 +122,9 @@ func MessagesFromResponses(body []byte, upstreamModel string, maxTokens int) (*R
 			if err != nil {
 				return nil, err
 			}
+			if err := checkToolNames(tools, func(i int) string { return fmt.Sprintf("tools[%d].name", i) }); err != nil {
+				return nil, err
+			}
 			if len(tools) > 0 {
 				out["tools"] = tools
 			}
@@ -132,12 +140,9 @@ func MessagesFromResponses(body []byte, upstreamModel string, maxTokens int) (*R
 			}
 			r.Echo[k] = parallel
 		case "text":
-			format, echo, err := outputFormatFromResponses(v)
-			if err != nil {
+			var echo map[string]any
+			if format, echo, err = formatFromResponses(v); err != nil {
 				return nil, err
-			}
-			if format != nil {
-				out["output_config"] = map[string]any{"format": format}
 			}
 			r.Echo[k] = echo
 		case "user":
@@ -156,7 +161,13 @@ func MessagesFromResponses(body []byte, upstreamModel string, maxTokens int) (*R
 			}
 		}
 	}
-	setMaxTokensAndToolChoice(out, maxTokens, parallel, toolChoice)
+	if format != nil {
+		_, clientTools := out["tools"]
+		if r.Output, toolChoice, err = format.apply(target, out, clientTools, toolChoice); err != nil {
+			return nil, err
+		}
+	}
+	setMaxTokensAndToolChoice(out, target.MaxTokens, parallel, toolChoice)
 	raw, ok := in["input"]
 	if !ok {
 		return nil, fieldErr("input", "is required")
@@ -173,10 +184,10 @@ func MessagesFromResponses(body []byte, upstreamModel string, maxTokens int) (*R
 	return r, nil
 }
 
-// outputFormatFromResponses is text.format as the Messages API's structured outputs take it:
-// the Responses API's json_schema format is flat ({type, name, schema, strict}), chat's nests it.
-// echo is text as the response repeats it, its format {"type":"text"} when the client gave none.
-func outputFormatFromResponses(v json.RawMessage) (format, echo map[string]any, err error) {
+// formatFromResponses reads text: its format, flat in the Responses API ({type, name,
+// description, schema, strict}) where chat nests it. echo is text as the response repeats it,
+// its format {"type":"text"} when the client gave none.
+func formatFromResponses(v json.RawMessage) (format *responseFormat, echo map[string]any, err error) {
 	var t struct {
 		Format    json.RawMessage `json:"format"`
 		Verbosity json.RawMessage `json:"verbosity"`
@@ -195,12 +206,15 @@ func outputFormatFromResponses(v json.RawMessage) (format, echo map[string]any, 
 		return nil, echo, nil
 	}
 	var f struct {
-		Type   string          `json:"type"`
-		Schema json.RawMessage `json:"schema"`
+		Type        string          `json:"type"`
+		Description string          `json:"description"`
+		Schema      json.RawMessage `json:"schema"`
+		Strict      bool            `json:"strict"`
 	}
 	if err := json.Unmarshal(t.Format, &f); err != nil {
 		return nil, nil, fieldErr("text.format", "must be an object")
 	}
+	rf := &responseFormat{field: "text.format", schemaField: "text.format.schema", typ: f.Type}
 	switch f.Type {
 	case "text":
 		return nil, echo, nil
@@ -208,12 +222,13 @@ func outputFormatFromResponses(v json.RawMessage) (format, echo map[string]any, 
 		if len(f.Schema) == 0 || f.Schema[0] != '{' {
 			return nil, nil, fieldErr("text.format.schema", "is required (a JSON schema object)")
 		}
-		echo["format"] = t.Format
-		return map[string]any{"type": "json_schema", "schema": f.Schema}, echo, nil
+		rf.schema, rf.description, rf.strict = f.Schema, f.Description, f.Strict
 	case "json_object":
-		return nil, nil, fieldErr("text.format", `{"type":"json_object"} has no equivalent in the Anthropic Messages API (the model is served by an Anthropic channel); {"type":"json_schema"} with a schema has`)
+	default:
+		return nil, nil, fieldErr("text.format.type", "unknown value %q (text, json_schema, json_object)", f.Type)
 	}
-	return nil, nil, fieldErr("text.format.type", "unknown value %q (text, json_schema)", f.Type)
+	echo["format"] = t.Format
+	return rf, echo, nil
 }
 
 func toolsFromResponses(raw json.RawMessage) ([]block, error) {

@@ -83,27 +83,38 @@ func responseObject(echo ResponsesEcho, id, model string, created int64, status 
 }
 
 // ResponsesFromMessage translates a Messages answer to an OpenAI response object stamped
-// created, repeating echo (the request's members, see ResponsesRequest).
-func ResponsesFromMessage(body []byte, echo ResponsesEcho, created int64) ([]byte, *Usage, error) {
+// created, repeating echo (the request's members, see ResponsesRequest). With out (the request's
+// text.format), the format tool's input is a message item's text, and a strict answer that is
+// not valid against the schema is a *SchemaViolation.
+func ResponsesFromMessage(body []byte, echo ResponsesEcho, created int64, out *Output) ([]byte, *Usage, error) {
 	var m message
 	if err := json.Unmarshal(body, &m); err != nil {
 		return nil, nil, fmt.Errorf("the upstream answer is not a Messages object: %w", err)
 	}
 	ids := newResponseIDs(m.ID)
 	output := []any{}
+	var text strings.Builder
+	formatted := out.answeredByTool(m.Content)
 	for _, b := range m.Content {
-		switch b.Type {
-		case "text":
+		switch {
+		case b.Type == "text" && formatted:
+		case b.Type == "text":
 			output = append(output, responsesMessage(ids.messageItem(len(output)), b.Text))
-		case "tool_use":
-			args := "{}"
-			if len(b.Input) > 0 && string(b.Input) != "null" {
-				args = string(b.Input)
-			}
-			output = append(output, responsesCall(b.ID, b.Name, args, true))
+			text.WriteString(b.Text)
+		case out.formatTool(&b):
+			args := string(toolArgs(b.Input))
+			output = append(output, responsesMessage(ids.messageItem(len(output)), args))
+			text.WriteString(args)
+		case b.Type == "tool_use":
+			output = append(output, responsesCall(b.ID, b.Name, string(toolArgs(b.Input)), true))
 		}
 	}
 	status, incomplete := responseStatus(m.StopReason)
+	if status == "completed" { // a cut or refused answer is not validated: its status says so
+		if v := out.validate([]byte(text.String())); v != nil {
+			return nil, nil, v
+		}
+	}
 	u := &Usage{Prompt: m.Usage.prompt(), Completion: m.Usage.OutputTokens}
 	return mustJSON(responseObject(echo, ids.response(), m.Model, created, status, incomplete, output, &m.Usage)), u, nil
 }
@@ -124,18 +135,29 @@ func ResponsesFromMessage(body []byte, echo ResponsesEcho, created int64) ([]byt
 // As ChatStream does, it holds back the head (message_start's events and a text block's start)
 // until the first content, so that an upstream that fails right after message_start has
 // committed nothing and can still be failed over.
+//
+// With a response format (Output), the format tool's block streams as a message item, its
+// input_json deltas as output_text deltas; a strict answer is validated when it ends, and a
+// violation takes the place of response.completed as an error event (code schema_violation).
 type ResponsesStream struct {
-	echo    ResponsesEcho
-	created int64
-	ids     responseIDs
-	id      string
-	model   string
-	seq     int
-	head    []byte
-	open    map[int]*streamItem // content block index → its open item
-	output  []doneItem          // the items done, in the order they finished
-	next    int                 // the output index of the next item
-	usage   messageUsage
+	out  *Output
+	text textBuffer
+	// held is the text a forced format tool's answer holds back (escaped JSON string content),
+	// its block indexes in heldBlocks; formatted: the format tool's block came.
+	held       []byte
+	heldBlocks map[int]bool
+	formatted  bool
+	echo       ResponsesEcho
+	created    int64
+	ids        responseIDs
+	id         string
+	model      string
+	seq        int
+	head       []byte
+	open       map[int]*streamItem // content block index → its open item
+	output     []doneItem          // the items done, in the order they finished
+	next       int                 // the output index of the next item
+	usage      messageUsage
 	// completed: the response's last event went out (a message_delta's stop_reason); a
 	// message_stop without one completes the answer itself.
 	completed bool
@@ -145,6 +167,7 @@ type ResponsesStream struct {
 type streamItem struct {
 	index       int
 	call        bool
+	format      bool   // the format tool's block, streamed as a message
 	id          string // the message item's id, or the tool_use id
 	name        string
 	text        []byte // a message's text as escaped JSON string content, as it came
@@ -152,9 +175,10 @@ type streamItem struct {
 	sawArgDelta bool
 }
 
-// NewResponsesStream starts a translated stream stamped created, repeating echo.
-func NewResponsesStream(echo ResponsesEcho, created int64) *ResponsesStream {
-	return &ResponsesStream{echo: echo, created: created, open: map[int]*streamItem{}}
+// NewResponsesStream starts a translated stream stamped created, repeating echo; out is the
+// request's text.format (nil for none).
+func NewResponsesStream(echo ResponsesEcho, created int64, out *Output) *ResponsesStream {
+	return &ResponsesStream{echo: echo, created: created, open: map[int]*streamItem{}, out: out}
 }
 
 // Seq is the sequence_number the next event gets (an in-band error's, say).
@@ -198,15 +222,28 @@ func (s *ResponsesStream) Event(data []byte) (StreamOut, error) {
 		if b == nil || s.open[ev.Index] != nil {
 			break
 		}
-		switch b.Type {
-		case "text":
-			it := &streamItem{index: s.next, id: s.ids.messageItem(s.next)}
+		if s.out.formatTool(b) {
+			s.formatted, s.held = true, nil
+		}
+		if b.Type == "text" && s.out != nil && s.out.Tool && !s.formatted {
+			// Held: the format tool's input is the answer; this text only if none comes.
+			if s.heldBlocks == nil {
+				s.heldBlocks = map[int]bool{}
+			}
+			s.heldBlocks[ev.Index] = true
+			text := mustJSON(b.Text)
+			s.held = append(s.held, text[1:len(text)-1]...)
+			break
+		}
+		switch {
+		case b.Type == "text" || s.out.formatTool(b):
+			it := &streamItem{index: s.next, id: s.ids.messageItem(s.next), format: b.Type == "tool_use"}
 			s.next++
 			s.open[ev.Index] = it
 			start := s.ev("response.output_item.added", map[string]any{"output_index": it.index, "item": responsesMessage(it.id, nil)})
 			start = append(start, s.ev("response.content_part.added", map[string]any{"item_id": it.id, "output_index": it.index,
 				"content_index": 0, "part": responsesOutputText("")})...)
-			if b.Text == "" {
+			if b.Text == "" || it.format {
 				if s.head != nil {
 					s.head = append(s.head, start...)
 					return StreamOut{}, nil
@@ -214,7 +251,7 @@ func (s *ResponsesStream) Event(data []byte) (StreamOut, error) {
 				return StreamOut{Data: start}, nil
 			}
 			return StreamOut{Data: s.content(append(start, s.textDelta(it, mustJSON(b.Text))...))}, nil
-		case "tool_use":
+		case b.Type == "tool_use":
 			it := &streamItem{index: s.next, call: true, id: b.ID, name: b.Name}
 			s.next++
 			s.open[ev.Index] = it
@@ -223,6 +260,10 @@ func (s *ResponsesStream) Event(data []byte) (StreamOut, error) {
 		}
 	case "content_block_delta":
 		it, d := s.open[ev.Index], ev.Delta
+		if s.heldBlocks[ev.Index] && d != nil && d.Type == "text_delta" && !s.formatted && len(d.Text) >= 2 && d.Text[0] == '"' {
+			s.held = append(s.held, d.Text[1:len(d.Text)-1]...)
+			break
+		}
 		if it == nil || d == nil {
 			break
 		}
@@ -234,6 +275,8 @@ func (s *ResponsesStream) Event(data []byte) (StreamOut, error) {
 				text = json.RawMessage(`""`)
 			}
 			return StreamOut{Data: s.content(s.textDelta(it, text))}, nil
+		case d.Type == "input_json_delta" && it.format && d.PartialJSON != "":
+			return StreamOut{Data: s.content(s.textDelta(it, mustJSON(d.PartialJSON)))}, nil
 		case d.Type == "input_json_delta" && it.call && d.PartialJSON != "":
 			it.args.WriteString(d.PartialJSON)
 			it.sawArgDelta = true
@@ -275,6 +318,16 @@ func (s *ResponsesStream) Event(data []byte) (StreamOut, error) {
 func (s *ResponsesStream) complete(stop string) StreamOut {
 	s.completed = true
 	var out []byte
+	if len(s.held) > 0 && !s.formatted { // no format tool came: the text is the answer after all
+		it := &streamItem{index: s.next, id: s.ids.messageItem(s.next)}
+		s.next++
+		out = append(out, s.ev("response.output_item.added", map[string]any{"output_index": it.index, "item": responsesMessage(it.id, nil)})...)
+		out = append(out, s.ev("response.content_part.added", map[string]any{"item_id": it.id, "output_index": it.index,
+			"content_index": 0, "part": responsesOutputText("")})...)
+		out = append(out, s.textDelta(it, json.RawMessage(append(append([]byte{'"'}, s.held...), '"')))...)
+		out = append(out, s.done(it)...)
+		s.held = nil
+	}
 	// Items whose block never stopped are done with the answer.
 	blocks := make([]int, 0, len(s.open))
 	for i := range s.open {
@@ -290,13 +343,21 @@ func (s *ResponsesStream) complete(stop string) StreamOut {
 	if status == "incomplete" {
 		typ = "response.incomplete"
 	}
+	u := &Usage{Prompt: s.usage.prompt(), Completion: s.usage.OutputTokens}
+	if status == "completed" { // a cut or refused answer is not validated: its status says so
+		if v := s.text.validate(s.out); v != nil {
+			e := v.errorObject()
+			out = append(out, s.ev("error", map[string]any{"code": e["code"], "message": e["message"], "param": nil})...)
+			return StreamOut{Data: s.content(out), Finished: true, Usage: u}
+		}
+	}
 	sort.SliceStable(s.output, func(a, b int) bool { return s.output[a].index < s.output[b].index })
 	output := make([]any, len(s.output))
 	for i, d := range s.output {
 		output[i] = d.item
 	}
 	out = append(out, s.ev(typ, map[string]any{"response": s.response(status, incomplete, output, &s.usage)})...)
-	return StreamOut{Data: s.content(out), Finished: true, Usage: &Usage{Prompt: s.usage.prompt(), Completion: s.usage.OutputTokens}}
+	return StreamOut{Data: s.content(out), Finished: true, Usage: u}
 }
 
 // doneItem is an output item done, at its output index.
@@ -308,6 +369,7 @@ type doneItem struct {
 // textDelta is an output_text.delta of raw, a JSON string as it came.
 func (s *ResponsesStream) textDelta(it *streamItem, raw json.RawMessage) []byte {
 	it.text = append(it.text, raw[1:len(raw)-1]...)
+	s.text.add(s.out, raw)
 	return s.ev("response.output_text.delta", map[string]any{"item_id": it.id, "output_index": it.index,
 		"content_index": 0, "delta": raw, "logprobs": []any{}})
 }

@@ -19,7 +19,6 @@ func TestChatFieldsWithoutEquivalent(t *testing.T) {
 		{`"frequency_penalty":1`, "frequency_penalty"},
 		{`"logit_bias":{"50256":-100}`, "logit_bias"},
 		{`"seed":7`, "seed"},
-		{`"response_format":{"type":"json_object"}`, "response_format"},
 		{`"audio":{"voice":"alloy"}`, "audio"},
 		{`"modalities":["text","audio"]`, "modalities"},
 		{`"functions":[{"name":"f"}]`, "functions"},
@@ -29,14 +28,14 @@ func TestChatFieldsWithoutEquivalent(t *testing.T) {
 		{`"tools":[{"type":"web_search"}]`, "tools[0].type"},
 		{`"tool_choice":"sometimes"`, "tool_choice"},
 	} {
-		_, err := MessagesFromChat([]byte(`{"model":"m",`+msgs+`,`+c.extra+`}`), "up", 0)
+		_, err := MessagesFromChat([]byte(`{"model":"m",`+msgs+`,`+c.extra+`}`), Target{Model: "up"})
 		var fe *FieldError
 		if !errors.As(err, &fe) || fe.Field != c.field {
 			t.Errorf("%s: error %v, want a FieldError naming %q", c.extra, err, c.field)
 		}
 	}
 	for _, ok := range []string{`"n":1`, `"logprobs":false`, `"presence_penalty":0`, `"frequency_penalty":0`, `"store":false`, `"n":null`, `"service_tier":"auto"`, `"temperature":1`} {
-		if _, err := MessagesFromChat([]byte(`{"model":"m",`+msgs+`,`+ok+`}`), "up", 0); err != nil {
+		if _, err := MessagesFromChat([]byte(`{"model":"m",`+msgs+`,`+ok+`}`), Target{Model: "up"}); err != nil {
 			t.Errorf("%s refused: %v", ok, err)
 		}
 	}
@@ -49,7 +48,7 @@ func TestChatFieldsWithoutEquivalent(t *testing.T) {
 		{`[{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"[1]"}}]}]`, "messages[0].tool_calls[0].function.arguments"},
 		{`[]`, "messages"},
 	} {
-		_, err := MessagesFromChat([]byte(`{"model":"m","messages":`+c.msgs+`}`), "up", 0)
+		_, err := MessagesFromChat([]byte(`{"model":"m","messages":`+c.msgs+`}`), Target{Model: "up"})
 		var fe *FieldError
 		if !errors.As(err, &fe) || fe.Field != c.field {
 			t.Errorf("%s: error %v, want a FieldError naming %q", c.msgs, err, c.field)
@@ -68,7 +67,7 @@ func TestMaxTokensDefault(t *testing.T) {
 		{`{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":10}`, 64000, 10},
 		{`{"model":"m","messages":[{"role":"user","content":"hi"}],"max_completion_tokens":20}`, 64000, 20},
 	} {
-		r, err := MessagesFromChat([]byte(c.body), "up", c.def)
+		r, err := MessagesFromChat([]byte(c.body), Target{Model: "up", MaxTokens: c.def})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -154,7 +153,7 @@ func TestErrorShapes(t *testing.T) {
 // TestChatStreamHoldsMessageStart: nothing reaches the client before the first content, so an
 // upstream that fails after message_start can still be failed over.
 func TestChatStreamHoldsMessageStart(t *testing.T) {
-	s := NewChatStream(false, 1)
+	s := NewChatStream(false, 1, nil)
 	for _, ev := range []string{
 		`{"type":"message_start","message":{"id":"m","model":"c","usage":{"input_tokens":3}}}`,
 		`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
@@ -210,11 +209,11 @@ func TestInspect(t *testing.T) {
 }
 
 // TestStructuredOutputs: response_format's json_schema is the Messages API's output_config.format
-// and back (strict, as Anthropic's constrained decoding is); text asks for nothing; json_object
-// and output_config's effort have no equivalent and are named.
+// and back (strict, as Anthropic's constrained decoding is); text asks for nothing;
+// output_config's effort has no equivalent and is named. json_object: structured_test.go.
 func TestStructuredOutputs(t *testing.T) {
 	const schema = `{"type":"object","properties":{"city":{"type":"string"}},"required":["city"],"additionalProperties":false}`
-	r, err := MessagesFromChat([]byte(`{"model":"m","messages":[{"role":"user","content":"Paris"}],"response_format":{"type":"json_schema","json_schema":{"name":"trip","strict":true,"schema":`+schema+`}}}`), "up", 0)
+	r, err := MessagesFromChat([]byte(`{"model":"m","messages":[{"role":"user","content":"Paris"}],"response_format":{"type":"json_schema","json_schema":{"name":"trip","strict":true,"schema":`+schema+`}}}`), Target{Model: "up"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,15 +228,14 @@ func TestStructuredOutputs(t *testing.T) {
 	if err := json.Unmarshal(r.Body, &got); err != nil || got.OutputConfig.Format.Type != "json_schema" || string(got.OutputConfig.Format.Schema) != schema {
 		t.Errorf("chat json_schema: %s", r.Body)
 	}
-	if r, err := MessagesFromChat([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"text"}}`), "up", 0); err != nil || strings.Contains(string(r.Body), "output_config") {
+	if r, err := MessagesFromChat([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"text"}}`), Target{Model: "up"}); err != nil || strings.Contains(string(r.Body), "output_config") {
 		t.Errorf("chat text: %v %s", err, r.Body)
 	}
 	for _, c := range []struct{ rf, field string }{
-		{`{"type":"json_object"}`, "response_format"},
 		{`{"type":"json_schema","json_schema":{"name":"x"}}`, "response_format.json_schema.schema"},
 		{`{"type":"yaml"}`, "response_format.type"},
 	} {
-		_, err := MessagesFromChat([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}],"response_format":`+c.rf+`}`), "up", 0)
+		_, err := MessagesFromChat([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}],"response_format":`+c.rf+`}`), Target{Model: "up"})
 		var fe *FieldError
 		if !errors.As(err, &fe) || fe.Field != c.field {
 			t.Errorf("%s: %v, want a FieldError naming %q", c.rf, err, c.field)

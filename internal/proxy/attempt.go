@@ -239,7 +239,7 @@ func (s *Server) relayAnswer(ctx context.Context, w http.ResponseWriter, a *atte
 	}
 	if a.wire.answer != nil {
 		if body, err = a.wire.answer(body); err != nil {
-			return result{outcome: health.OutcomeServerError, status: resp.StatusCode, detail: "the upstream answer could not be translated: " + err.Error()}
+			return answerFailure(resp.StatusCode, err)
 		}
 	}
 	if u, ok := answerUsage(body); ok {

@@ -65,10 +65,8 @@ type streamConverter interface {
 	End() []byte
 }
 
-// chatStream is an Anthropic stream read by an OpenAI client: [DONE] ends it.
+// chatStream is an Anthropic stream read by an OpenAI client: [DONE] ends it (its End).
 type chatStream struct{ *anthropic.ChatStream }
-
-func (chatStream) End() []byte { return []byte("data: [DONE]\n\n") }
 
 // responsesStream is an Anthropic stream read by a Responses API client: response.completed
 // (or response.incomplete) ends it, no terminator follows.
@@ -165,7 +163,8 @@ type translated struct {
 	body         []byte
 	includeUsage bool // chat → Messages: the client asked for stream_options.include_usage
 	// echo: Responses → Messages, what the response object repeats of the request.
-	echo anthropic.ResponsesEcho
+	echo   anthropic.ResponsesEcho
+	output *anthropic.Output // → Messages: what response_format or text.format asks of the answer
 }
 
 // translate puts the attempt's body into the channel's API.
@@ -176,20 +175,20 @@ func translate(a *attempt, caps routing.Capabilities) (*translated, error) {
 		return nil, fmt.Errorf("/v1/messages/count_tokens is served by anthropic channels only, not %s", a.channel.Provider)
 	case speaksMessages(a.channel.Provider) && messages:
 	case speaksMessages(a.channel.Provider) && a.path == pathResponses:
-		r, err := anthropic.MessagesFromResponses(a.body, a.upstream, caps.MaxOutputTokens)
+		r, err := anthropic.MessagesFromResponses(a.body, anthropic.Target{Provider: a.channel.Provider, Model: a.upstream, MaxTokens: caps.MaxOutputTokens})
 		if err != nil {
 			return nil, err
 		}
-		return &translated{path: pathMessages, body: r.Body, echo: r.Echo}, nil
+		return &translated{path: pathMessages, body: r.Body, echo: r.Echo, output: r.Output}, nil
 	case speaksMessages(a.channel.Provider):
 		if a.path != "/chat/completions" {
 			return nil, fmt.Errorf("%s channels serve /v1/chat/completions, /v1/responses and /v1/messages, not /v1%s", a.channel.Provider, a.path)
 		}
-		r, err := anthropic.MessagesFromChat(a.body, a.upstream, caps.MaxOutputTokens)
+		r, err := anthropic.MessagesFromChat(a.body, anthropic.Target{Provider: a.channel.Provider, Model: a.upstream, MaxTokens: caps.MaxOutputTokens})
 		if err != nil {
 			return nil, err
 		}
-		return &translated{path: pathMessages, body: r.Body, includeUsage: r.IncludeUsage}, nil
+		return &translated{path: pathMessages, body: r.Body, includeUsage: r.IncludeUsage, output: r.Output}, nil
 	case a.path == pathCountTokens:
 		return nil, fmt.Errorf("/v1/messages/count_tokens is served by anthropic channels only")
 	case messages:
@@ -229,11 +228,11 @@ func upstreamFor(a *attempt, caps routing.Capabilities, now time.Time) (*upstrea
 		u.anthropicVersion = anthropic.DefaultVersion
 		created := now.Unix()
 		u.answer = func(b []byte) ([]byte, error) {
-			out, _, err := anthropic.ChatFromMessage(b, created)
+			out, _, err := anthropic.ChatFromMessage(b, created, t.output)
 			return out, err
 		}
 		if a.stream {
-			u.stream = chatStream{anthropic.NewChatStream(t.includeUsage, created)}
+			u.stream = chatStream{anthropic.NewChatStream(t.includeUsage, created, t.output)}
 		}
 		u.errorBody = anthropic.OpenAIErrorFromMessages
 	case messages:
@@ -254,11 +253,11 @@ func responsesUpstream(a *attempt, t *translated, u *upstream, now time.Time) *u
 	u.anthropicVersion = anthropic.DefaultVersion
 	created := now.Unix()
 	u.answer = func(b []byte) ([]byte, error) {
-		out, _, err := anthropic.ResponsesFromMessage(b, t.echo, created)
+		out, _, err := anthropic.ResponsesFromMessage(b, t.echo, created, t.output)
 		return out, err
 	}
 	if a.stream {
-		u.stream = responsesStream{anthropic.NewResponsesStream(t.echo, created)}
+		u.stream = responsesStream{anthropic.NewResponsesStream(t.echo, created, t.output)}
 	}
 	u.errorBody = anthropic.OpenAIErrorFromMessages
 	return u
@@ -330,6 +329,19 @@ func writeStreamErrorFor(a *attempt, w http.ResponseWriter, f http.Flusher, deta
 		return
 	}
 	writeStreamError(w, f, detail)
+}
+
+// answerFailure is the result of a non-streamed answer that could not be translated. A strict
+// answer that violates its schema is the client's 502 (schema_violation), passed through as a
+// 4xx is: the channel answered, the model missed the schema, so neither its health nor a
+// failover (which would pay for the answer twice) follows.
+func answerFailure(status int, err error) result {
+	var v *anthropic.SchemaViolation
+	if errors.As(err, &v) {
+		return result{outcome: health.OutcomeClientError, status: http.StatusBadGateway, errCode: anthropic.SchemaViolationCode,
+			body: v.OpenAIError(), header: http.Header{"Content-Type": {"application/json"}}, detail: v.Error()}
+	}
+	return result{outcome: health.OutcomeServerError, status: status, detail: "the upstream answer could not be translated: " + err.Error()}
 }
 
 // translationFailure is the result of an attempt whose body could not be translated.

@@ -209,6 +209,43 @@ test('openai: responses.parse and responses.stream with a zod text format', resp
   assert.deepEqual(s.output_parsed, parisTrip);
 });
 
+// JSON mode (response_format / text.format json_object): any JSON object, no schema; on a Claude
+// channel a forced tool whose input comes back as the text. The mocks' objects differ by channel.
+const isObject = (text) => {
+  const v = JSON.parse(text);
+  assert.ok(v !== null && typeof v === 'object' && !Array.isArray(v), text);
+};
+
+test('openai: chat JSON mode, streamed and not', async () => {
+  const req = { model: chatModel, messages: [{ role: 'user', content: 'Paris, as JSON' }], response_format: { type: 'json_object' } };
+  const r = await openai.chat.completions.create(req);
+  isObject(r.choices[0].message.content);
+  assert.equal(r.choices[0].finish_reason, 'stop');
+  let text = '';
+  let finish;
+  for await (const c of await openai.chat.completions.create({ ...req, stream: true })) {
+    text += c.choices[0]?.delta?.content ?? '';
+    finish = c.choices[0]?.finish_reason ?? finish;
+  }
+  isObject(text);
+  assert.equal(finish, 'stop');
+});
+
+test('openai: responses JSON mode, streamed and not', responsesSkip, async () => {
+  const req = { model: chatModel, input: 'Paris, as JSON', text: { format: { type: 'json_object' } } };
+  const r = await openai.responses.create(req);
+  isObject(r.output_text);
+  const s = await openai.responses.stream(req).finalResponse();
+  isObject(s.output_text);
+  assert.equal(s.status, 'completed');
+});
+
+test('langchain: withStructuredOutput, jsonMode', async () => {
+  const chat = new ChatOpenAI({ model: chatModel, apiKey, maxRetries: 0, configuration: { baseURL: `${base}/v1` } });
+  const r = await chat.withStructuredOutput(trip, { name: 'trip', method: 'jsonMode' }).invoke('Paris, as JSON');
+  assert.ok(r !== null && typeof r === 'object', JSON.stringify(r));
+});
+
 test('openai: embeddings, base64 by default', async () => {
   const r = await openai.embeddings.create({ model: 'text-embedding-3-small', input: ['a', 'b'] });
   assert.equal(r.data.length, 2);
