@@ -18,6 +18,7 @@ import (
 	"github.com/switchyard-io/switchyard/internal/health"
 	"github.com/switchyard-io/switchyard/internal/pii"
 	"github.com/switchyard-io/switchyard/internal/provider"
+	"github.com/switchyard-io/switchyard/internal/proxy/sse"
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
 
@@ -242,9 +243,9 @@ func (s *Server) relayAnswer(ctx context.Context, w http.ResponseWriter, a *atte
 			return answerFailure(resp.StatusCode, err)
 		}
 	}
-	if u, ok := answerUsage(body); ok {
+	if u, ok := sse.AnswerUsage(body); ok {
 		s.addTokens(a, &u)
-		res.outputTokens = u.completion()
+		res.outputTokens = u.Completion()
 	}
 	if a.restore != nil {
 		body = restoreAll(body, a.restore)
@@ -400,7 +401,7 @@ func redactURL(err error) string {
 
 // addTokens counts an answer's usage figures: what they add to the attempt's figures so far (a
 // stream's are cumulative; a non-streamed answer has one).
-func (s *Server) addTokens(a *attempt, u *usage) {
+func (s *Server) addTokens(a *attempt, u *sse.Usage) {
 	s.countTokens(a.call, a.channel, a.model, &a.counted, u)
 }
 
@@ -409,9 +410,9 @@ type tokensCounted struct{ prompt, completion int }
 
 // countTokens is addTokens on the figures counted so far (a stream's usage stage counts on its own
 // copy, so that it holds no pointer into the attempt).
-func (s *Server) countTokens(call *clientCall, ch *routing.Channel, model string, counted *tokensCounted, u *usage) {
-	p := max(0, u.prompt()-counted.prompt)
-	c := max(0, u.completion()-counted.completion)
+func (s *Server) countTokens(call *clientCall, ch *routing.Channel, model string, counted *tokensCounted, u *sse.Usage) {
+	p := max(0, u.Prompt()-counted.prompt)
+	c := max(0, u.Completion()-counted.completion)
 	counted.prompt += p
 	counted.completion += c
 	if p == 0 && c == 0 {

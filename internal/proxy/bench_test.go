@@ -17,6 +17,7 @@ import (
 	"github.com/switchyard-io/switchyard/internal/health"
 	"github.com/switchyard-io/switchyard/internal/pii"
 	"github.com/switchyard-io/switchyard/internal/proxy/source"
+	"github.com/switchyard-io/switchyard/internal/proxy/sse"
 	"github.com/switchyard-io/switchyard/internal/routing"
 	"github.com/switchyard-io/switchyard/internal/routing/routingtest"
 )
@@ -222,17 +223,17 @@ func BenchmarkStreamEventPII(b *testing.B) {
 			}
 			b.ReportAllocs()
 			n := 0
-			r := newSSEReader(bytes.NewReader(stream))
+			r := sse.NewReader(bytes.NewReader(stream))
 			for b.Loop() {
 				if n == 1024 {
-					r, n = newSSEReader(bytes.NewReader(stream)), 0
+					r, n = sse.NewReader(bytes.NewReader(stream)), 0
 				}
-				e, err := r.next()
+				e, err := r.Next()
 				if err != nil {
 					b.Fatal(err)
 				}
 				n++
-				out := e.raw
+				out := e.Raw
 				if sr != nil {
 					out = sr.event(&e)
 				}

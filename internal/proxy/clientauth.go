@@ -20,6 +20,7 @@ import (
 	"github.com/switchyard-io/switchyard/internal/adminapi"
 	"github.com/switchyard-io/switchyard/internal/audit"
 	"github.com/switchyard-io/switchyard/internal/health"
+	"github.com/switchyard-io/switchyard/internal/proxy/sse"
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
 
@@ -610,17 +611,17 @@ func (cc *clientCall) add(p, c int64, estimated bool) {
 // it did. A translated event (translated: the channel speaks another API than the client) may
 // carry several chunks, an Anthropic message_delta becoming the finish_reason chunk and the usage
 // chunk: only the usage chunk goes, and the finish_reason still reaches the client.
-func (cc *clientCall) stripUsageChunk(ev *sseEvent, translated bool) (raw []byte, dropped bool) {
-	if cc == nil || !cc.stripUsage || ev.usage == nil {
-		return ev.raw, false
+func (cc *clientCall) stripUsageChunk(ev *sse.Event, translated bool) (raw []byte, dropped bool) {
+	if cc == nil || !cc.stripUsage || ev.Usage == nil {
+		return ev.Raw, false
 	}
 	if !translated {
-		if usageOnly(ev.data) {
+		if usageOnly(ev.Data) {
 			return nil, true
 		}
-		return ev.raw, false
+		return ev.Raw, false
 	}
-	for _, chunk := range bytes.SplitAfter(ev.raw, []byte("\n\n")) {
+	for _, chunk := range bytes.SplitAfter(ev.Raw, []byte("\n\n")) {
 		data, _ := bytes.CutPrefix(bytes.TrimRight(chunk, "\n"), []byte("data: "))
 		if len(chunk) > 0 && usageOnly(data) {
 			dropped = true

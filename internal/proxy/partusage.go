@@ -3,6 +3,8 @@ package proxy
 import (
 	"encoding/json"
 	"strconv"
+
+	"github.com/switchyard-io/switchyard/internal/proxy/sse"
 )
 
 // The usage of a recovered stream is the sum over its parts: the stream that broke, each
@@ -44,12 +46,12 @@ type streamPart struct {
 }
 
 // reported records a usage figure the part's stream carried (and addTokens counted).
-func (p *streamPart) reported(u *usage) {
-	if n := u.prompt(); n > 0 {
+func (p *streamPart) reported(u *sse.Usage) {
+	if n := u.Prompt(); n > 0 {
 		p.prompt, p.promptKnown = n, true
 		p.counted.prompt = max(p.counted.prompt, n)
 	}
-	if n := u.completion(); n > 0 {
+	if n := u.Completion(); n > 0 {
 		p.completion, p.completionKnown = n, true
 		p.counted.completion = max(p.counted.completion, n)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/switchyard-io/switchyard/internal/pii"
+	"github.com/switchyard-io/switchyard/internal/proxy/sse"
 )
 
 func emailSession(t *testing.T) *pii.Session {
@@ -108,10 +109,10 @@ func TestRestoreAll(t *testing.T) {
 // relay runs a stream of events through a streamRestore as relayStream does.
 func relay(t *testing.T, sr *streamRestore, stream string) string {
 	t.Helper()
-	r := newSSEReader(strings.NewReader(stream))
+	r := sse.NewReader(strings.NewReader(stream))
 	var out []byte
 	for {
-		ev, err := r.next()
+		ev, err := r.Next()
 		if err == io.EOF {
 			return string(out)
 		}

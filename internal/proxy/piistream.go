@@ -6,6 +6,7 @@ import (
 
 	"github.com/switchyard-io/switchyard/internal/jsonraw"
 	"github.com/switchyard-io/switchyard/internal/pii"
+	"github.com/switchyard-io/switchyard/internal/proxy/sse"
 )
 
 // streamRestore puts a session's originals back into a streamed answer. A placeholder may be cut
@@ -61,17 +62,17 @@ func (sr *streamRestore) text(key string, h heldText) *heldText {
 
 // event returns what to write for ev: extra events carrying held text first, then ev restored
 // (ev.raw itself when nothing changed).
-func (sr *streamRestore) event(ev *sseEvent) []byte {
-	if ev.noData || ev.malformed {
-		return ev.raw
+func (sr *streamRestore) event(ev *sse.Event) []byte {
+	if ev.NoData || ev.Malformed {
+		return ev.Raw
 	}
-	if ev.done {
-		return append(sr.flush(func(string) bool { return true }, nil), ev.raw...)
+	if ev.Done {
+		return append(sr.flush(func(string) bool { return true }, nil), ev.Raw...)
 	}
-	data := ev.data
+	data := ev.Data
 	i := jsonraw.SkipSpace(data, 0)
 	if i >= len(data) || data[i] != '{' {
-		return ev.raw
+		return ev.Raw
 	}
 	var pre []byte
 	sp := &splice{src: data, ok: true}
@@ -81,9 +82,9 @@ func (sr *streamRestore) event(ev *sseEvent) []byte {
 		pre = sr.choicesEvent(sp, i)
 	}
 	if !sp.ok || len(sp.edits) == 0 {
-		return append(pre, ev.raw...)
+		return append(pre, ev.Raw...)
 	}
-	return append(pre, rewriteData(ev.raw, sp.result())...)
+	return append(pre, rewriteData(ev.Raw, sp.result())...)
 }
 
 // choicesEvent restores a chat/completions or completions chunk.

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/switchyard-io/switchyard/internal/jsonraw"
+	"github.com/switchyard-io/switchyard/internal/proxy/sse"
 )
 
 // Stream recovery (RoutingPolicy streamRecovery: Continue). A stream that breaks after text
@@ -71,7 +72,7 @@ func (t *streamTap) addText(s []byte) {
 }
 
 // sawUsage records a usage figure the current part's upstream reported.
-func (t *streamTap) sawUsage(u *usage) { t.cur.reported(u) }
+func (t *streamTap) sawUsage(u *sse.Usage) { t.cur.reported(u) }
 
 // endPart closes the current part when it broke; it is a part of the answer if it added text.
 func (t *streamTap) endPart() {

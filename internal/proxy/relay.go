@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchyard-io/switchyard/internal/failover"
 	"github.com/switchyard-io/switchyard/internal/health"
+	"github.com/switchyard-io/switchyard/internal/proxy/sse"
 )
 
 // writeDeadline bounds each write to the client by ClientWriteTimeout, so a client that stops
@@ -43,7 +44,7 @@ func (wd *writeDeadline) extend() {
 // flushed as they arrive, and a broken stream ends with an in-band error event and no [DONE].
 // What happens to each event on its way is the attempt's stages' (stages.go).
 func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc, w http.ResponseWriter, a *attempt, resp *http.Response, firstByte, whole *time.Timer, start time.Time) result {
-	r := streamRelay{s: s, w: w, cancel: cancel, idleAfter: a.channel.Timeouts.StreamIdle, sr: *newSSEReader(resp.Body), flusher: flushChecked(w),
+	r := streamRelay{s: s, w: w, cancel: cancel, idleAfter: a.channel.Timeouts.StreamIdle, sr: *sse.NewReader(resp.Body), flusher: flushChecked(w),
 		stages: new(streamStages)}
 	r.stages.rc = *http.NewResponseController(w)
 	r.wd = writeDeadline{rc: &r.stages.rc, d: s.opts.ClientWriteTimeout}
@@ -63,24 +64,24 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 			}
 			return r.broken(ctx, a, err)
 		}
-		if ev.malformed {
+		if ev.Malformed {
 			continue // a single malformed event is passed over, not fatal
 		}
-		if ev.upstreamError {
+		if ev.UpstreamError {
 			return r.failed(a, result{outcome: health.OutcomeStreamCut, detail: "upstream sent an error event mid-stream"})
 		}
 		if run(r.stages.read, ev) != pass {
 			continue // malformed for the translation, or held back by it
 		}
 		if !r.res.committed {
-			if ev.noData {
+			if ev.NoData {
 				continue // a keep-alive before the first event commits nothing: failover stays possible
 			}
 			if r.commit(a, resp, firstByte, whole, start) {
 				return r.res // a probe only needs proof of life: the first event
 			}
 		}
-		complete = complete || ev.finished || ev.done
+		complete = complete || ev.Finished || ev.Done
 		switch run(r.stages.answer, ev) {
 		case drop:
 			continue
@@ -91,7 +92,7 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelCauseFunc
 				detail: "the continuation does not go on from the text already sent"}
 		}
 		r.wd.extend()
-		if _, err := w.Write(ev.raw); err != nil {
+		if _, err := w.Write(ev.Raw); err != nil {
 			return s.clientWriteFailure(err, &r.res)
 		}
 		r.pending = true
@@ -109,7 +110,7 @@ type streamRelay struct {
 	httpFlusher http.Flusher
 	wd          writeDeadline
 	cancel      context.CancelCauseFunc
-	sr          sseReader
+	sr          sse.Reader
 	pending     bool // events written to the client but not flushed yet
 	// idle is armed only while the relay waits on the upstream (next): a client that reads
 	// slowly blocks the writes and flushes between, and that time is the client's, never the
@@ -123,7 +124,7 @@ type streamRelay struct {
 // flushBurst flushes what was written, but only when no complete event is waiting behind it:
 // events that arrived together go out in one write, so a burst costs one syscall and nothing waits.
 func (r *streamRelay) flushBurst() error {
-	if !r.pending || r.sr.eventBuffered() {
+	if !r.pending || r.sr.EventBuffered() {
 		return nil
 	}
 	r.pending = false
@@ -135,7 +136,7 @@ func (r *streamRelay) next() (err error) {
 	if r.idle != nil {
 		r.idle.Reset(r.idleAfter)
 	}
-	r.stages.ev, err = r.sr.next()
+	r.stages.ev, err = r.sr.Next()
 	if r.idle != nil {
 		r.idle.Stop()
 	}
@@ -182,7 +183,7 @@ func (r *streamRelay) writeHeld() {
 // ended is the result of a stream that closed after its answer was complete.
 func (r *streamRelay) ended(a *attempt) result {
 	r.res.outcome = health.OutcomeSuccess
-	if !r.sr.sawDone && r.res.committed {
+	if !r.sr.SawDone && r.res.committed {
 		// A clean close after finish_reason is a complete answer: end it now for the client,
 		// with the terminator clients wait for.
 		r.wd.extend() // the upstream's silence before its close may have outlasted the last deadline

@@ -3,6 +3,7 @@ package proxy
 import (
 	"net/http"
 
+	"github.com/switchyard-io/switchyard/internal/proxy/sse"
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
 
@@ -17,7 +18,7 @@ type streamStage interface {
 	// event takes an event on its way to the client. ev.raw is what the client is to get of it
 	// (the stages before may have rewritten it); the stage may rewrite it too, and its verdict
 	// says whether the event goes on.
-	event(ev *sseEvent) verdict
+	event(ev *sse.Event) verdict
 	// end is what the stage still holds back when the stream ends, cleanly or broken: it goes
 	// to the client before the stream's last event (its terminator or the in-band error).
 	end() []byte
@@ -56,7 +57,7 @@ type streamStages struct {
 	restore restoreStage
 	// ev is the event being relayed. The stages take it by pointer, so it lives here rather
 	// than escaping once per event.
-	ev sseEvent
+	ev sse.Event
 	// rc is the relay's write deadline's (relayStream), which would cost an allocation of its own.
 	rc http.ResponseController
 }
@@ -90,7 +91,7 @@ func (p *streamStages) build(s *Server, a *attempt) {
 }
 
 // run hands ev through stages in order; it stops at the first that does not pass it on.
-func run(stages []streamStage, ev *sseEvent) verdict {
+func run(stages []streamStage, ev *sse.Event) verdict {
 	for _, st := range stages {
 		if v := st.event(ev); v != pass {
 			return v
@@ -112,7 +113,7 @@ func (p *streamStages) end() []byte {
 // converter cannot read is passed over, as a malformed event is.
 type convertStage struct{ wire *upstream }
 
-func (c *convertStage) event(ev *sseEvent) verdict {
+func (c *convertStage) event(ev *sse.Event) verdict {
 	if !c.wire.convertEvent(ev) {
 		return drop
 	}
@@ -135,11 +136,11 @@ type usageStage struct {
 	translated bool
 }
 
-func (u *usageStage) event(ev *sseEvent) verdict {
-	if ev.usage != nil {
-		u.s.countTokens(u.call, u.channel, u.model, &u.counted, ev.usage)
+func (u *usageStage) event(ev *sse.Event) verdict {
+	if ev.Usage != nil {
+		u.s.countTokens(u.call, u.channel, u.model, &u.counted, ev.Usage)
 		if u.meter != nil {
-			u.meter.sawUsage(ev.usage)
+			u.meter.sawUsage(ev.Usage)
 		}
 	}
 	raw, dropped := u.call.stripUsageChunk(ev, u.translated)
@@ -149,7 +150,7 @@ func (u *usageStage) event(ev *sseEvent) verdict {
 	case len(raw) == 0:
 		return drop
 	}
-	ev.raw = raw
+	ev.Raw = raw
 	return pass
 }
 
@@ -162,11 +163,11 @@ type restoreStage struct {
 	translated bool
 }
 
-func (st *restoreStage) event(ev *sseEvent) verdict {
+func (st *restoreStage) event(ev *sse.Event) verdict {
 	if st.translated {
-		ev.raw = restoreEvents(st.r, ev.raw)
+		ev.Raw = restoreEvents(st.r, ev.Raw)
 	} else {
-		ev.raw = st.r.event(ev)
+		ev.Raw = st.r.event(ev)
 	}
 	return pass
 }
@@ -175,15 +176,15 @@ func (st *restoreStage) end() []byte { return st.r.end() }
 
 // event rewrites a continuation's event into the rest of the client's stream (contRelay.rewrite).
 // A continuation that writes another answer departs: that says nothing against its channel.
-func (c *contRelay) event(ev *sseEvent) verdict {
-	out, ok := c.rewrite(ev.raw)
+func (c *contRelay) event(ev *sse.Event) verdict {
+	out, ok := c.rewrite(ev.Raw)
 	switch {
 	case !ok:
 		return depart
 	case len(out) == 0:
 		return drop
 	}
-	ev.raw = out
+	ev.Raw = out
 	return pass
 }
 
@@ -198,8 +199,8 @@ type streamMeter struct {
 }
 
 // event records what the client's stream gets (observe).
-func (t *streamTap) event(ev *sseEvent) verdict {
-	t.observe(ev.raw)
+func (t *streamTap) event(ev *sse.Event) verdict {
+	t.observe(ev.Raw)
 	return pass
 }
 

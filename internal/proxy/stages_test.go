@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/switchyard-io/switchyard/internal/proxy/sse"
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
 
@@ -54,7 +55,7 @@ func typesOf(stages []streamStage) string {
 func TestRunStopsAtTheFirstVerdict(t *testing.T) {
 	tap := &streamTap{}
 	cont := &contRelay{tap: tap, seam: spliceSeam([]byte("Hello"))}
-	ev := sseEvent{raw: []byte(`data: {"choices":[{"index":0,"delta":{"content":"Bye"}}]}` + "\n\n")}
+	ev := sse.Event{Raw: []byte(`data: {"choices":[{"index":0,"delta":{"content":"Bye"}}]}` + "\n\n")}
 	if v := run([]streamStage{cont, tap}, &ev); v != depart || tap.sent != 0 {
 		t.Fatalf("verdict %d, tap saw %d bytes: want depart, none", v, tap.sent)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/switchyard-io/switchyard/internal/anthropic"
 	"github.com/switchyard-io/switchyard/internal/health"
+	"github.com/switchyard-io/switchyard/internal/proxy/sse"
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
 
@@ -265,17 +266,17 @@ func responsesUpstream(a *attempt, t *translated, u *upstream, now time.Time) *u
 
 // convertEvent translates one upstream stream event in place. false: the event is malformed for
 // the converter and is passed over, as a malformed event is.
-func (u *upstream) convertEvent(ev *sseEvent) bool {
-	out, err := u.stream.Event(ev.data)
+func (u *upstream) convertEvent(ev *sse.Event) bool {
+	out, err := u.stream.Event(ev.Data)
 	if err != nil {
 		return false
 	}
-	ev.raw = out.Data
-	ev.noData = len(out.Data) == 0
-	ev.finished = ev.finished || out.Finished
-	ev.usage = nil
+	ev.Raw = out.Data
+	ev.NoData = len(out.Data) == 0
+	ev.Finished = ev.Finished || out.Finished
+	ev.Usage = nil
 	if out.Usage != nil {
-		ev.usage = &usage{PromptTokens: out.Usage.Prompt, CompletionTokens: out.Usage.Completion}
+		ev.Usage = &sse.Usage{PromptTokens: out.Usage.Prompt, CompletionTokens: out.Usage.Completion}
 	}
 	return true
 }
@@ -297,7 +298,7 @@ func restoreEvents(sr *streamRestore, raw []byte) []byte {
 		} else {
 			data, _ = bytes.CutPrefix(data, []byte("data: "))
 		}
-		ev := sseEvent{raw: chunk, data: data, done: bytes.Equal(data, []byte("[DONE]"))}
+		ev := sse.Event{Raw: chunk, Data: data, Done: bytes.Equal(data, []byte("[DONE]"))}
 		out = append(out, sr.event(&ev)...)
 	}
 	return out

@@ -1,4 +1,4 @@
-package proxy
+package sse
 
 import (
 	"encoding/json"
@@ -38,14 +38,14 @@ func FuzzDecodeEventMatchesUnmarshal(f *testing.F) {
 			}
 		}
 		var refAnswer struct {
-			Usage *usage `json:"usage"`
+			Usage *Usage `json:"usage"`
 		}
-		var want *usage
+		var want *Usage
 		if json.Unmarshal(data, &refAnswer) == nil {
 			want = refAnswer.Usage
 		}
-		if u, ok := answerUsage(data); ok != (want != nil) || ok && u != *want {
-			t.Fatalf("%q: answerUsage %+v %v, want %+v", data, u, ok, want)
+		if u, ok := AnswerUsage(data); ok != (want != nil) || ok && u != *want {
+			t.Fatalf("%q: AnswerUsage %+v %v, want %+v", data, u, ok, want)
 		}
 
 		got, finished, ok := decodeEvent(data)
@@ -73,7 +73,7 @@ func TestSSEReaderReusesBuffers(t *testing.T) {
 		"data: not json\n\n" +
 		"data: [DONE]\n\n" +
 		"data: {\"partial"
-	r := newSSEReader(strings.NewReader(stream))
+	r := NewReader(strings.NewReader(stream))
 	want := []struct {
 		raw                       string
 		done, finished, malformed bool
@@ -86,18 +86,18 @@ func TestSSEReaderReusesBuffers(t *testing.T) {
 		{raw: "data: [DONE]\n\n", done: true},
 	}
 	for i, w := range want {
-		ev, err := r.next()
+		ev, err := r.Next()
 		if err != nil {
 			t.Fatalf("event %d: %v", i, err)
 		}
-		if string(ev.raw) != w.raw || ev.done != w.done || ev.finished != w.finished || ev.malformed != w.malformed {
-			t.Fatalf("event %d: got %.80q done=%v finished=%v malformed=%v, want %.80q %+v", i, ev.raw, ev.done, ev.finished, ev.malformed, w.raw, w)
+		if string(ev.Raw) != w.raw || ev.Done != w.done || ev.Finished != w.finished || ev.Malformed != w.malformed {
+			t.Fatalf("event %d: got %.80q done=%v finished=%v malformed=%v, want %.80q %+v", i, ev.Raw, ev.Done, ev.Finished, ev.Malformed, w.raw, w)
 		}
-		if i == 3 && (ev.usage == nil || ev.usage.InputTokens != 2 || ev.usage.OutputTokens != 3) {
-			t.Fatalf("event %d: usage %+v", i, ev.usage)
+		if i == 3 && (ev.Usage == nil || ev.Usage.InputTokens != 2 || ev.Usage.OutputTokens != 3) {
+			t.Fatalf("event %d: usage %+v", i, ev.Usage)
 		}
 	}
-	if _, err := r.next(); err != io.ErrUnexpectedEOF {
+	if _, err := r.Next(); err != io.ErrUnexpectedEOF {
 		t.Fatalf("partial last event: err %v, want io.ErrUnexpectedEOF", err)
 	}
 }
@@ -115,9 +115,9 @@ func TestEventBuffered(t *testing.T) {
 		": ping\n\n":                  true, // a comment is an event for the reader
 		"event: a\ndata: {\"b\":1}\n": false,
 	} {
-		sr := newSSEReader(strings.NewReader(in))
+		sr := NewReader(strings.NewReader(in))
 		_, _ = sr.r.Peek(len(in)) // fill the buffer as a network read would
-		if got := sr.eventBuffered(); got != want {
+		if got := sr.EventBuffered(); got != want {
 			t.Errorf("eventBuffered(%q) = %v, want %v", in, got, want)
 		}
 	}

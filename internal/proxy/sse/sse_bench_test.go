@@ -1,4 +1,4 @@
-package proxy
+package sse
 
 import (
 	"encoding/json"
@@ -33,7 +33,7 @@ func BenchmarkAnswerUsage(b *testing.B) {
 	b.Run("hot-path", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, ok := answerUsage(body); !ok {
+			if _, ok := AnswerUsage(body); !ok {
 				b.Fatal("no usage")
 			}
 		}
@@ -42,7 +42,7 @@ func BenchmarkAnswerUsage(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			var v struct {
-				Usage *usage `json:"usage"`
+				Usage *Usage `json:"usage"`
 			}
 			if json.Unmarshal(body, &v) != nil || v.Usage == nil {
 				b.Fatal("no usage")

@@ -1,4 +1,4 @@
-package proxy
+package sse
 
 import (
 	"encoding/json"
@@ -13,11 +13,11 @@ type eventBody struct {
 	Choices []struct {
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
-	Usage *usage           `json:"usage"`
+	Usage *Usage           `json:"usage"`
 	Type  string           `json:"type"`
 	Error *json.RawMessage `json:"error"`
 	Resp  *struct {
-		Usage *usage `json:"usage"`
+		Usage *Usage `json:"usage"`
 	} `json:"response"`
 }
 
@@ -132,7 +132,7 @@ func decodeChoices(v []byte) (finished, ok bool) {
 
 // decodeUsage decodes a usage value into *u as json.Unmarshal(v, u) would: null sets it to nil,
 // an object is merged into it (allocated when nil), and a token count must be an integer.
-func decodeUsage(v []byte, u **usage) bool {
+func decodeUsage(v []byte, u **Usage) bool {
 	switch v[0] {
 	case 'n':
 		*u = nil
@@ -142,7 +142,7 @@ func decodeUsage(v []byte, u **usage) bool {
 		return false
 	}
 	if *u == nil {
-		*u = new(usage)
+		*u = new(Usage)
 	}
 	dst := *u
 	ok := true
@@ -184,9 +184,9 @@ func decodeUsage(v []byte, u **usage) bool {
 	return ok && walked
 }
 
-// answerUsage is the usage of a non-streamed answer, as json.Unmarshal of the body into
+// AnswerUsage is the usage of a non-streamed answer, as json.Unmarshal of the body into
 // struct{ Usage *usage } finds it; ok is false when there is none or the body would not decode.
-func answerUsage(body []byte) (u usage, ok bool) {
+func AnswerUsage(body []byte) (u Usage, ok bool) {
 	if !json.Valid(body) {
 		return u, false
 	}
@@ -194,7 +194,7 @@ func answerUsage(body []byte) (u usage, ok bool) {
 	if body[i] != '{' {
 		return u, false // null has no usage; anything else is a type error
 	}
-	var p *usage
+	var p *Usage
 	valid := true
 	if !jsonraw.EachMember(body, i, func(key []byte, start, end int) bool {
 		if jsonraw.KeyFolds(key, "usage") && !decodeUsage(body[start:end], &p) {
