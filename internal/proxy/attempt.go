@@ -18,6 +18,7 @@ import (
 	"github.com/switchyard-io/switchyard/internal/health"
 	"github.com/switchyard-io/switchyard/internal/pii"
 	"github.com/switchyard-io/switchyard/internal/provider"
+	"github.com/switchyard-io/switchyard/internal/proxy/clientapi"
 	"github.com/switchyard-io/switchyard/internal/proxy/sse"
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
@@ -335,7 +336,7 @@ func abandonedTokens(a *attempt) (prompt, completion int) {
 // rare abandoned stream only.
 func (a *attempt) promptEstimate() int {
 	n := 0
-	if a.path == "/chat/completions" || isMessagesPath(a.path) {
+	if a.path == "/chat/completions" || clientapi.IsMessagesPath(a.path) {
 		n = anthropic.Inspect(a.body).TextBytes
 	}
 	if n == 0 {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/switchyard-io/switchyard/internal/health"
 	"github.com/switchyard-io/switchyard/internal/pii"
+	"github.com/switchyard-io/switchyard/internal/proxy/clientapi"
 	"github.com/switchyard-io/switchyard/internal/proxy/source"
 	"github.com/switchyard-io/switchyard/internal/proxy/sse"
 	"github.com/switchyard-io/switchyard/internal/routing"
@@ -74,31 +75,6 @@ func fixedAnswer(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.Copy(io.Discard, r.Body)
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = io.WriteString(w, `{"id":"x","object":"chat.completion","model":"gpt-4o","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6}}`)
-}
-
-// BenchmarkRequestBody: parsing a client body and producing the upstream body, the hot path
-// against the full decode into a map and re-encode it replaced.
-func BenchmarkRequestBody(b *testing.B) {
-	body := []byte(`{"model":"gpt-4o","messages":[{"role":"system","content":"You are a helpful assistant."},{"role":"user","content":"Say hello in one short sentence, please, and nothing else."}],"temperature":0.2,"max_tokens":64,"stream":false}`)
-	for _, c := range []struct {
-		name  string
-		parse func([]byte) (*clientRequest, error)
-	}{{"hot-path", parseRequest}, {"full-decode", parseRequestSlow}} {
-		for _, upstream := range []string{"gpt-4o", "gpt-4o-2024-08-06"} {
-			b.Run(c.name+"/upstream="+upstream, func(b *testing.B) {
-				b.ReportAllocs()
-				for b.Loop() {
-					r, err := c.parse(body)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if _, err := r.bodyFor(upstream); err != nil {
-						b.Fatal(err)
-					}
-				}
-			})
-		}
-	}
 }
 
 // piiBenchPrompt is a chat body whose user message is about kb KiB of prose with an e-mail
@@ -179,7 +155,7 @@ func BenchmarkMaskRequest(b *testing.B) {
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := parseRequest(body); err != nil {
+				if _, err := clientapi.ParseRequest(body); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -20,6 +20,7 @@ import (
 	"github.com/switchyard-io/switchyard/internal/adminapi"
 	"github.com/switchyard-io/switchyard/internal/audit"
 	"github.com/switchyard-io/switchyard/internal/health"
+	"github.com/switchyard-io/switchyard/internal/proxy/clientapi"
 	"github.com/switchyard-io/switchyard/internal/proxy/sse"
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
@@ -465,7 +466,7 @@ func matchedHash(e *clientEntry, hash string) string {
 // client's limits already, see limit), and for a stream asks the upstream for its usage so the tokens
 // can be counted. It returns the request to route (with stream_options added) or false when it
 // answered the client.
-func (cc *clientCall) admit(cfg *config, cr *clientRequest) (*clientRequest, bool) {
+func (cc *clientCall) admit(cfg *config, cr *clientapi.Request) (*clientapi.Request, bool) {
 	if cc == nil {
 		return cr, true
 	}
@@ -480,8 +481,8 @@ func (cc *clientCall) admit(cfg *config, cr *clientRequest) (*clientRequest, boo
 		return nil, false
 	}
 	if cr.Stream && (cc.path == "/chat/completions" || cc.path == "/completions") {
-		if body, asked, ok := withIncludeUsage(cr.body, cr.fields); ok && !asked {
-			if ncr, err := parseRequest(body); err == nil {
+		if body, asked, ok := withIncludeUsage(cr.Body, cr.Fields); ok && !asked {
+			if ncr, err := clientapi.ParseRequest(body); err == nil {
 				cc.stripUsage = true
 				return ncr, true
 			}
@@ -531,7 +532,7 @@ func maps2(m map[string]json.RawMessage) map[string]json.RawMessage {
 func (cc *clientCall) refuse(status int, kind, code, msg string, retryAfter time.Duration) {
 	cc.reason = code
 	cc.s.metrics.Rejected.WithLabelValues(code).Inc()
-	writeError(cc.w, shapeFor(cc.path), status, kind, code, msg, retryAfter)
+	clientapi.WriteError(cc.w, clientapi.ShapeFor(cc.path), status, kind, code, msg, retryAfter)
 }
 
 // routed records where the request went (after routing).
@@ -707,11 +708,3 @@ func (w *statusWriter) Flush() {
 }
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// bodyOr is the request's body when it holds one (admit may have rewritten it), else b.
-func (r *clientRequest) bodyOr(b []byte) []byte {
-	if r.body != nil {
-		return r.body
-	}
-	return b
-}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/switchyard-io/switchyard/internal/audit"
 	"github.com/switchyard-io/switchyard/internal/mockprovider"
+	"github.com/switchyard-io/switchyard/internal/proxy/clientapi"
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
 
@@ -361,7 +362,7 @@ func TestClientLimitsAcrossTwoReplicas(t *testing.T) {
 // The error shape follows the endpoint: Anthropic's on /v1/messages.
 func TestEndpointErrorShape(t *testing.T) {
 	w := httptest.NewRecorder()
-	writeError(w, shapeFor("/messages"), 429, "rate_limit_error", "client_rate_limit_exceeded", "slow down", 2*time.Second)
+	clientapi.WriteError(w, clientapi.ShapeFor("/messages"), 429, "rate_limit_error", "client_rate_limit_exceeded", "slow down", 2*time.Second)
 	var e struct {
 		Type  string `json:"type"`
 		Error struct {
@@ -376,7 +377,7 @@ func TestEndpointErrorShape(t *testing.T) {
 		t.Fatalf("%d %v", w.Code, w.Header())
 	}
 	w = httptest.NewRecorder()
-	writeError(w, shapeFor("/chat/completions"), 401, "authentication_error", "invalid_api_key", "no", 0)
+	clientapi.WriteError(w, clientapi.ShapeFor("/chat/completions"), 401, "authentication_error", "invalid_api_key", "no", 0)
 	if errorCode(t, w.Body.String()) != "invalid_api_key" {
 		t.Fatal(w.Body.String())
 	}

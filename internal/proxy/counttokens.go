@@ -9,6 +9,7 @@ import (
 	"github.com/tiktoken-go/tokenizer/codec"
 
 	"github.com/switchyard-io/switchyard/internal/failover"
+	"github.com/switchyard-io/switchyard/internal/proxy/clientapi"
 )
 
 // /v1/messages/count_tokens is an endpoint of Anthropic's API alone, and the Anthropic tools
@@ -125,7 +126,7 @@ func countContent(raw json.RawMessage, text func(string), n *int) {
 }
 
 // serveCountTokens answers a count_tokens request for a model no anthropic channel serves.
-func (s *Server) serveCountTokens(w http.ResponseWriter, shape errorShape, mr *modelRoute, body []byte) {
+func (s *Server) serveCountTokens(w http.ResponseWriter, shape clientapi.Shape, mr *modelRoute, body []byte) {
 	n, ok := estimateTokens(body)
 	if !ok {
 		s.reject(w, shape, http.StatusBadRequest, "invalid_request", "invalid_request_error",

@@ -16,6 +16,7 @@ import (
 	"github.com/switchyard-io/switchyard/internal/failover"
 	"github.com/switchyard-io/switchyard/internal/health"
 	"github.com/switchyard-io/switchyard/internal/pii"
+	"github.com/switchyard-io/switchyard/internal/proxy/clientapi"
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
 
@@ -34,7 +35,7 @@ var apiPaths = map[string]bool{
 func (s *Server) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		path := strings.TrimRight(r.URL.Path, "/")
-		shape := shapeFor(path)
+		shape := clientapi.ShapeFor(path)
 		switch {
 		case apiPaths[path]:
 			if r.Method != http.MethodPost {
@@ -67,7 +68,7 @@ func (s *Server) Handler() http.Handler {
 func (s *Server) serveProbe(w http.ResponseWriter, r *http.Request, path string) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
-		s.refuseUnread(w, r, shapeFor(path), http.StatusMethodNotAllowed, "method_not_allowed", "invalid_request_error",
+		s.refuseUnread(w, r, clientapi.ShapeFor(path), http.StatusMethodNotAllowed, "method_not_allowed", "invalid_request_error",
 			fmt.Sprintf("%s %s is not supported; use GET", r.Method, path), 0)
 		return
 	}
@@ -122,7 +123,7 @@ func (s *Server) serveModels(w http.ResponseWriter, r *http.Request) {
 // serveAPI serves one client API request: admission, the client layer, the body, the routing
 // configuration, PII masking, then the failover walk (routeState.run).
 func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
-	shape := shapeFor(path)
+	shape := clientapi.ShapeFor(path)
 	rc := http.NewResponseController(w) // kept here: returned from a function, it would escape
 	// A write deadline left by the connection's previous request must not cut this one short.
 	_ = rc.SetWriteDeadline(time.Time{})
@@ -151,8 +152,8 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
 	if !ok {
 		return
 	}
-	body = cr.bodyOr(body)
-	if path == pathCountTokens {
+	body = cr.BodyOr(body)
+	if path == clientapi.PathCountTokens {
 		if mr := c.models[cr.Model]; mr != nil && c.countsLocally(mr) {
 			s.serveCountTokens(w, shape, mr, body)
 			return
@@ -186,7 +187,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
 
 // admitConnection sets the request's ID and takes an in-flight slot; when it returns ok the
 // caller must give the slot back (s.inFlight.Add(-1)).
-func (s *Server) admitConnection(w http.ResponseWriter, r *http.Request, shape errorShape) (string, bool) {
+func (s *Server) admitConnection(w http.ResponseWriter, r *http.Request, shape clientapi.Shape) (string, bool) {
 	reqID := s.requestID(r)
 	w.Header().Set("X-Request-Id", reqID)
 	if n := s.inFlight.Add(1); n > int64(s.opts.MaxInFlight) {
@@ -200,7 +201,7 @@ func (s *Server) admitConnection(w http.ResponseWriter, r *http.Request, shape e
 
 // readRequestBody reads the client's body within the size and memory limits, or answers why
 // not. held is what the body holds of the gateway's body budget, to give back whatever ok says.
-func (s *Server) readRequestBody(w http.ResponseWriter, r *http.Request, shape errorShape, call *clientCall) (body []byte, held int64, ok bool) {
+func (s *Server) readRequestBody(w http.ResponseWriter, r *http.Request, shape clientapi.Shape, call *clientCall) (body []byte, held int64, ok bool) {
 	if len(r.TransferEncoding) > 0 {
 		// Go's server lets Transfer-Encoding override a Content-Length sent with it, where a
 		// front proxy may have framed the body by the Content-Length: a smuggled request. Every
@@ -227,7 +228,7 @@ func (s *Server) readRequestBody(w http.ResponseWriter, r *http.Request, shape e
 }
 
 // rejectBodyRead answers a body that could not be read whole.
-func (s *Server) rejectBodyRead(w http.ResponseWriter, shape errorShape, call *clientCall, err error) {
+func (s *Server) rejectBodyRead(w http.ResponseWriter, shape clientapi.Shape, call *clientCall, err error) {
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
@@ -248,19 +249,19 @@ func (s *Server) rejectBodyRead(w http.ResponseWriter, shape errorShape, call *c
 // admitRequest parses the body and has the client layer admit it against the loaded
 // configuration, or answers why not (malformed, no config, a model the client may not use or
 // the gateway does not route).
-func (s *Server) admitRequest(w http.ResponseWriter, shape errorShape, body []byte, call *clientCall) (*config, *clientRequest, bool) {
-	cr, err := parseRequest(body)
+func (s *Server) admitRequest(w http.ResponseWriter, shape clientapi.Shape, body []byte, call *clientCall) (*config, *clientapi.Request, bool) {
+	cr, err := clientapi.ParseRequest(body)
 	if err != nil {
 		code := "invalid_request"
-		if br, ok := err.(errBadRequest); ok && br.code != "" {
-			code = br.code
+		if br, ok := err.(clientapi.BadRequest); ok && br.Code != "" {
+			code = br.Code
 		}
 		s.reject(w, shape, http.StatusBadRequest, code, "invalid_request_error", err.Error(), 0)
 		return nil, nil, false
 	}
 	c := s.cfg.Load()
 	if c == nil {
-		writeError(w, shape, http.StatusServiceUnavailable, "server_error", "no_config", "the gateway has no routing configuration loaded yet", 0)
+		clientapi.WriteError(w, shape, http.StatusServiceUnavailable, "server_error", "no_config", "the gateway has no routing configuration loaded yet", 0)
 		return nil, nil, false
 	}
 	cr, admitted := call.admit(c, cr)
@@ -269,7 +270,7 @@ func (s *Server) admitRequest(w http.ResponseWriter, shape errorShape, body []by
 	}
 	if c.models[cr.Model] == nil {
 		s.metrics.Requests.WithLabelValues("", "unknown", "model_not_found", "").Inc()
-		writeError(w, shape, http.StatusNotFound, "invalid_request_error", "model_not_found",
+		clientapi.WriteError(w, shape, http.StatusNotFound, "invalid_request_error", "model_not_found",
 			fmt.Sprintf("the model %q does not exist or is not routed by this gateway; GET /v1/models lists the served models", cr.Model), 0)
 		return nil, nil, false
 	}
@@ -279,12 +280,12 @@ func (s *Server) admitRequest(w http.ResponseWriter, shape errorShape, body []by
 // maskForModel masks the request's personal data when the requested model's policy says so
 // (for every hop: fallbacks get the same masked body), or answers why it cannot. held is what
 // the masked copy holds of the body budget, to give back whatever ok says.
-func (s *Server) maskForModel(rt *routeState, shape errorShape, body []byte) (held int64, ok bool) {
+func (s *Server) maskForModel(rt *routeState, shape clientapi.Shape, body []byte) (held int64, ok bool) {
 	pr := rt.c.models[rt.req.Model].pii
 	if pr == nil {
 		return 0, true
 	}
-	if isMessagesPath(rt.path) {
+	if clientapi.IsMessagesPath(rt.path) {
 		s.reject(rt.w, shape, http.StatusBadRequest, "pii_unsupported", "invalid_request_error",
 			fmt.Sprintf("model %q is routed by a policy that masks personal data, which /v1/messages does not support yet; use /v1/chat/completions", rt.req.Model), 0)
 		return 0, false
@@ -296,7 +297,7 @@ func (s *Server) maskForModel(rt *routeState, shape errorShape, body []byte) (he
 	if rt.req != cr {
 		// The masked copy is held for the whole request too (not against the budget: the
 		// client's body was, and the copy is about its size).
-		held = int64(len(rt.req.body))
+		held = int64(len(rt.req.Body))
 		s.bodyBytes.Add(held)
 	}
 	return held, true
@@ -308,7 +309,7 @@ type routeState struct {
 	s         *Server
 	c         *config
 	w         http.ResponseWriter
-	req       *clientRequest
+	req       *clientapi.Request
 	path      string
 	header    http.Header
 	requestID string
@@ -396,9 +397,9 @@ func (rt *routeState) try(ctx context.Context, st failover.Step) (res result, do
 	s := rt.s
 	ch, mr := st.Channel, st.Model
 	upstream, _ := ch.Upstream(mr.Name)
-	body, err := rt.req.bodyFor(upstream)
+	body, err := rt.req.BodyFor(upstream)
 	if err != nil {
-		writeError(rt.w, shapeFor(rt.path), http.StatusBadRequest, "invalid_request_error", "invalid_request", "failed to encode the request", 0)
+		clientapi.WriteError(rt.w, clientapi.ShapeFor(rt.path), http.StatusBadRequest, "invalid_request_error", "invalid_request", "failed to encode the request", 0)
 		return result{}, "client_error"
 	}
 	n := rt.plan.Attempts()
@@ -415,12 +416,12 @@ func (rt *routeState) try(ctx context.Context, st failover.Step) (res result, do
 		stream: rt.req.Stream, timeout: st.Timeout, header: rt.header, requestID: rt.requestID, number: n, drill: rt.drill,
 		redact: rt.c.redact, restore: rt.restore, piiMasked: rt.piiMasked, call: rt.call})
 	if rt.recoverable(mr) {
-		a.tap = &streamTap{messages: isMessagesPath(rt.path)}
+		a.tap = &streamTap{messages: clientapi.IsMessagesPath(rt.path)}
 		a.meter.tap = a.tap
 	}
 	if rt.call != nil && a.stream && a.meter.tap == nil {
 		// The client's tokens count even when it abandons the stream (abandonedTokens).
-		a.meter.tap = &streamTap{messages: isMessagesPath(rt.path), countOnly: true}
+		a.meter.tap = &streamTap{messages: clientapi.IsMessagesPath(rt.path), countOnly: true}
 	}
 	res = s.do(ctx, rt.w, a)
 	rt.failed(ch, &res)
@@ -449,13 +450,13 @@ func (rt *routeState) stop(st failover.Step) string {
 	}
 	switch st.Stop {
 	case failover.StopUnfit:
-		writeUnfit(rt.w, shapeFor(rt.path), rt.req.Model, st.Detail)
+		writeUnfit(rt.w, clientapi.ShapeFor(rt.path), rt.req.Model, st.Detail)
 		return "client_error"
 	case failover.StopPassThrough:
 		rt.passThrough(rt.res, rt.prev, st.Attempts) // content_policy_violation and other 4xx are the caller's to fix
 		return "client_error"
 	case failover.StopRateLimited:
-		writeError(rt.w, shapeFor(rt.path), http.StatusTooManyRequests, "rate_limit_error", "rate_limit_exceeded",
+		clientapi.WriteError(rt.w, clientapi.ShapeFor(rt.path), http.StatusTooManyRequests, "rate_limit_error", "rate_limit_exceeded",
 			fmt.Sprintf("every channel of model %q is rate limited", rt.req.Model), max(st.RetryAfter, time.Second))
 		return "rate_limited"
 	}
@@ -465,7 +466,7 @@ func (rt *routeState) stop(st failover.Step) string {
 	} else {
 		msg += "; no channel is routable" + st.Detail
 	}
-	writeError(rt.w, shapeFor(rt.path), http.StatusServiceUnavailable, "server_error", "no_channel_available", msg, 0)
+	clientapi.WriteError(rt.w, clientapi.ShapeFor(rt.path), http.StatusServiceUnavailable, "server_error", "no_channel_available", msg, 0)
 	return "unavailable"
 }
 
@@ -524,13 +525,13 @@ func (rt *routeState) passThrough(res result, ch *routing.Channel, attempts int)
 
 // reject answers a request refused before any upstream attempt and counts it by reason (which
 // is also the error's code).
-func (s *Server) reject(w http.ResponseWriter, shape errorShape, status int, reason, typ, msg string, retryAfter time.Duration) {
+func (s *Server) reject(w http.ResponseWriter, shape clientapi.Shape, status int, reason, typ, msg string, retryAfter time.Duration) {
 	s.metrics.Rejected.WithLabelValues(reason).Inc()
-	writeError(w, shape, status, typ, reason, msg, retryAfter)
+	clientapi.WriteError(w, shape, status, typ, reason, msg, retryAfter)
 }
 
 // refuseUnread is reject for an answer given before the request's body is read (closeUnread).
-func (s *Server) refuseUnread(w http.ResponseWriter, r *http.Request, shape errorShape, status int, reason, typ, msg string, retryAfter time.Duration) {
+func (s *Server) refuseUnread(w http.ResponseWriter, r *http.Request, shape clientapi.Shape, status int, reason, typ, msg string, retryAfter time.Duration) {
 	s.closeUnread(w, r)
 	s.reject(w, shape, status, reason, typ, msg, retryAfter)
 }
@@ -547,7 +548,7 @@ func (s *Server) closeUnread(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (s *Server) rejectTooLarge(w http.ResponseWriter, shape errorShape) {
+func (s *Server) rejectTooLarge(w http.ResponseWriter, shape clientapi.Shape) {
 	w.Header().Set("Connection", "close") // the rest of the body is not read
 	s.reject(w, shape, http.StatusRequestEntityTooLarge, "request_too_large", "invalid_request_error",
 		fmt.Sprintf("request body exceeds the limit of %d bytes", s.opts.MaxBodyBytes), 0)

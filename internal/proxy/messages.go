@@ -6,6 +6,7 @@ import (
 
 	"github.com/switchyard-io/switchyard/internal/anthropic"
 	"github.com/switchyard-io/switchyard/internal/failover"
+	"github.com/switchyard-io/switchyard/internal/proxy/clientapi"
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
 
@@ -19,27 +20,15 @@ type need struct {
 func (rt *routeState) needs() *anthropic.Needs {
 	if !rt.need.read {
 		rt.need.read = true
-		if rt.path == "/chat/completions" || isMessagesPath(rt.path) {
-			b := rt.req.body
+		if rt.path == "/chat/completions" || clientapi.IsMessagesPath(rt.path) {
+			b := rt.req.Body
 			if b == nil {
-				b, _ = rt.req.bodyFor(rt.req.Model) // a body decoded by encoding/json
+				b, _ = rt.req.BodyFor(rt.req.Model) // a body decoded by encoding/json
 			}
 			rt.need.Needs = anthropic.Inspect(b)
 		}
 	}
 	return &rt.need.Needs
-}
-
-// size is the client body's length (its text is at most that).
-func (r *clientRequest) size() int {
-	if r.body != nil {
-		return len(r.body)
-	}
-	n := 0
-	for _, v := range r.fields {
-		n += len(v)
-	}
-	return n
 }
 
 // promptTokensAtLeast is a lower bound on a prompt's tokens from its text: no tokenizer in use
@@ -59,7 +48,7 @@ func (rt *routeState) unfit(ch *routing.Channel, model string) string {
 	if why := rt.untranslatable(ch, m); why != "" {
 		return why
 	}
-	if c := m.Capabilities; c.Vision && c.Tools && (c.ContextWindow == 0 || promptTokensAtLeast(rt.req.size()) <= c.ContextWindow) {
+	if c := m.Capabilities; c.Vision && c.Tools && (c.ContextWindow == 0 || promptTokensAtLeast(rt.req.Size()) <= c.ContextWindow) {
 		return "" // nothing to check, not even in the whole body: it is not read
 	}
 	n := rt.needs()
@@ -77,14 +66,14 @@ func (rt *routeState) unfit(ch *routing.Channel, model string) string {
 func (rt *routeState) overflows(m *routing.ChannelModel) bool {
 	w := m.Capabilities.ContextWindow
 	// The whole body bounds its text: most requests are decided without reading it.
-	return w > 0 && promptTokensAtLeast(rt.req.size()) > w && promptTokensAtLeast(rt.needs().TextBytes) > w
+	return w > 0 && promptTokensAtLeast(rt.req.Size()) > w && promptTokensAtLeast(rt.needs().TextBytes) > w
 }
 
 // untranslatable says why the request cannot be put into the channel's API ("" when it can).
 // The translation is made once per provider family, upstream model and output limit, and the
 // attempt reuses it (translation).
 func (rt *routeState) untranslatable(ch *routing.Channel, m *routing.ChannelModel) string {
-	if !speaksMessages(ch.Provider) && !isMessagesPath(rt.path) {
+	if !speaksMessages(ch.Provider) && !clientapi.IsMessagesPath(rt.path) {
 		return "" // an OpenAI client on an OpenAI-compatible channel: as is
 	}
 	_, err := rt.translation(ch, m)
@@ -112,7 +101,7 @@ func (rt *routeState) translation(ch *routing.Channel, m *routing.ChannelModel) 
 	if r, ok := rt.translations[k]; ok {
 		return r.t, r.err
 	}
-	body, err := rt.req.bodyFor(m.Upstream)
+	body, err := rt.req.BodyFor(m.Upstream)
 	var t *translated
 	if err == nil {
 		a := &attempt{channel: ch, path: rt.path, body: body, stream: rt.req.Stream, header: rt.header, upstream: m.Upstream}
@@ -146,8 +135,8 @@ func (rt *routeState) overflowsAll(mr *failover.Model) bool {
 
 // writeUnfit answers a request no channel could take, before any attempt (the planner's
 // StopUnfit): a 400 naming what is missing.
-func writeUnfit(w http.ResponseWriter, shape errorShape, model, reason string) {
-	writeError(w, shape, http.StatusBadRequest, "invalid_request_error", "unsupported_capability",
+func writeUnfit(w http.ResponseWriter, shape clientapi.Shape, model, reason string) {
+	clientapi.WriteError(w, shape, http.StatusBadRequest, "invalid_request_error", "unsupported_capability",
 		fmt.Sprintf("no channel of model %q can serve this request: %s", model, reason), 0)
 }
 
@@ -159,7 +148,7 @@ func (rt *routeState) withCapabilities(a *attempt) *attempt {
 		return a
 	}
 	a.caps = m.Capabilities
-	if speaksMessages(a.channel.Provider) || isMessagesPath(a.path) {
+	if speaksMessages(a.channel.Provider) || clientapi.IsMessagesPath(a.path) {
 		if t, err := rt.translation(a.channel, m); err == nil {
 			a.translated = t
 		}

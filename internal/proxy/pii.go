@@ -11,6 +11,7 @@ import (
 
 	"github.com/switchyard-io/switchyard/internal/jsonraw"
 	"github.com/switchyard-io/switchyard/internal/pii"
+	"github.com/switchyard-io/switchyard/internal/proxy/clientapi"
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
 
@@ -43,23 +44,23 @@ func newPIIRoute(p *routing.Policy) *piiRoute {
 	return r
 }
 
-// errUnscannable: the body is JSON the walker cannot follow (parseRequest accepted it, so this
+// errUnscannable: the body is JSON the walker cannot follow (clientapi.ParseRequest accepted it, so this
 // does not happen for valid JSON); it is refused rather than sent unscanned.
 var errUnscannable = errors.New("the request body could not be scanned for personal data")
 
 // applyPII runs the policy's masking over a parsed request. It returns the request to route (the
 // masked one in Mask mode), the session whose placeholders the answer gets back (nil when there
 // is nothing to restore), and false when it has answered the client itself.
-func (s *Server) applyPII(w http.ResponseWriter, pr *piiRoute, path string, body []byte, cr *clientRequest) (*clientRequest, *pii.Session, map[string]int, bool) {
+func (s *Server) applyPII(w http.ResponseWriter, pr *piiRoute, path string, body []byte, cr *clientapi.Request) (*clientapi.Request, *pii.Session, map[string]int, bool) {
 	if pr.err != nil {
-		s.reject(w, shapeFor(path), http.StatusServiceUnavailable, "pii_unavailable", "server_error",
+		s.reject(w, clientapi.ShapeFor(path), http.StatusServiceUnavailable, "pii_unavailable", "server_error",
 			fmt.Sprintf("the personal-data masking of policy %s cannot run on this gateway (%v); the request was not sent", qualifiedName(pr.namespace, pr.policy), pr.err), 0)
 		return nil, nil, nil, false
 	}
 	ss := pr.scanner.NewSession()
 	masked, err := maskRequest(path, body, ss.Mask)
 	if err != nil {
-		s.reject(w, shapeFor(path), http.StatusBadRequest, "invalid_request", "invalid_request_error", err.Error(), 0)
+		s.reject(w, clientapi.ShapeFor(path), http.StatusBadRequest, "invalid_request", "invalid_request_error", err.Error(), 0)
 		return nil, nil, nil, false
 	}
 	found := ss.Found()
@@ -68,7 +69,7 @@ func (s *Server) applyPII(w http.ResponseWriter, pr *piiRoute, path string, body
 	}
 	if pr.mode == routing.PIIBlock {
 		// The detector names only: the values never go into a response, a log or a metric.
-		s.reject(w, shapeFor(path), http.StatusBadRequest, "pii_detected", "invalid_request_error",
+		s.reject(w, clientapi.ShapeFor(path), http.StatusBadRequest, "pii_detected", "invalid_request_error",
 			fmt.Sprintf("the request contains personal data (%s), which policy %s does not let leave the gateway; remove it and retry",
 				strings.Join(found, ", "), qualifiedName(pr.namespace, pr.policy)), 0)
 		return nil, nil, nil, false
@@ -77,10 +78,10 @@ func (s *Server) applyPII(w http.ResponseWriter, pr *piiRoute, path string, body
 	for det, n := range counts {
 		s.metrics.PIIMasked.WithLabelValues(pr.namespace, pr.policy, det).Add(float64(n))
 	}
-	out, err := parseRequest(masked)
+	out, err := clientapi.ParseRequest(masked)
 	if err != nil || out.Model != cr.Model || out.Stream != cr.Stream {
 		// Masking rewrites string values only; a body that no longer parses the same is a bug.
-		s.reject(w, shapeFor(path), http.StatusInternalServerError, "pii_unavailable", "server_error", "masking personal data failed; the request was not sent", 0)
+		s.reject(w, clientapi.ShapeFor(path), http.StatusInternalServerError, "pii_unavailable", "server_error", "masking personal data failed; the request was not sent", 0)
 		return nil, nil, nil, false
 	}
 	if !pr.restore || path == "/embeddings" {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/switchyard-io/switchyard/internal/mockprovider"
+	"github.com/switchyard-io/switchyard/internal/proxy/clientapi"
 	"github.com/switchyard-io/switchyard/internal/proxy/source"
 )
 
@@ -220,7 +221,7 @@ func TestPIIBlock(t *testing.T) {
 			t.Fatalf("status %d, want 400: %s", got.status, got.body)
 		}
 		var e struct {
-			Error apiError `json:"error"`
+			Error clientapi.APIError `json:"error"`
 		}
 		if err := json.Unmarshal([]byte(got.body), &e); err != nil || e.Error.Code == nil || *e.Error.Code != "pii_detected" || e.Error.Type != "invalid_request_error" {
 			t.Fatalf("error body: %s", got.body)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchyard-io/switchyard/internal/failover"
 	"github.com/switchyard-io/switchyard/internal/health"
+	"github.com/switchyard-io/switchyard/internal/proxy/clientapi"
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
 
@@ -49,7 +50,7 @@ func unrecoverable(t recoveryTraits, tap *streamTap) string {
 func (rt *routeState) recoverable(mr *failover.Model) bool {
 	p := rt.plan.First().Policy
 	return rt.req.Stream && p.StreamRecovery == "Continue" && p.MaxContinuations > 0 && rt.restore == nil &&
-		(rt.path == "/chat/completions" || rt.path == pathMessages) && mr != nil
+		(rt.path == "/chat/completions" || rt.path == clientapi.PathMessages) && mr != nil
 }
 
 // continuationBody is the client's request (in the client's API) with the text already sent as
@@ -122,7 +123,7 @@ func (rt *routeState) recoverStream(ctx context.Context, broken *attempt, mr *fa
 	s := rt.s
 	tap := broken.tap
 	var traits recoveryTraits
-	if body, err := rt.req.bodyFor(rt.req.Model); err == nil {
+	if body, err := rt.req.BodyFor(rt.req.Model); err == nil {
 		_ = json.Unmarshal(body, &traits)
 	}
 	why := unrecoverable(traits, tap)
@@ -257,7 +258,7 @@ func (rt *routeState) abandonedParts(broken *attempt, tap *streamTap) {
 // continuation, or (splice) the original request again.
 func (rt *routeState) continuationAttempt(broken *attempt, ch *routing.Channel, mr *failover.Model, splice bool, n int, timeout time.Duration) (*attempt, error) {
 	upstream, _ := ch.Upstream(mr.Name)
-	body, err := rt.req.bodyFor(upstream)
+	body, err := rt.req.BodyFor(upstream)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchyard-io/switchyard/internal/failover"
 	"github.com/switchyard-io/switchyard/internal/health"
+	"github.com/switchyard-io/switchyard/internal/proxy/clientapi"
 	"github.com/switchyard-io/switchyard/internal/proxy/sse"
 )
 
@@ -293,7 +294,7 @@ func flushIf(f http.Flusher) {
 // writeStreamError ends a committed stream with an in-band error event (and no [DONE]), so no
 // client can mistake it for a complete answer.
 func writeStreamError(w io.Writer, f http.Flusher, detail string) {
-	b, _ := json.Marshal(map[string]any{"error": apiError{
+	b, _ := json.Marshal(map[string]any{"error": clientapi.APIError{
 		Message: "the upstream stream was interrupted before completion: " + detail,
 		Type:    "upstream_error", Code: strPtr("stream_interrupted"),
 	}})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/switchyard-io/switchyard/internal/anthropic"
 	"github.com/switchyard-io/switchyard/internal/health"
+	"github.com/switchyard-io/switchyard/internal/proxy/clientapi"
 	"github.com/switchyard-io/switchyard/internal/proxy/sse"
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
@@ -32,16 +33,6 @@ import (
 //
 // Anything else a channel cannot serve is left out by routing (see unfit), so upstreamFor only
 // fails on a body the routing check has not seen (a probe's cannot fail).
-
-// Paths of the Messages API, after /v1.
-const (
-	pathMessages    = "/messages"
-	pathCountTokens = "/messages/count_tokens"
-	// pathResponses is OpenAI's Responses API.
-	pathResponses = "/responses"
-)
-
-func isMessagesPath(p string) bool { return p == pathMessages || p == pathCountTokens }
 
 // upstream is one attempt's request as the channel speaks it, and how its answer comes back.
 type upstream struct {
@@ -170,17 +161,17 @@ type translated struct {
 
 // translate puts the attempt's body into the channel's API.
 func translate(a *attempt, caps routing.Capabilities) (*translated, error) {
-	messages := isMessagesPath(a.path)
+	messages := clientapi.IsMessagesPath(a.path)
 	switch {
-	case isCloud(a.channel.Provider) && a.path == pathCountTokens:
+	case isCloud(a.channel.Provider) && a.path == clientapi.PathCountTokens:
 		return nil, fmt.Errorf("/v1/messages/count_tokens is served by anthropic channels only, not %s", a.channel.Provider)
 	case speaksMessages(a.channel.Provider) && messages:
-	case speaksMessages(a.channel.Provider) && a.path == pathResponses:
+	case speaksMessages(a.channel.Provider) && a.path == clientapi.PathResponses:
 		r, err := anthropic.MessagesFromResponses(a.body, anthropic.Target{Provider: a.channel.Provider, Model: a.upstream, MaxTokens: caps.MaxOutputTokens})
 		if err != nil {
 			return nil, err
 		}
-		return &translated{path: pathMessages, body: r.Body, echo: r.Echo, output: r.Output}, nil
+		return &translated{path: clientapi.PathMessages, body: r.Body, echo: r.Echo, output: r.Output}, nil
 	case speaksMessages(a.channel.Provider):
 		if a.path != "/chat/completions" {
 			return nil, fmt.Errorf("%s channels serve /v1/chat/completions, /v1/responses and /v1/messages, not /v1%s", a.channel.Provider, a.path)
@@ -189,8 +180,8 @@ func translate(a *attempt, caps routing.Capabilities) (*translated, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &translated{path: pathMessages, body: r.Body, includeUsage: r.IncludeUsage, output: r.Output}, nil
-	case a.path == pathCountTokens:
+		return &translated{path: clientapi.PathMessages, body: r.Body, includeUsage: r.IncludeUsage, output: r.Output}, nil
+	case a.path == clientapi.PathCountTokens:
 		return nil, fmt.Errorf("/v1/messages/count_tokens is served by anthropic channels only")
 	case messages:
 		body, err := anthropic.ChatFromMessagesRequest(a.body, a.upstream)
@@ -212,10 +203,10 @@ func upstreamFor(a *attempt, caps routing.Capabilities, now time.Time) (*upstrea
 			return nil, err
 		}
 	}
-	messages := isMessagesPath(a.path)
+	messages := clientapi.IsMessagesPath(a.path)
 	u := &upstream{path: t.path, body: t.body, messagesClient: messages}
 	switch {
-	case speaksMessages(a.channel.Provider) && a.path == pathResponses:
+	case speaksMessages(a.channel.Provider) && a.path == clientapi.PathResponses:
 		return responsesUpstream(a, t, u, now), nil
 	case speaksMessages(a.channel.Provider) && messages:
 		u.anthropicVersion = a.header.Get("Anthropic-Version")
@@ -309,7 +300,7 @@ func (a *attempt) streamEnd() []byte {
 	switch {
 	case a.wire != nil && a.wire.stream != nil:
 		return a.wire.stream.End()
-	case a.path == pathResponses:
+	case a.path == clientapi.PathResponses:
 		// The Responses API ends with response.completed and no terminator: OpenAI sends no
 		// [DONE], and a client parsing every event as JSON would choke on one.
 		return nil

@@ -1,4 +1,4 @@
-package proxy
+package clientapi
 
 import (
 	"bytes"
@@ -29,7 +29,7 @@ func FuzzParseRequestMatchesFullDecode(f *testing.F) {
 	f.Add([]byte(`{"model":"gpt-4o"}`), "gpt-4o")
 	f.Add([]byte(`{"model":"gpt-4o"}`), "needs \"escaping\" <&>")
 	f.Fuzz(func(t *testing.T, body []byte, upstream string) {
-		fast, ferr := parseRequest(body)
+		fast, ferr := ParseRequest(body)
 		ref, rerr := parseRequestSlow(bytes.TrimSpace(body))
 		if len(bytes.TrimSpace(body)) == 0 {
 			return
@@ -43,11 +43,11 @@ func FuzzParseRequestMatchesFullDecode(f *testing.F) {
 		if fast.Model != ref.Model || fast.Stream != ref.Stream {
 			t.Fatalf("%q: fast (%q, %v), reference (%q, %v)", body, fast.Model, fast.Stream, ref.Model, ref.Stream)
 		}
-		got, err := fast.bodyFor(upstream)
+		got, err := fast.BodyFor(upstream)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := ref.bodyFor(upstream)
+		want, err := ref.BodyFor(upstream)
 		if err != nil {
 			t.Fatal(err)
 		}

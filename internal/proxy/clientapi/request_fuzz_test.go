@@ -1,4 +1,4 @@
-package proxy
+package clientapi
 
 import (
 	"encoding/json"
@@ -27,9 +27,9 @@ func FuzzParseRequest(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		r, err := parseRequest(body)
+		r, err := ParseRequest(body)
 		if err != nil {
-			if _, ok := err.(errBadRequest); !ok {
+			if _, ok := err.(BadRequest); !ok {
 				t.Fatalf("error of type %T: %v", err, err)
 			}
 			return
@@ -37,7 +37,7 @@ func FuzzParseRequest(f *testing.F) {
 		if r.Model == "" {
 			t.Fatal("accepted an empty model")
 		}
-		out, err := r.bodyFor("upstream-model")
+		out, err := r.BodyFor("upstream-model")
 		if err != nil {
 			t.Fatalf("re-encoding: %v", err)
 		}
@@ -49,8 +49,8 @@ func FuzzParseRequest(f *testing.F) {
 		if json.Unmarshal(back["model"], &m) != nil || m != "upstream-model" {
 			t.Fatalf("model not renamed: %s", back["model"])
 		}
-		if again, _ := parseRequest(body); again.Model != r.Model {
-			t.Fatal("bodyFor changed the parsed request")
+		if again, _ := ParseRequest(body); again.Model != r.Model {
+			t.Fatal("BodyFor changed the parsed request")
 		}
 		var folded struct {
 			Model  string
