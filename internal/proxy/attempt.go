@@ -19,6 +19,7 @@ import (
 	"github.com/switchyard-io/switchyard/internal/pii"
 	"github.com/switchyard-io/switchyard/internal/provider"
 	"github.com/switchyard-io/switchyard/internal/proxy/clientapi"
+	"github.com/switchyard-io/switchyard/internal/proxy/piimask"
 	"github.com/switchyard-io/switchyard/internal/proxy/sse"
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
@@ -249,7 +250,7 @@ func (s *Server) relayAnswer(ctx context.Context, w http.ResponseWriter, a *atte
 		res.outputTokens = u.Completion()
 	}
 	if a.restore != nil {
-		body = restoreAll(body, a.restore)
+		body = piimask.RestoreAll(body, a.restore)
 	}
 	writeAnswerHeaders(w, a, resp.Header)
 	// The length is known: without it net/http sends an answer over 2 KiB chunked.

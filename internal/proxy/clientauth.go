@@ -543,7 +543,7 @@ func (cc *clientCall) routed(rt *routeState) {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
 	if first := rt.plan.First(); first != nil {
-		cc.policy = qualifiedName(first.Policy.Namespace, first.Policy.Name)
+		cc.policy = routing.QualifiedName(first.Policy.Namespace, first.Policy.Name)
 	}
 	cc.pii = rt.piiMasked
 	if sk := rt.plan.Skipped(); len(sk) > 0 {

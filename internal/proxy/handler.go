@@ -17,6 +17,7 @@ import (
 	"github.com/switchyard-io/switchyard/internal/health"
 	"github.com/switchyard-io/switchyard/internal/pii"
 	"github.com/switchyard-io/switchyard/internal/proxy/clientapi"
+	"github.com/switchyard-io/switchyard/internal/proxy/piimask"
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
 
@@ -661,4 +662,19 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// applyPII runs the model's policy's masking over a parsed request: the request to route, the
+// session whose placeholders the answer gets back (nil when there is nothing to restore) and the
+// values masked per detector; false when it has answered the client itself.
+func (s *Server) applyPII(w http.ResponseWriter, pr *piimask.Route, path string, body []byte, cr *clientapi.Request) (*clientapi.Request, *pii.Session, map[string]int, bool) {
+	m, refused := pr.Apply(path, body, cr)
+	if refused != nil {
+		s.reject(w, clientapi.ShapeFor(path), refused.Status, refused.Code, refused.Type, refused.Message, 0)
+		return nil, nil, nil, false
+	}
+	for det, n := range m.Counts {
+		s.metrics.PIIMasked.WithLabelValues(pr.Namespace, pr.Policy, det).Add(float64(n))
+	}
+	return m.Request, m.Session, m.Counts, true
 }

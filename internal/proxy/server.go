@@ -27,6 +27,7 @@ import (
 	"github.com/switchyard-io/switchyard/internal/failover"
 	"github.com/switchyard-io/switchyard/internal/fleet"
 	"github.com/switchyard-io/switchyard/internal/health"
+	"github.com/switchyard-io/switchyard/internal/proxy/piimask"
 	"github.com/switchyard-io/switchyard/internal/proxy/transport"
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
@@ -172,7 +173,7 @@ type config struct {
 // proxy's own.
 type modelRoute struct {
 	failover.Model
-	pii *piiRoute // the policy's masking, shared by its models; nil when off
+	pii *piimask.Route // the policy's masking, shared by its models; nil when off
 }
 
 // New creates a proxy with no configuration: it answers 503 until Apply succeeds.
@@ -318,15 +319,15 @@ func (s *Server) apply(t *routing.Table, source string, rejected error, problems
 	for i := range t.Channels {
 		c.channels[t.Channels[i].ID()] = &t.Channels[i]
 	}
-	piiByPolicy := map[*routing.Policy]*piiRoute{}
+	piiByPolicy := map[*routing.Policy]*piimask.Route{}
 	for i := range t.Policies {
 		p := &t.Policies[i]
 		if p.PII == nil {
 			continue
 		}
-		pr := newPIIRoute(p)
-		if pr.err != nil {
-			s.log.Error("Failed to compile a policy's PII detectors; its requests are refused", "policy", p.Namespace+"/"+p.Name, "error", pr.err.Error())
+		pr := piimask.NewRoute(p)
+		if pr.Err() != nil {
+			s.log.Error("Failed to compile a policy's PII detectors; its requests are refused", "policy", p.Namespace+"/"+p.Name, "error", pr.Err().Error())
 		}
 		piiByPolicy[p] = pr
 	}

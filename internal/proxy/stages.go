@@ -3,6 +3,7 @@ package proxy
 import (
 	"net/http"
 
+	"github.com/switchyard-io/switchyard/internal/proxy/piimask"
 	"github.com/switchyard-io/switchyard/internal/proxy/sse"
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
@@ -75,7 +76,7 @@ func (p *streamStages) build(s *Server, a *attempt) {
 		meter: a.meter.tap, translated: translated}
 	stages = append(stages, &p.usage)
 	if a.restore != nil {
-		p.restore = restoreStage{r: newStreamRestore(a.restore, a.path), translated: translated}
+		p.restore = restoreStage{r: piimask.NewStreamRestore(a.restore, a.path), translated: translated}
 		stages = append(stages, &p.restore)
 	}
 	if a.cont != nil {
@@ -159,7 +160,7 @@ func (*usageStage) end() []byte { return nil }
 // restoreStage puts the request's masked values back into the stream (piistream.go); a
 // translated event may carry several chunks, restored one by one (restoreEvents).
 type restoreStage struct {
-	r          *streamRestore
+	r          *piimask.StreamRestore
 	translated bool
 }
 
@@ -167,12 +168,12 @@ func (st *restoreStage) event(ev *sse.Event) verdict {
 	if st.translated {
 		ev.Raw = restoreEvents(st.r, ev.Raw)
 	} else {
-		ev.Raw = st.r.event(ev)
+		ev.Raw = st.r.Event(ev)
 	}
 	return pass
 }
 
-func (st *restoreStage) end() []byte { return st.r.end() }
+func (st *restoreStage) end() []byte { return st.r.End() }
 
 // event rewrites a continuation's event into the rest of the client's stream (contRelay.rewrite).
 // A continuation that writes another answer departs: that says nothing against its channel.

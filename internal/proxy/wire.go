@@ -11,6 +11,7 @@ import (
 	"github.com/switchyard-io/switchyard/internal/anthropic"
 	"github.com/switchyard-io/switchyard/internal/health"
 	"github.com/switchyard-io/switchyard/internal/proxy/clientapi"
+	"github.com/switchyard-io/switchyard/internal/proxy/piimask"
 	"github.com/switchyard-io/switchyard/internal/proxy/sse"
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
@@ -275,7 +276,7 @@ func (u *upstream) convertEvent(ev *sse.Event) bool {
 // restoreEvents runs a converted event's chunks (chat chunks, or Responses events with their
 // event: line) through the PII restore one by one, as it expects them (a translated event may
 // carry several).
-func restoreEvents(sr *streamRestore, raw []byte) []byte {
+func restoreEvents(sr *piimask.StreamRestore, raw []byte) []byte {
 	var out []byte
 	for _, chunk := range bytes.SplitAfter(raw, []byte("\n\n")) {
 		if len(chunk) == 0 {
@@ -290,7 +291,7 @@ func restoreEvents(sr *streamRestore, raw []byte) []byte {
 			data, _ = bytes.CutPrefix(data, []byte("data: "))
 		}
 		ev := sse.Event{Raw: chunk, Data: data, Done: bytes.Equal(data, []byte("[DONE]"))}
-		out = append(out, sr.event(&ev)...)
+		out = append(out, sr.Event(&ev)...)
 	}
 	return out
 }

@@ -42,7 +42,7 @@ type ClientLimits struct {
 }
 
 // ID is the client's namespace/name (its name alone without a namespace).
-func (c *Client) ID() string { return qualified(c.Namespace, c.Name) }
+func (c *Client) ID() string { return QualifiedName(c.Namespace, c.Name) }
 
 // Allows reports whether the client may use a public model name.
 func (c *Client) Allows(model string) bool {
@@ -114,23 +114,23 @@ func CompileClients(in Inputs) ([]Client, []Problem) {
 	secrets := make(map[string]*corev1.Secret, len(in.Secrets))
 	for i := range in.Secrets {
 		s := &in.Secrets[i]
-		secrets[qualified(s.Namespace, s.Name)] = s
+		secrets[QualifiedName(s.Namespace, s.Name)] = s
 	}
 	gcs := slices.Clone(in.Clients)
 	sort.Slice(gcs, func(i, j int) bool {
-		return qualified(gcs[i].Namespace, gcs[i].Name) < qualified(gcs[j].Namespace, gcs[j].Name)
+		return QualifiedName(gcs[i].Namespace, gcs[i].Name) < QualifiedName(gcs[j].Namespace, gcs[j].Name)
 	})
 	var out []Client
 	var problems []Problem
 	owner := map[string]string{} // key hash -> client ID
 	for i := range gcs {
 		gc := &gcs[i]
-		id := qualified(gc.Namespace, gc.Name)
+		id := QualifiedName(gc.Namespace, gc.Name)
 		bad := func(reason, format string, args ...any) {
 			problems = append(problems, Problem{Kind: "GatewayClient", Namespace: gc.Namespace, Name: gc.Name, Reason: reason,
 				Message: fmt.Sprintf(format, args...)})
 		}
-		if i > 0 && qualified(gcs[i-1].Namespace, gcs[i-1].Name) == id {
+		if i > 0 && QualifiedName(gcs[i-1].Namespace, gcs[i-1].Name) == id {
 			bad(ReasonInvalidSpec, "GatewayClient %s is declared twice", id)
 			continue
 		}
@@ -147,7 +147,7 @@ func CompileClients(in Inputs) ([]Client, []Problem) {
 		}
 		if conflict != "" {
 			bad(ReasonKeyConflict, "spec.keysSecretRef: Secret %s holds a key that GatewayClient %s accepts too; every key must name one client",
-				qualified(gc.Namespace, gc.Spec.KeysSecretRef.Name), conflict)
+				QualifiedName(gc.Namespace, gc.Spec.KeysSecretRef.Name), conflict)
 			continue
 		}
 		for _, h := range c.KeyHashes {
@@ -160,7 +160,7 @@ func CompileClients(in Inputs) ([]Client, []Problem) {
 
 func compileClient(gc *v1alpha1.GatewayClient, secrets map[string]*corev1.Secret, reserved map[string]bool, bad func(string, string, ...any)) (Client, bool) {
 	spec := &gc.Spec
-	ref := qualified(gc.Namespace, spec.KeysSecretRef.Name)
+	ref := QualifiedName(gc.Namespace, spec.KeysSecretRef.Name)
 	if spec.KeysSecretRef.Name == "" {
 		bad(ReasonInvalidSpec, "spec.keysSecretRef.name is required")
 		return Client{}, false

@@ -87,7 +87,7 @@ func Blocking(problems []Problem) []Problem {
 }
 
 func (p Problem) String() string {
-	return fmt.Sprintf("%s %s: %s", p.Kind, qualified(p.Namespace, p.Name), p.Message)
+	return fmt.Sprintf("%s %s: %s", p.Kind, QualifiedName(p.Namespace, p.Name), p.Message)
 }
 
 // Compile builds the routing table. It is pure and deterministic: the same inputs give the same
@@ -97,7 +97,7 @@ func Compile(in Inputs) (*Table, []Problem) {
 	c := compiler{secrets: map[string]*corev1.Secret{}, reserved: in.ReservedSecrets}
 	for i := range in.Secrets {
 		s := &in.Secrets[i]
-		c.secrets[qualified(s.Namespace, s.Name)] = s
+		c.secrets[QualifiedName(s.Namespace, s.Name)] = s
 	}
 	t := &Table{Credentials: map[string]Secret{}}
 
@@ -139,7 +139,7 @@ func Compile(in Inputs) (*Table, []Problem) {
 			t.Credentials[id] = NewSecret(key)
 		}
 		t.Channels = append(t.Channels, ch)
-		byKey[qualified(pc.Namespace, pc.Name)] = pc
+		byKey[QualifiedName(pc.Namespace, pc.Name)] = pc
 	}
 
 	// The older policy keeps a contested model: a newcomer must not take it over from the one
@@ -150,7 +150,7 @@ func Compile(in Inputs) (*Table, []Problem) {
 		if !ti.Equal(&tj) {
 			return ti.Before(&tj)
 		}
-		return qualified(policies[i].Namespace, policies[i].Name) < qualified(policies[j].Namespace, policies[j].Name)
+		return QualifiedName(policies[i].Namespace, policies[i].Name) < QualifiedName(policies[j].Namespace, policies[j].Name)
 	})
 	claimed := map[string]string{} // model -> policy that routes it
 	for i := range policies {
@@ -171,7 +171,7 @@ func Compile(in Inputs) (*Table, []Problem) {
 			continue
 		}
 		for _, m := range p.Models {
-			claimed[m] = qualified(rp.Namespace, rp.Name)
+			claimed[m] = QualifiedName(rp.Namespace, rp.Name)
 		}
 		t.Policies = append(t.Policies, p)
 	}
@@ -267,15 +267,15 @@ func (c *compiler) channel(pc *v1alpha1.ProviderChannel) (ch Channel, key string
 		}
 	}
 	if ref := spec.CredentialsRef; ref != nil {
-		if c.reserved[qualified(pc.Namespace, ref.Name)] {
-			return bad(ReasonRefNotPermitted, "spec.credentialsRef: Secret %s is Switchyard's own credentials Secret; a channel may reference only its team's Secrets", qualified(pc.Namespace, ref.Name))
+		if c.reserved[QualifiedName(pc.Namespace, ref.Name)] {
+			return bad(ReasonRefNotPermitted, "spec.credentialsRef: Secret %s is Switchyard's own credentials Secret; a channel may reference only its team's Secrets", QualifiedName(pc.Namespace, ref.Name))
 		}
-		s, found := c.secrets[qualified(pc.Namespace, ref.Name)]
+		s, found := c.secrets[QualifiedName(pc.Namespace, ref.Name)]
 		if found && s.Labels[InternalSecretLabel] == "true" {
-			return bad(ReasonRefNotPermitted, "spec.credentialsRef: Secret %s is labelled %s=true (Switchyard's own); a channel may reference only its team's Secrets", qualified(pc.Namespace, ref.Name), InternalSecretLabel)
+			return bad(ReasonRefNotPermitted, "spec.credentialsRef: Secret %s is labelled %s=true (Switchyard's own); a channel may reference only its team's Secrets", QualifiedName(pc.Namespace, ref.Name), InternalSecretLabel)
 		}
 		if !found {
-			return bad(ReasonSecretNotFound, "spec.credentialsRef: Secret %s not found", qualified(pc.Namespace, ref.Name))
+			return bad(ReasonSecretNotFound, "spec.credentialsRef: Secret %s not found", QualifiedName(pc.Namespace, ref.Name))
 		}
 		v, reason, msg := credentialsOf(spec.Provider, s, ref)
 		if msg != "" {
@@ -432,12 +432,12 @@ func (c *compiler) policy(rp *v1alpha1.RoutingPolicy, channels []v1alpha1.Provid
 		refs = spec.Channels
 	}
 	for _, ref := range refs {
-		pc, found := byKey[qualified(rp.Namespace, ref.Name)]
+		pc, found := byKey[QualifiedName(rp.Namespace, ref.Name)]
 		if !found {
 			if _, exists := findChannel(channels, rp.Namespace, ref.Name); exists {
-				return bad(ReasonChannelNotReady, "spec.channels: ProviderChannel %s is not ready (see its status)", qualified(rp.Namespace, ref.Name))
+				return bad(ReasonChannelNotReady, "spec.channels: ProviderChannel %s is not ready (see its status)", QualifiedName(rp.Namespace, ref.Name))
 			}
-			return bad(ReasonChannelNotFound, "spec.channels: ProviderChannel %s not found", qualified(rp.Namespace, ref.Name))
+			return bad(ReasonChannelNotFound, "spec.channels: ProviderChannel %s not found", QualifiedName(rp.Namespace, ref.Name))
 		}
 		ch, _ := t.Channel(ChannelID(pc.Namespace, pc.Name))
 		if len(p.RequireResidency) > 0 && !slices.Contains(p.RequireResidency, ch.Residency) {
@@ -492,7 +492,7 @@ func credentialsOf(p v1alpha1.Provider, s *corev1.Secret, ref *v1alpha1.SecretKe
 	case v1alpha1.ProviderVertex:
 		key := vertex.SecretKeyOf(ref)
 		if _, found := secretValue(s, key); !found {
-			return "", ReasonSecretKeyNotFound, fmt.Sprintf("spec.credentialsRef: Secret %s has no key %q", qualified(s.Namespace, s.Name), key)
+			return "", ReasonSecretKeyNotFound, fmt.Sprintf("spec.credentialsRef: Secret %s has no key %q", QualifiedName(s.Namespace, s.Name), key)
 		}
 		v, err := vertex.SecretValue(s, key)
 		if err != nil {
@@ -502,7 +502,7 @@ func credentialsOf(p v1alpha1.Provider, s *corev1.Secret, ref *v1alpha1.SecretKe
 	}
 	v, found := secretValue(s, ref.Key)
 	if !found {
-		return "", ReasonSecretKeyNotFound, fmt.Sprintf("spec.credentialsRef: Secret %s has no key %q", qualified(s.Namespace, s.Name), ref.Key)
+		return "", ReasonSecretKeyNotFound, fmt.Sprintf("spec.credentialsRef: Secret %s has no key %q", QualifiedName(s.Namespace, s.Name), ref.Key)
 	}
 	return v, "", ""
 }
@@ -535,7 +535,8 @@ func secretValue(s *corev1.Secret, key string) (string, bool) {
 	return "", false
 }
 
-func qualified(ns, name string) string {
+// QualifiedName is an object's namespace/name, or its name alone outside namespaces (standalone).
+func QualifiedName(ns, name string) string {
 	if ns == "" {
 		return name
 	}

@@ -59,7 +59,7 @@ func (c *compiler) checkFallbacks(t *Table) {
 				if !target.AcceptsFallbackFrom(p.Namespace) {
 					c.problem("RoutingPolicy", p.Namespace, p.Name, ReasonFallbackNotAccepted,
 						fmt.Sprintf("%s: model %q is routed by RoutingPolicy %s in another namespace, which does not accept fallback from namespace %s; to allow it, add acceptFallbackFrom: [%s] to RoutingPolicy %s",
-							list.field, m, qualified(target.Namespace, target.Name), namespaceOrNone(p.Namespace), consentFor(p.Namespace), qualified(target.Namespace, target.Name)))
+							list.field, m, QualifiedName(target.Namespace, target.Name), namespaceOrNone(p.Namespace), consentFor(p.Namespace), QualifiedName(target.Namespace, target.Name)))
 				}
 			}
 		}

@@ -42,7 +42,7 @@ func Isolate(compiled *Table, problems []Problem, last *Table) (*Table, []Held, 
 	broken := map[string]bool{}
 	var order []Problem // one per object, in a stable order
 	for _, p := range Blocking(problems) {
-		k := p.Kind + "/" + qualified(p.Namespace, p.Name)
+		k := p.Kind + "/" + QualifiedName(p.Namespace, p.Name)
 		if !broken[k] {
 			broken[k] = true
 			order = append(order, p)
@@ -53,10 +53,10 @@ func Isolate(compiled *Table, problems []Problem, last *Table) (*Table, []Held, 
 		if a.Kind != b.Kind {
 			return a.Kind < b.Kind // ProviderChannel before RoutingPolicy: policies need channels
 		}
-		return qualified(a.Namespace, a.Name) < qualified(b.Namespace, b.Name)
+		return QualifiedName(a.Namespace, a.Name) < QualifiedName(b.Namespace, b.Name)
 	})
 	for _, ch := range compiled.Channels {
-		if !broken["ProviderChannel/"+qualified(ch.Namespace, ch.Name)] {
+		if !broken["ProviderChannel/"+QualifiedName(ch.Namespace, ch.Name)] {
 			out.Channels = append(out.Channels, ch)
 		}
 	}
@@ -102,14 +102,14 @@ func Isolate(compiled *Table, problems []Problem, last *Table) (*Table, []Held, 
 		if len(pol.Channels) == 0 {
 			continue
 		}
-		restorable[qualified(p.Namespace, p.Name)] = pol
+		restorable[QualifiedName(p.Namespace, p.Name)] = pol
 		for _, m := range pol.Models {
-			reserved[m] = qualified(p.Namespace, p.Name)
+			reserved[m] = QualifiedName(p.Namespace, p.Name)
 		}
 	}
 	var extra []Problem
 	for _, p := range compiled.Policies {
-		if broken["RoutingPolicy/"+qualified(p.Namespace, p.Name)] {
+		if broken["RoutingPolicy/"+QualifiedName(p.Namespace, p.Name)] {
 			continue
 		}
 		if m, owner, ok := takesReserved(p, reserved, last); ok {
@@ -125,7 +125,7 @@ func Isolate(compiled *Table, problems []Problem, last *Table) (*Table, []Held, 
 			continue
 		}
 		h := Held{Kind: p.Kind, Namespace: p.Namespace, Name: p.Name, Served: ServedLeftOut}
-		if pol, ok := restorable[qualified(p.Namespace, p.Name)]; ok {
+		if pol, ok := restorable[QualifiedName(p.Namespace, p.Name)]; ok {
 			out.Policies = insertAsInLast(out.Policies, pol, last)
 			h.Served = ServedLastGood
 		}

@@ -75,7 +75,7 @@ type Channel struct {
 func (c *Channel) ID() string { return ChannelID(c.Namespace, c.Name) }
 
 // ChannelID is the ID of the channel namespace/name; see Channel.ID.
-func ChannelID(namespace, name string) string { return qualified(namespace, name) }
+func ChannelID(namespace, name string) string { return QualifiedName(namespace, name) }
 
 // ChannelModel maps the public model name to the name sent upstream.
 type ChannelModel struct {
@@ -227,7 +227,7 @@ func hashJSON(b []byte) string {
 }
 
 // ObjectKey names an object in Table.Generations and the proxies' admin API: kind/namespace/name.
-func ObjectKey(kind, namespace, name string) string { return kind + "/" + qualified(namespace, name) }
+func ObjectKey(kind, namespace, name string) string { return kind + "/" + QualifiedName(namespace, name) }
 
 // Generations maps every object in the table (ObjectKey) to the generation it was compiled from.
 func (t *Table) Generations() map[string]int64 {

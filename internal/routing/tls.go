@@ -79,7 +79,7 @@ func (c *compiler) channelTLS(pc *v1alpha1.ProviderChannel) (*ChannelTLS, map[st
 	}
 	var parts map[string]string
 	if ref := spec.ClientCertificateRef; ref != nil {
-		name := qualified(pc.Namespace, ref.Name)
+		name := QualifiedName(pc.Namespace, ref.Name)
 		if c.reserved[name] {
 			return bad(ReasonRefNotPermitted, "spec.tls.clientCertificateRef: Secret %s is Switchyard's own credentials Secret; a channel may reference only its team's Secrets", name)
 		}

@@ -1,4 +1,4 @@
-package proxy
+package piimask
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 	"github.com/switchyard-io/switchyard/internal/proxy/sse"
 )
 
-// streamRestore puts a session's originals back into a streamed answer. A placeholder may be cut
+// StreamRestore puts a session's originals back into a streamed answer. A placeholder may be cut
 // across events ("[EMA" then "IL_1]"), so each text that arrives in deltas has a
 // pii.StreamRestorer of its own, which holds back a tail that may start a placeholder until the
 // next delta tells:
@@ -26,7 +26,7 @@ import (
 // delta when it has the member, else in an extra delta event just before it, with the stream's
 // id, object, created and model), a Responses delta's before its *.done event, and whatever is left
 // before [DONE], response.completed, a clean end, or the in-band error of a broken stream.
-type streamRestore struct {
+type StreamRestore struct {
 	ss    *pii.Session
 	path  string
 	texts map[string]*heldText
@@ -45,11 +45,12 @@ type heldText struct {
 	ids    []byte // responses: `"item_id":...,"output_index":...,"content_index":...`
 }
 
-func newStreamRestore(ss *pii.Session, path string) *streamRestore {
-	return &streamRestore{ss: ss, path: path, texts: map[string]*heldText{}}
+// NewStreamRestore restores the answer of a request to path (after /v1) masked by ss.
+func NewStreamRestore(ss *pii.Session, path string) *StreamRestore {
+	return &StreamRestore{ss: ss, path: path, texts: map[string]*heldText{}}
 }
 
-func (sr *streamRestore) text(key string, h heldText) *heldText {
+func (sr *StreamRestore) text(key string, h heldText) *heldText {
 	t := sr.texts[key]
 	if t == nil {
 		h.r = sr.ss.NewStreamRestorer()
@@ -60,9 +61,9 @@ func (sr *streamRestore) text(key string, h heldText) *heldText {
 	return t
 }
 
-// event returns what to write for ev: extra events carrying held text first, then ev restored
-// (ev.raw itself when nothing changed).
-func (sr *streamRestore) event(ev *sse.Event) []byte {
+// Event returns what to write for ev: extra events carrying held text first, then ev restored
+// (ev.Raw itself when nothing changed).
+func (sr *StreamRestore) Event(ev *sse.Event) []byte {
 	if ev.NoData || ev.Malformed {
 		return ev.Raw
 	}
@@ -88,7 +89,7 @@ func (sr *streamRestore) event(ev *sse.Event) []byte {
 }
 
 // choicesEvent restores a chat/completions or completions chunk.
-func (sr *streamRestore) choicesEvent(sp *splice, i int) []byte {
+func (sr *StreamRestore) choicesEvent(sp *splice, i int) []byte {
 	data := sp.src
 	var meta []byte
 	var finishing []string
@@ -115,7 +116,7 @@ func (sr *streamRestore) choicesEvent(sp *splice, i int) []byte {
 }
 
 // choice restores one element of choices; it reports the choice's index and whether it finishes.
-func (sr *streamRestore) choice(sp *splice, start int) (string, bool) {
+func (sr *StreamRestore) choice(sp *splice, start int) (string, bool) {
 	data := sp.src
 	if data[start] != '{' {
 		return "", false
@@ -143,7 +144,7 @@ func (sr *streamRestore) choice(sp *splice, start int) (string, bool) {
 
 // write restores the string at src[s:e], a part of t. A finishing choice's texts present in
 // this event take their held tail with them; the others get an extra event (see choicesEvent).
-func (sr *streamRestore) write(sp *splice, t *heldText, finished bool, s, e int) {
+func (sr *StreamRestore) write(sp *splice, t *heldText, finished bool, s, e int) {
 	sp.str(s, e, func(in string) string {
 		out := t.r.Write(in)
 		if finished {
@@ -155,7 +156,7 @@ func (sr *streamRestore) write(sp *splice, t *heldText, finished bool, s, e int)
 }
 
 // delta restores a member of the delta of the choice index.
-func (sr *streamRestore) delta(sp *splice, index string, finished bool, key []byte, s, e int) {
+func (sr *StreamRestore) delta(sp *splice, index string, finished bool, key []byte, s, e int) {
 	data := sp.src
 	switch {
 	case jsonraw.KeyFolds(key, "content") && data[s] == '"':
@@ -175,7 +176,7 @@ func (sr *streamRestore) delta(sp *splice, index string, finished bool, key []by
 
 // toolCall restores the arguments of an element of the delta's tool_calls, keyed by its index
 // (which may come after them).
-func (sr *streamRestore) toolCall(sp *splice, index string, finished bool, start int) {
+func (sr *StreamRestore) toolCall(sp *splice, index string, finished bool, start int) {
 	data := sp.src
 	tool, fs, fe := "0", -1, -1
 	sp.members(start, func(key []byte, s, e int) {
@@ -196,7 +197,7 @@ func (sr *streamRestore) toolCall(sp *splice, index string, finished bool, start
 }
 
 // responsesEvent restores a Responses API event.
-func (sr *streamRestore) responsesEvent(sp *splice, i int) []byte {
+func (sr *StreamRestore) responsesEvent(sp *splice, i int) []byte {
 	data := sp.src
 	typ := ""
 	var ids []byte
@@ -233,11 +234,11 @@ func (sr *streamRestore) responsesEvent(sp *splice, i int) []byte {
 	return nil
 }
 
-// end returns the extra events that carry whatever is still held, before the stream ends (a
+// End returns the extra events that carry whatever is still held, before the stream ends (a
 // clean end without [DONE], or the in-band error of a broken stream).
-func (sr *streamRestore) end() []byte { return sr.flush(func(string) bool { return true }, nil) }
+func (sr *StreamRestore) End() []byte { return sr.flush(func(string) bool { return true }, nil) }
 
-func (sr *streamRestore) forget(t *heldText) {
+func (sr *StreamRestore) forget(t *heldText) {
 	for i, k := range sr.order {
 		if sr.texts[k] == t {
 			delete(sr.texts, k)
@@ -249,7 +250,7 @@ func (sr *streamRestore) forget(t *heldText) {
 
 // flush appends to out an extra event for each text selected by which that holds something, and
 // forgets the selected texts.
-func (sr *streamRestore) flush(which func(key string) bool, out []byte) []byte {
+func (sr *StreamRestore) flush(which func(key string) bool, out []byte) []byte {
 	kept := sr.order[:0]
 	for _, k := range sr.order {
 		t := sr.texts[k]
@@ -267,7 +268,7 @@ func (sr *streamRestore) flush(which func(key string) bool, out []byte) []byte {
 }
 
 // extraEvent appends an event that carries text in t's field, shaped like the stream's own.
-func (sr *streamRestore) extraEvent(out []byte, t *heldText, text string) []byte {
+func (sr *StreamRestore) extraEvent(out []byte, t *heldText, text string) []byte {
 	b := sr.buf[:0]
 	str := jsonraw.AppendQuoted(nil, text)
 	if sr.path == "/responses" {

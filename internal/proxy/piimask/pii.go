@@ -1,4 +1,7 @@
-package proxy
+// Package piimask is personal-data masking (RoutingPolicy spec.pii) on the request path: the
+// prompt text of each client API masked in place before any attempt, and the session's
+// placeholders put back into the answer, non-streamed and streamed.
+package piimask
 
 import (
 	"bytes"
@@ -15,18 +18,18 @@ import (
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
 
-// Personal-data masking (RoutingPolicy spec.pii). The requested model's policy decides: its
+// The requested model's policy decides: its
 // scanner runs over the text of the client's prompt before any attempt, and every attempt
 // (failover and fallback models included) sends the same masked body. Only the text members
-// listed in maskRequest are rewritten, each spliced into the client's bytes, so every other
+// listed in MaskRequest are rewritten, each spliced into the client's bytes, so every other
 // member (unknown ones included) goes upstream byte for byte. With restore, the session's
 // placeholders are put back into the answer: every string of a non-streamed answer, and the
-// text deltas of a stream (see streamRestore). A policy with masking off costs nothing: no
+// text deltas of a stream (see StreamRestore). A policy with masking off costs nothing: no
 // scanner, no session, no event is parsed beyond what the proxy reads anyway.
 
-// piiRoute is one policy's compiled masking, shared by its models' routes.
-type piiRoute struct {
-	namespace, policy string
+// Route is one policy's compiled masking, shared by its models' routes.
+type Route struct {
+	Namespace, Policy string
 	mode              string // routing.PIIMask or routing.PIIBlock
 	restore           bool
 	scanner           *pii.Scanner
@@ -35,8 +38,12 @@ type piiRoute struct {
 	err error
 }
 
-func newPIIRoute(p *routing.Policy) *piiRoute {
-	r := &piiRoute{namespace: p.Namespace, policy: p.Name, mode: p.PII.Mode, restore: p.PII.Restore}
+// Err is why the policy's detectors do not compile here, or nil.
+func (r *Route) Err() error { return r.err }
+
+// NewRoute compiles a policy's masking. A Route whose Err is set refuses its requests.
+func NewRoute(p *routing.Policy) *Route {
+	r := &Route{Namespace: p.Namespace, Policy: p.Name, mode: p.PII.Mode, restore: p.PII.Restore}
 	r.scanner, r.err = pii.Compile(p.PII.Config())
 	if r.err == nil && r.mode != routing.PIIMask && r.mode != routing.PIIBlock {
 		r.err = fmt.Errorf("unknown mode %q", r.mode)
@@ -48,53 +55,55 @@ func newPIIRoute(p *routing.Policy) *piiRoute {
 // does not happen for valid JSON); it is refused rather than sent unscanned.
 var errUnscannable = errors.New("the request body could not be scanned for personal data")
 
-// applyPII runs the policy's masking over a parsed request. It returns the request to route (the
-// masked one in Mask mode), the session whose placeholders the answer gets back (nil when there
-// is nothing to restore), and false when it has answered the client itself.
-func (s *Server) applyPII(w http.ResponseWriter, pr *piiRoute, path string, body []byte, cr *clientapi.Request) (*clientapi.Request, *pii.Session, map[string]int, bool) {
-	if pr.err != nil {
-		s.reject(w, clientapi.ShapeFor(path), http.StatusServiceUnavailable, "pii_unavailable", "server_error",
-			fmt.Sprintf("the personal-data masking of policy %s cannot run on this gateway (%v); the request was not sent", qualifiedName(pr.namespace, pr.policy), pr.err), 0)
-		return nil, nil, nil, false
+// Refusal is a request the masking refuses, as the client is told: the status, the error code
+// (the rejection reason), OpenAI's error type and the message.
+type Refusal struct {
+	Status              int
+	Code, Type, Message string
+}
+
+// Masked is a request after its policy's masking.
+type Masked struct {
+	// Request is the request to route: the masked one when something was masked in Mask mode.
+	Request *clientapi.Request
+	// Session holds the placeholders the answer gets back; nil when there is nothing to restore.
+	Session *pii.Session
+	// Counts is the values masked per detector.
+	Counts map[string]int
+}
+
+// Apply runs the policy's masking over a parsed request (body is its bytes): the request to
+// route, or why it is refused.
+func (r *Route) Apply(path string, body []byte, cr *clientapi.Request) (Masked, *Refusal) {
+	if r.err != nil {
+		return Masked{}, &Refusal{http.StatusServiceUnavailable, "pii_unavailable", "server_error",
+			fmt.Sprintf("the personal-data masking of policy %s cannot run on this gateway (%v); the request was not sent", routing.QualifiedName(r.Namespace, r.Policy), r.err)}
 	}
-	ss := pr.scanner.NewSession()
-	masked, err := maskRequest(path, body, ss.Mask)
+	ss := r.scanner.NewSession()
+	masked, err := MaskRequest(path, body, ss.Mask)
 	if err != nil {
-		s.reject(w, clientapi.ShapeFor(path), http.StatusBadRequest, "invalid_request", "invalid_request_error", err.Error(), 0)
-		return nil, nil, nil, false
+		return Masked{}, &Refusal{http.StatusBadRequest, "invalid_request", "invalid_request_error", err.Error()}
 	}
 	found := ss.Found()
 	if len(found) == 0 {
-		return cr, nil, nil, true
+		return Masked{Request: cr}, nil
 	}
-	if pr.mode == routing.PIIBlock {
+	if r.mode == routing.PIIBlock {
 		// The detector names only: the values never go into a response, a log or a metric.
-		s.reject(w, clientapi.ShapeFor(path), http.StatusBadRequest, "pii_detected", "invalid_request_error",
+		return Masked{}, &Refusal{http.StatusBadRequest, "pii_detected", "invalid_request_error",
 			fmt.Sprintf("the request contains personal data (%s), which policy %s does not let leave the gateway; remove it and retry",
-				strings.Join(found, ", "), qualifiedName(pr.namespace, pr.policy)), 0)
-		return nil, nil, nil, false
-	}
-	counts := ss.Counts()
-	for det, n := range counts {
-		s.metrics.PIIMasked.WithLabelValues(pr.namespace, pr.policy, det).Add(float64(n))
+				strings.Join(found, ", "), routing.QualifiedName(r.Namespace, r.Policy))}
 	}
 	out, err := clientapi.ParseRequest(masked)
 	if err != nil || out.Model != cr.Model || out.Stream != cr.Stream {
 		// Masking rewrites string values only; a body that no longer parses the same is a bug.
-		s.reject(w, clientapi.ShapeFor(path), http.StatusInternalServerError, "pii_unavailable", "server_error", "masking personal data failed; the request was not sent", 0)
-		return nil, nil, nil, false
+		return Masked{}, &Refusal{http.StatusInternalServerError, "pii_unavailable", "server_error", "masking personal data failed; the request was not sent"}
 	}
-	if !pr.restore || path == "/embeddings" {
-		ss = nil // an embedding has no text to put the values back into
+	m := Masked{Request: out, Session: ss, Counts: ss.Counts()}
+	if !r.restore || path == "/embeddings" {
+		m.Session = nil // an embedding has no text to put the values back into
 	}
-	return out, ss, counts, true
-}
-
-func qualifiedName(ns, name string) string {
-	if ns == "" {
-		return name
-	}
-	return ns + "/" + name
+	return m, nil
 }
 
 // splice collects replacements of byte ranges of src, in increasing order.
@@ -176,7 +185,7 @@ func (sp *splice) elements(start int, fn func(s, e int)) {
 	}
 }
 
-// maskRequest returns body with f applied to the prompt text of the endpoint's request:
+// MaskRequest returns body with f applied to the prompt text of the endpoint's request:
 //
 //   - /chat/completions: messages[].content (a string, or the text of each content part),
 //     messages[].tool_calls[].function.arguments and the legacy messages[].function_call.arguments
@@ -189,7 +198,7 @@ func (sp *splice) elements(start int, fn func(s, e int)) {
 // Member names match as encoding/json matches them (any case), and every duplicate is masked:
 // what an upstream parser may read as the field is the field. Names (messages[].name, function
 // names), tool definitions, response_format, metadata and user are not scanned.
-func maskRequest(path string, body []byte, f func(string) string) ([]byte, error) {
+func MaskRequest(path string, body []byte, f func(string) string) ([]byte, error) {
 	m := &requestMask{sp: &splice{src: body, ok: true}, f: f}
 	i := jsonraw.SkipSpace(body, 0)
 	if i >= len(body) || body[i] != '{' {
@@ -202,7 +211,7 @@ func maskRequest(path string, body []byte, f func(string) string) ([]byte, error
 	return m.sp.result(), nil
 }
 
-// requestMask is one maskRequest: a walker for each shape the prompt text takes.
+// requestMask is one MaskRequest: a walker for each shape the prompt text takes.
 type requestMask struct {
 	sp *splice
 	f  func(string) string
@@ -302,10 +311,10 @@ func (m *requestMask) named(s int, name string) {
 	})
 }
 
-// restoreAll puts the session's originals back into every string value of a JSON document
+// RestoreAll puts the session's originals back into every string value of a JSON document
 // (a non-streamed answer: message content, tool call arguments, refusals, Responses output).
 // Anything that is not valid JSON is returned as it is.
-func restoreAll(doc []byte, ss *pii.Session) []byte {
+func RestoreAll(doc []byte, ss *pii.Session) []byte {
 	if !json.Valid(doc) {
 		return doc
 	}

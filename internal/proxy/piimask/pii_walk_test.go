@@ -1,4 +1,4 @@
-package proxy
+package piimask
 
 import (
 	"encoding/json"
@@ -49,7 +49,7 @@ func TestMaskRequestFields(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ss := emailSession(t)
-			out, err := maskRequest(tt.path, []byte(tt.body), ss.Mask)
+			out, err := MaskRequest(tt.path, []byte(tt.body), ss.Mask)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -70,11 +70,11 @@ func TestMaskRequestFields(t *testing.T) {
 			// Restoring the masked body gives the values back (in decoded form).
 			var orig, back any
 			_ = json.Unmarshal([]byte(tt.body), &orig)
-			_ = json.Unmarshal(restoreAll(out, ss), &back)
+			_ = json.Unmarshal(RestoreAll(out, ss), &back)
 			ob, _ := json.Marshal(orig)
 			bb, _ := json.Marshal(back)
 			if string(ob) != string(bb) {
-				t.Errorf("restoreAll(mask(body)) differs from body:\n%s\n%s", ob, bb)
+				t.Errorf("RestoreAll(mask(body)) differs from body:\n%s\n%s", ob, bb)
 			}
 		})
 	}
@@ -84,7 +84,7 @@ func TestMaskRequestFields(t *testing.T) {
 // without personal data comes back as the very same bytes.
 func TestMaskRequestLeavesOtherTextAlone(t *testing.T) {
 	body := `{"model":"gpt-4o","user":"a@example.com","metadata":{"owner":"b@example.com"},"tools":[{"type":"function","function":{"name":"f","description":"mail c@example.com"}}],"messages":[{"role":"user","content":"hello"}]}`
-	out, err := maskRequest("/chat/completions", []byte(body), emailSession(t).Mask)
+	out, err := MaskRequest("/chat/completions", []byte(body), emailSession(t).Mask)
 	if err != nil || string(out) != body {
 		t.Errorf("body changed (%v):\n%s", err, out)
 	}
@@ -96,18 +96,18 @@ func TestRestoreAll(t *testing.T) {
 	ss := emailSession(t)
 	masked := ss.Mask("a@example.com b@example.com")
 	answer := `{"choices":[{"index":0,"message":{"role":"assistant","content":"to ` + masked + ` [EMAIL_9]","tool_calls":[{"function":{"name":"f","arguments":"{\"to\":\"[EMAIL_1]\"}"}}]}}]}`
-	got := string(restoreAll([]byte(answer), ss))
+	got := string(RestoreAll([]byte(answer), ss))
 	want := `{"choices":[{"index":0,"message":{"role":"assistant","content":"to a@example.com b@example.com [EMAIL_9]","tool_calls":[{"function":{"name":"f","arguments":"{\"to\":\"a@example.com\"}"}}]}}]}`
 	if got != want {
-		t.Errorf("restoreAll:\n got %s\nwant %s", got, want)
+		t.Errorf("RestoreAll:\n got %s\nwant %s", got, want)
 	}
-	if got := restoreAll([]byte(`{not json`), ss); string(got) != `{not json` {
+	if got := RestoreAll([]byte(`{not json`), ss); string(got) != `{not json` {
 		t.Errorf("invalid JSON changed: %s", got)
 	}
 }
 
-// relay runs a stream of events through a streamRestore as relayStream does.
-func relay(t *testing.T, sr *streamRestore, stream string) string {
+// relay runs a stream of events through a StreamRestore as the proxy's relay does.
+func relay(t *testing.T, sr *StreamRestore, stream string) string {
 	t.Helper()
 	r := sse.NewReader(strings.NewReader(stream))
 	var out []byte
@@ -119,7 +119,7 @@ func relay(t *testing.T, sr *streamRestore, stream string) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, sr.event(&ev)...)
+		out = append(out, sr.Event(&ev)...)
 	}
 }
 
@@ -137,7 +137,7 @@ func TestStreamRestoreToolCallsAndHeldText(t *testing.T) {
 		chunk(`{"tool_calls":[{"index":1,"function":{"arguments":"[EMAIL_"}}]}`, "null") +
 		chunk(`{}`, `"tool_calls"`) +
 		"data: [DONE]\n\n"
-	got := relay(t, newStreamRestore(ss, "/chat/completions"), stream)
+	got := relay(t, NewStreamRestore(ss, "/chat/completions"), stream)
 	want := chunk(`{"role":"assistant","content":"mail "}`, "null") +
 		chunk(`{"tool_calls":[{"index":0,"id":"t","type":"function","function":{"name":"send","arguments":"{\"to\":\""}}]}`, "null") +
 		chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"a@example.com\"}"}}]}`, "null") +
@@ -158,7 +158,7 @@ func TestStreamRestoreToolCallsAndHeldText(t *testing.T) {
 func TestStreamRestoreFlushesBeforeDoneAndResponses(t *testing.T) {
 	ss := emailSession(t)
 	ss.Mask("a@example.com")
-	got := relay(t, newStreamRestore(ss, "/completions"),
+	got := relay(t, NewStreamRestore(ss, "/completions"),
 		`data: {"id":"x","object":"text_completion","choices":[{"index":0,"text":"to [EMAIL_1","finish_reason":null}]}`+"\n\n"+"data: [DONE]\n\n")
 	want := `data: {"id":"x","object":"text_completion","choices":[{"index":0,"text":"to ","finish_reason":null}]}` + "\n\n" +
 		`data: {"id":"x","object":"text_completion","choices":[{"index":0,"text":"[EMAIL_1","finish_reason":null}]}` + "\n\n" + "data: [DONE]\n\n"
@@ -170,7 +170,7 @@ func TestStreamRestoreFlushesBeforeDoneAndResponses(t *testing.T) {
 		return "event: " + typ + "\ndata: {\"type\":\"" + typ + "\"," + body + "}\n\n"
 	}
 	ids := `"item_id":"m1","output_index":0,"content_index":0,`
-	got = relay(t, newStreamRestore(ss, "/responses"),
+	got = relay(t, NewStreamRestore(ss, "/responses"),
 		ev("response.output_text.delta", ids+`"delta":"to [EMAI"`)+
 			ev("response.output_text.delta", ids+`"delta":"L_1"`)+
 			ev("response.output_text.done", ids+`"text":"to [EMAIL_1"`)+
