@@ -21,6 +21,7 @@ import (
 	"github.com/switchyard-io/switchyard/internal/audit"
 	"github.com/switchyard-io/switchyard/internal/fleet"
 	"github.com/switchyard-io/switchyard/internal/proxy"
+	"github.com/switchyard-io/switchyard/internal/proxy/clients"
 	"github.com/switchyard-io/switchyard/internal/proxy/source"
 	"github.com/switchyard-io/switchyard/internal/version"
 )
@@ -60,7 +61,7 @@ func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fleetSync    = fs.Duration("fleet-sync-interval", fleet.DefaultSyncInterval, "with --fleet-redis: how often this replica exchanges evidence and verdicts (one round trip)")
 		fleetName    = fs.String("fleet-name", "", "with --fleet-redis: the fleet's key prefix, so several gateways may share one Redis (default: the namespace and name of the proxy Deployment in a cluster, \"standalone\" otherwise)")
 		replicaName  = fs.String("replica", "", "this replica's name on the admin API and in the fleet store (default $POD_NAME, then the hostname)")
-		authFailures = fs.Float64("auth-failures-per-second", proxy.DefaultAuthFailuresPerSecond, "failed client keys a source address (IPv4, IPv6 /64) may send a second after a burst of 20; beyond it 429 too_many_auth_failures (negative: no throttle)")
+		authFailures = fs.Float64("auth-failures-per-second", clients.DefaultAuthFailuresPerSecond, "failed client keys a source address (IPv4, IPv6 /64) may send a second after a burst of 20; beyond it 429 too_many_auth_failures (negative: no throttle)")
 	)
 	fs.Var(&auditReq, "audit-required", "with --audit-log: refuse requests (503 audit_unavailable) and fail /readyz while the audit log cannot be written (default: true while client keys are required, by --require-client-key or GatewayClients in the config)")
 	fs.Usage = func() {

@@ -5,12 +5,12 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/netip"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/switchyard-io/switchyard/internal/proxy/clients"
 )
 
 // Requests refused for their model (403) count against the client's request limit, as any
@@ -63,7 +63,7 @@ func TestFailedKeysAreThrottledPerSource(t *testing.T) {
 	r.writeClients(clientsManifest("one: "+clientKeyOne, ""))
 	wrong := []string{"Authorization", "Bearer sk-guess-7d1e4b9a2c6f0e8b3d5a1c7e"}
 	right := []string{"Authorization", "Bearer " + clientKeyOne}
-	for i := range authFailureBurst {
+	for i := range clients.AuthFailureBurst {
 		if got := r.postFrom("127.0.0.1", wrong...); got.status != 401 {
 			t.Fatalf("guess %d: %d, want 401", i, got.status)
 		}
@@ -92,48 +92,5 @@ func TestFailedKeysAreThrottledPerSource(t *testing.T) {
 	}
 	if v := testutil.ToFloat64(r.srv.metrics.Rejected.WithLabelValues("too_many_auth_failures")); v != 4 {
 		t.Errorf("rejected too_many_auth_failures %v, want 4", v)
-	}
-}
-
-func TestAuthSource(t *testing.T) {
-	for _, tc := range []struct{ addr, want string }{
-		{"192.0.2.7:4711", "192.0.2.7/32"},
-		{"[::ffff:192.0.2.7]:4711", "192.0.2.7/32"},
-		{"[2001:db8:1:2:aaaa::1]:4711", "2001:db8:1:2::/64"},
-		{"[2001:db8:1:2:bbbb::9]:80", "2001:db8:1:2::/64"},
-	} {
-		got, ok := authSource(tc.addr)
-		if !ok || got.String() != tc.want {
-			t.Errorf("authSource(%q) = %v %v, want %s", tc.addr, got, ok, tc.want)
-		}
-	}
-	if _, ok := authSource("pipe"); ok {
-		t.Error("a non-IP address is a source")
-	}
-}
-
-// The table of sources stays bounded whatever number of sources fail; sources whose buckets are
-// full again make room first.
-func TestAuthThrottleTableIsBounded(t *testing.T) {
-	th := newAuthThrottle(authThrottleSettings{rate: 2, burst: 20, sources: 64})
-	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	guesser := netip.MustParsePrefix("198.51.100.1/32")
-	for range 20 {
-		th.failed(guesser, now)
-	}
-	if th.wait(guesser, now) == 0 {
-		t.Fatal("the guesser is not throttled")
-	}
-	for i := range 10_000 {
-		a := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
-		th.failed(netip.PrefixFrom(a, 32), now)
-		if len(th.buckets) > 64 {
-			t.Fatalf("%d sources tracked, bound 64", len(th.buckets))
-		}
-	}
-	later := now.Add(11 * time.Second) // every bucket full again
-	th.failed(netip.MustParsePrefix("203.0.113.9/32"), later)
-	if len(th.buckets) != 1 {
-		t.Errorf("%d sources after the refilled ones were swept, want 1", len(th.buckets))
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/switchyard-io/switchyard/internal/audit"
 	"github.com/switchyard-io/switchyard/internal/health"
 	"github.com/switchyard-io/switchyard/internal/proxy/clientapi"
+	"github.com/switchyard-io/switchyard/internal/proxy/clients"
 	"github.com/switchyard-io/switchyard/internal/proxy/sse"
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
@@ -50,7 +51,7 @@ type clientIndex struct {
 type clientEntry struct {
 	c       *routing.Client
 	id      string
-	limiter *clientLimiter
+	limiter *clients.Limiter
 }
 
 // clientsState is the proxy's client authentication, limits and audit: what outlives a reload.
@@ -58,8 +59,8 @@ type clientsState struct {
 	s        *Server
 	limiters sync.Map // client ID -> *clientLimiter
 	metrics  *clientMetrics
-	throttle *authThrottle // failed keys per source (auththrottle.go); nil: off
-	active   atomic.Int64  // clients with a request in flight (the fair share's divisor)
+	throttle *clients.Throttle // failed keys per source (auththrottle.go); nil: off
+	active   atomic.Int64      // clients with a request in flight (the fair share's divisor)
 	mu       sync.Mutex
 	mode     string // the last mode logged ("required", "open")
 }
@@ -103,7 +104,7 @@ func newClientsState(s *Server) *clientsState {
 	s.metrics.Clients.audit.Store(s.opts.Audit)
 	cs := &clientsState{s: s, metrics: s.metrics.Clients}
 	if rate := s.opts.AuthFailuresPerSecond; rate > 0 {
-		cs.throttle = newAuthThrottle(authThrottleSettings{rate: rate, burst: authFailureBurst, sources: authThrottleSources})
+		cs.throttle = clients.NewThrottle(clients.ThrottleSettings{Rate: rate, Burst: clients.AuthFailureBurst, Sources: clients.ThrottleSources})
 	}
 	return cs
 }
@@ -111,15 +112,15 @@ func newClientsState(s *Server) *clientsState {
 // index builds the client index of a table being applied, and logs when the proxy turns open or
 // closed (the first config included). It returns the limiters of the clients that left the table:
 // apply retires them (and their metric series) once the new config is in place.
-func (cs *clientsState) index(t *routing.Table) (*clientIndex, []*clientLimiter) {
+func (cs *clientsState) index(t *routing.Table) (*clientIndex, []*clients.Limiter) {
 	ix := &clientIndex{byHash: map[string]*clientEntry{}, clients: len(t.Clients), replicas: max(t.ProxyReplicas, 1)}
 	keep := map[string]bool{}
 	for i := range t.Clients {
 		c := &t.Clients[i]
 		id := c.ID()
 		keep[id] = true
-		l, _ := cs.limiters.LoadOrStore(id, &clientLimiter{namespace: c.Namespace, name: c.Name})
-		e := &clientEntry{c: c, id: id, limiter: l.(*clientLimiter)}
+		l, _ := cs.limiters.LoadOrStore(id, &clients.Limiter{Namespace: c.Namespace, Name: c.Name})
+		e := &clientEntry{c: c, id: id, limiter: l.(*clients.Limiter)}
 		for j, h := range c.KeyHashes {
 			if !validKeyHash(h) {
 				// The controller writes only hex SHA-256; anything else is a hand-edited or
@@ -132,11 +133,11 @@ func (cs *clientsState) index(t *routing.Table) (*clientIndex, []*clientLimiter)
 			ix.byHash[h] = e
 		}
 	}
-	var gone []*clientLimiter
+	var gone []*clients.Limiter
 	cs.limiters.Range(func(k, v any) bool {
 		if !keep[k.(string)] {
 			cs.limiters.Delete(k)
-			gone = append(gone, v.(*clientLimiter))
+			gone = append(gone, v.(*clients.Limiter))
 		}
 		return true
 	})
@@ -187,15 +188,14 @@ func validKeyHash(h string) bool {
 // channel×model that left it go. Called after the new config is stored; a request still in flight
 // on the old one counts through its limiter, which, once retired, counts nothing more, so it
 // cannot bring a series back.
-func (cs *clientsState) retire(gone []*clientLimiter) {
+func (cs *clientsState) retire(gone []*clients.Limiter) {
 	for _, l := range gone {
-		l.mu.Lock()
-		l.retired = true
-		labels := prometheus.Labels{"namespace": l.namespace, "client": l.name}
-		cs.metrics.requests.DeletePartialMatch(labels)
-		cs.metrics.tokens.DeletePartialMatch(labels)
-		cs.metrics.limited.DeletePartialMatch(labels)
-		l.mu.Unlock()
+		labels := prometheus.Labels{"namespace": l.Namespace, "client": l.Name}
+		l.Retire(func() {
+			cs.metrics.requests.DeletePartialMatch(labels)
+			cs.metrics.tokens.DeletePartialMatch(labels)
+			cs.metrics.limited.DeletePartialMatch(labels)
+		})
 	}
 }
 
@@ -208,7 +208,7 @@ func (cs *clientsState) admin(c *config, now time.Time) (*adminapi.ClientAuthSta
 	st.Required, st.Clients, st.Reason = c.auth.required, c.auth.clients, c.auth.reason
 	var out []adminapi.ClientUsage
 	cs.limiters.Range(func(k, v any) bool {
-		day, req, tok, last := v.(*clientLimiter).usage(now)
+		day, req, tok, last := v.(*clients.Limiter).Usage(now)
 		if req == 0 && tok == 0 {
 			return true
 		}
@@ -295,8 +295,8 @@ func (cc *clientCall) authenticate(r *http.Request) bool {
 		return true // open: audit only
 	}
 	now := s.clock.Now()
-	src, fromIP := authSource(r.RemoteAddr)
-	if wait := s.clients.throttle.wait(src, now); fromIP && wait > 0 {
+	src, fromIP := clients.AuthSource(r.RemoteAddr)
+	if wait := s.clients.throttle.Wait(src, now); fromIP && wait > 0 {
 		// Before the key is looked at: a throttled source learns nothing about the keys it tries.
 		cc.refuseUnread(r, http.StatusTooManyRequests, "rate_limit_error", "too_many_auth_failures",
 			"too many requests without a valid client key from this address; retry later", wait)
@@ -310,7 +310,7 @@ func (cc *clientCall) authenticate(r *http.Request) bool {
 	}
 	if e == nil {
 		if fromIP {
-			s.clients.throttle.failed(src, now)
+			s.clients.throttle.Failed(src, now)
 		}
 		cc.refuseKey(r, key == "")
 		return false
@@ -380,32 +380,32 @@ func (cc *clientCall) limit(r *http.Request) bool {
 		return true // open: audited, not limited
 	}
 	e := cc.entry
-	if limit, wait := e.limiter.admit(cc.s.clock.Now(), e.c.Limits, cc.auth.replicas); limit != "" {
-		e.limiter.count(cc.s.clients.metrics.limited, limit, 1)
+	if limit, wait := e.limiter.Admit(cc.s.clock.Now(), e.c.Limits, cc.auth.replicas); limit != "" {
+		e.limiter.Count(cc.s.clients.metrics.limited, limit, 1)
 		cc.s.closeUnread(cc.w, r)
 		cc.refuse(http.StatusTooManyRequests, "rate_limit_error", "client_rate_limit_exceeded",
 			fmt.Sprintf("GatewayClient %s reached its %s limit on this gateway", e.id, limit), wait)
 		return false
 	}
 	s := cc.s
-	n := e.limiter.inFlight.Add(1)
+	n := e.limiter.InFlight.Add(1)
 	if n == 1 {
 		s.clients.active.Add(1)
 	}
 	cc.running = true
-	verdict := concurrencyVerdict(concurrencyInputs{client: n, clientMax: share(e.c.Limits.MaxInFlight, cc.auth.replicas),
-		global: s.inFlight.Load(), globalMax: int64(s.opts.MaxInFlight), active: s.clients.active.Load()})
+	verdict := clients.ConcurrencyVerdict(clients.ConcurrencyInputs{Client: n, ClientMax: clients.Share(e.c.Limits.MaxInFlight, cc.auth.replicas),
+		Global: s.inFlight.Load(), GlobalMax: int64(s.opts.MaxInFlight), Active: s.clients.active.Load()})
 	switch verdict {
-	case limitMaxInFlight:
+	case clients.LimitMaxInFlight:
 		cc.release()
-		e.limiter.count(s.clients.metrics.limited, verdict, 1)
+		e.limiter.Count(s.clients.metrics.limited, verdict, 1)
 		cc.s.closeUnread(cc.w, r)
 		cc.refuse(http.StatusTooManyRequests, "rate_limit_error", "concurrency_limit_exceeded",
 			fmt.Sprintf("GatewayClient %s has its maxInFlight of requests in flight on this gateway", e.id), time.Second)
 		return false
-	case limitFairShare:
+	case clients.LimitFairShare:
 		cc.release()
-		e.limiter.count(s.clients.metrics.limited, verdict, 1)
+		e.limiter.Count(s.clients.metrics.limited, verdict, 1)
 		cc.s.closeUnread(cc.w, r)
 		cc.capacityExceeded("requests in flight")
 		return false
@@ -427,10 +427,10 @@ func (cc *clientCall) holdBody(n, global int64) bool {
 		return true
 	}
 	l := cc.entry.limiter
-	if !bodyShareOK(l.bodyBytes.Load()+n, global, cc.s.opts.MaxBufferedBodyBytes, cc.s.clients.active.Load()) {
+	if !clients.BodyShareOK(l.BodyBytes.Load()+n, global, cc.s.opts.MaxBufferedBodyBytes, cc.s.clients.active.Load()) {
 		return false
 	}
-	l.bodyBytes.Add(n)
+	l.BodyBytes.Add(n)
 	cc.bodyHeld += n
 	return true
 }
@@ -442,10 +442,10 @@ func (cc *clientCall) release() {
 	}
 	cc.running = false
 	l := cc.entry.limiter
-	if l.inFlight.Add(-1) == 0 {
+	if l.InFlight.Add(-1) == 0 {
 		cc.s.clients.active.Add(-1)
 	}
-	l.bodyBytes.Add(-cc.bodyHeld)
+	l.BodyBytes.Add(-cc.bodyHeld)
 	cc.bodyHeld = 0
 }
 
@@ -597,12 +597,12 @@ func (cc *clientCall) add(p, c int64, estimated bool) {
 	cc.estimated = cc.estimated || estimated
 	cc.mu.Unlock()
 	if e := cc.entry; e != nil {
-		e.limiter.addTokens(cc.s.clock.Now(), p+c)
+		e.limiter.AddTokens(cc.s.clock.Now(), p+c)
 		if p > 0 {
-			e.limiter.count(cc.s.clients.metrics.tokens, "prompt", float64(p))
+			e.limiter.Count(cc.s.clients.metrics.tokens, "prompt", float64(p))
 		}
 		if c > 0 {
-			e.limiter.count(cc.s.clients.metrics.tokens, "completion", float64(c))
+			e.limiter.Count(cc.s.clients.metrics.tokens, "completion", float64(c))
 		}
 	}
 }
@@ -664,7 +664,7 @@ func (cc *clientCall) finish(requestID string) {
 	client := ""
 	if e := cc.entry; e != nil {
 		client = e.id
-		e.limiter.count(s.clients.metrics.requests, strconv.Itoa(status), 1)
+		e.limiter.Count(s.clients.metrics.requests, strconv.Itoa(status), 1)
 	}
 	if s.opts.Audit == nil {
 		return

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/switchyard-io/switchyard/internal/proxy/clients"
 )
 
 // twoClients is a manifest of two GatewayClients that may use every model: team (clientKeyOne,
@@ -122,7 +123,7 @@ func TestClientMaxInFlight(t *testing.T) {
 	}
 	up.start(t, r, clientKeyTwo) // another client is not held to team's limit
 	up.waitHeld(t, 3)
-	if v := testutil.ToFloat64(r.srv.clients.metrics.limited.WithLabelValues("", "team", limitMaxInFlight)); v != 1 {
+	if v := testutil.ToFloat64(r.srv.clients.metrics.limited.WithLabelValues("", "team", clients.LimitMaxInFlight)); v != 1 {
 		t.Errorf("limited maxInFlight %v, want 1", v)
 	}
 	up.finish()
@@ -150,10 +151,10 @@ func TestFairShareOfRequestsInFlight(t *testing.T) {
 	}
 	up.start(t, r, clientKeyTwo) // other has 1 of its 4
 	up.waitHeld(t, 7)
-	if v := testutil.ToFloat64(r.srv.clients.metrics.limited.WithLabelValues("", "team", limitFairShare)); v != 1 {
+	if v := testutil.ToFloat64(r.srv.clients.metrics.limited.WithLabelValues("", "team", clients.LimitFairShare)); v != 1 {
 		t.Errorf("limited fairShare %v, want 1", v)
 	}
-	if v := testutil.ToFloat64(r.srv.clients.metrics.limited.WithLabelValues("", "other", limitFairShare)); v != 0 {
+	if v := testutil.ToFloat64(r.srv.clients.metrics.limited.WithLabelValues("", "other", clients.LimitFairShare)); v != 0 {
 		t.Errorf("other limited %v, want 0", v)
 	}
 	up.finish()
@@ -192,7 +193,7 @@ func TestFairShareOfTheBodyBudget(t *testing.T) {
 	if n := r.srv.bodyBytes.Load(); n != 2002 {
 		t.Errorf("%d body bytes held after the refusal, want 2002", n)
 	}
-	if v := testutil.ToFloat64(r.srv.clients.metrics.limited.WithLabelValues("", "team", limitFairShare)); v != 1 {
+	if v := testutil.ToFloat64(r.srv.clients.metrics.limited.WithLabelValues("", "team", clients.LimitFairShare)); v != 1 {
 		t.Errorf("limited fairShare %v, want 1", v)
 	}
 }

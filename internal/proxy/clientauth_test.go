@@ -18,6 +18,7 @@ import (
 	"github.com/switchyard-io/switchyard/internal/audit"
 	"github.com/switchyard-io/switchyard/internal/mockprovider"
 	"github.com/switchyard-io/switchyard/internal/proxy/clientapi"
+	"github.com/switchyard-io/switchyard/internal/proxy/clients"
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
 
@@ -244,7 +245,7 @@ func TestClientRequestLimit(t *testing.T) {
 	if got := r.post("/v1/chat/completions", chat("gpt-4o", false), auth...); got.status != 200 {
 		t.Fatalf("a minute later: %d", got.status)
 	}
-	if v := testutil.ToFloat64(r.srv.clients.metrics.limited.WithLabelValues("", "team", limitRequestsPerMinute)); v != 1 {
+	if v := testutil.ToFloat64(r.srv.clients.metrics.limited.WithLabelValues("", "team", clients.LimitRequestsPerMinute)); v != 1 {
 		t.Fatalf("limited %v", v)
 	}
 }
@@ -266,7 +267,7 @@ func TestClientTokenLimitCountsStreams(t *testing.T) {
 	if !strings.Contains(string(r.A.LastBody()), `"include_usage":true`) {
 		t.Fatalf("the upstream was not asked for the usage: %s", r.A.LastBody())
 	}
-	_, _, streamed, _ := r.srv.cfg.Load().auth.byHash[routing.KeyHash(clientKeyOne)].limiter.usage(r.clock.Now())
+	_, _, streamed, _ := r.srv.cfg.Load().auth.byHash[routing.KeyHash(clientKeyOne)].limiter.Usage(r.clock.Now())
 	if streamed == 0 {
 		t.Fatal("the stream's tokens were not counted")
 	}
@@ -477,8 +478,8 @@ func TestClientSeriesRemovedWithTheClient(t *testing.T) {
 		t.Fatalf("%d series of client team after it left the table, want 0", n)
 	}
 	// What a request still in flight on the old config does at its end.
-	old.limiter.count(m.requests, "200", 1)
-	old.limiter.count(m.tokens, "completion", 7)
+	old.limiter.Count(m.requests, "200", 1)
+	old.limiter.Count(m.tokens, "completion", 7)
 	if n := teamSeries(); n != 0 {
 		t.Fatalf("a request of the old config brought back %d series of client team", n)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/switchyard-io/switchyard/internal/adminapi"
 	"github.com/switchyard-io/switchyard/internal/fleet"
+	"github.com/switchyard-io/switchyard/internal/proxy/clients"
 )
 
 // FleetOptions connect the proxy to a fleet store (--fleet-redis): its replicas then share health
@@ -31,12 +32,12 @@ type fleetPeer struct {
 	mu sync.Mutex
 	// own are the clients' own totals when their use was taken for the report in flight: the
 	// store's totals minus these are the other replicas' use.
-	own map[string]fleetUse
+	own map[string]clients.FleetUse
 
 	health fleetHealth // fleet_health.go
 }
 
-func newFleetPeer(s *Server) *fleetPeer { return &fleetPeer{s: s, own: map[string]fleetUse{}} }
+func newFleetPeer(s *Server) *fleetPeer { return &fleetPeer{s: s, own: map[string]clients.FleetUse{}} }
 
 // Report implements fleet.Peer.
 func (p *fleetPeer) Report(now time.Time) fleet.Report {
@@ -54,7 +55,7 @@ func (p *fleetPeer) Report(now time.Time) fleet.Report {
 			if _, seen := p.own[e.id]; seen { // one entry per key of the client
 				continue
 			}
-			req, tok, own := e.limiter.takeUnsent(now)
+			req, tok, own := e.limiter.TakeUnsent(now)
 			p.own[e.id] = own
 			if req != 0 || tok != 0 {
 				r.Clients = append(r.Clients, fleet.ClientUse{Client: e.id, Requests: req, Tokens: tok})
@@ -80,9 +81,9 @@ func (p *fleetPeer) Adopt(now time.Time, v fleet.View) {
 			continue
 		}
 		t := v.Clients[e.id]
-		e.limiter.setOthers(fleetUse{on: true, day: own.day,
-			minuteReq: max(t.MinuteRequests-own.minuteReq, 0), minuteTok: max(t.MinuteTokens-own.minuteTok, 0),
-			dayTok: max(t.DayTokens-own.dayTok, 0)})
+		e.limiter.SetOthers(clients.FleetUse{On: true, Day: own.Day,
+			MinuteReq: max(t.MinuteRequests-own.MinuteReq, 0), MinuteTok: max(t.MinuteTokens-own.MinuteTok, 0),
+			DayTok: max(t.DayTokens-own.DayTok, 0)})
 	}
 }
 
@@ -91,7 +92,7 @@ func (p *fleetPeer) Adopt(now time.Time, v fleet.View) {
 func (p *fleetPeer) Alone(now time.Time) {
 	p.aloneHealth(now)
 	p.s.clients.limiters.Range(func(_, v any) bool {
-		v.(*clientLimiter).setOthers(fleetUse{})
+		v.(*clients.Limiter).SetOthers(clients.FleetUse{})
 		return true
 	})
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/switchyard-io/switchyard/internal/health"
 	"github.com/switchyard-io/switchyard/internal/pii"
 	"github.com/switchyard-io/switchyard/internal/proxy/clientapi"
+	"github.com/switchyard-io/switchyard/internal/proxy/clients"
 	"github.com/switchyard-io/switchyard/internal/proxy/piimask"
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
@@ -588,7 +589,7 @@ var errFairShare = errors.New("the client's fair share of the request body budge
 
 // rejectFairShare answers a body refused by its client's fair share of the budget (bodyShare).
 func (s *Server) rejectFairShare(call *clientCall) {
-	call.entry.limiter.count(s.clients.metrics.limited, limitFairShare, 1)
+	call.entry.limiter.Count(s.clients.metrics.limited, clients.LimitFairShare, 1)
 	call.capacityExceeded("request body budget")
 }
 

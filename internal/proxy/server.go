@@ -27,6 +27,7 @@ import (
 	"github.com/switchyard-io/switchyard/internal/failover"
 	"github.com/switchyard-io/switchyard/internal/fleet"
 	"github.com/switchyard-io/switchyard/internal/health"
+	"github.com/switchyard-io/switchyard/internal/proxy/clients"
 	"github.com/switchyard-io/switchyard/internal/proxy/piimask"
 	"github.com/switchyard-io/switchyard/internal/proxy/transport"
 	"github.com/switchyard-io/switchyard/internal/routing"
@@ -101,7 +102,7 @@ type Options struct {
 	AuditRequired AuditRequirement
 	// AuthFailuresPerSecond is the rate at which a source address (IPv4, or IPv6 /64) may fail
 	// the key check after a burst of 20 (auththrottle.go); beyond it, 429 too_many_auth_failures.
-	// 0: DefaultAuthFailuresPerSecond (2); negative: not throttled.
+	// 0: clients.DefaultAuthFailuresPerSecond (2); negative: not throttled.
 	AuthFailuresPerSecond float64
 	// Fleet connects the replica to a fleet store (--fleet-redis); nil: it judges alone.
 	Fleet *FleetOptions
@@ -213,7 +214,7 @@ func New(opts Options) *Server {
 		opts.JournalSize = 1024
 	}
 	if opts.AuthFailuresPerSecond == 0 {
-		opts.AuthFailuresPerSecond = DefaultAuthFailuresPerSecond
+		opts.AuthFailuresPerSecond = clients.DefaultAuthFailuresPerSecond
 	}
 	b := make([]byte, 8)
 	_, _ = crand.Read(b)
@@ -314,7 +315,7 @@ func (s *Server) apply(t *routing.Table, source string, rejected error, problems
 			s.log.Error("A channel's TLS settings do not load; its attempts fail until they do", "error", err.Error())
 		}
 	}
-	var goneClients []*clientLimiter
+	var goneClients []*clients.Limiter
 	c.auth, goneClients = s.clients.index(t)
 	for i := range t.Channels {
 		c.channels[t.Channels[i].ID()] = &t.Channels[i]

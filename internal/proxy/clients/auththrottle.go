@@ -1,4 +1,4 @@
-package proxy
+package clients
 
 import (
 	"net/netip"
@@ -18,20 +18,20 @@ import (
 // Defaults of the throttle (Options.AuthFailuresPerSecond, authThrottleSettings).
 const (
 	DefaultAuthFailuresPerSecond = 2.0
-	authFailureBurst             = 20
-	authThrottleSources          = 4096
+	AuthFailureBurst             = 20
+	ThrottleSources              = 4096
 )
 
-// authThrottleSettings configure an authThrottle. rate <= 0 turns it off.
-type authThrottleSettings struct {
-	rate    float64 // tokens a second a source gets back
-	burst   float64 // a source's tokens at most (and at first)
-	sources int     // sources tracked at most: the table never grows past it
+// ThrottleSettings configure an authThrottle. rate <= 0 turns it off.
+type ThrottleSettings struct {
+	Rate    float64 // tokens a second a source gets back
+	Burst   float64 // a source's tokens at most (and at first)
+	Sources int     // sources tracked at most: the table never grows past it
 }
 
-// authThrottle is the per-source failure buckets. Time is an argument (the server's clock).
-type authThrottle struct {
-	set       authThrottleSettings
+// Throttle is the per-source failure buckets. Time is an argument (the server's clock).
+type Throttle struct {
+	set       ThrottleSettings
 	mu        sync.Mutex
 	buckets   map[netip.Prefix]*authBucket
 	lastSweep time.Time
@@ -45,13 +45,13 @@ type authBucket struct {
 	at     time.Time // when tokens was right
 }
 
-func newAuthThrottle(set authThrottleSettings) *authThrottle {
-	return &authThrottle{set: set, buckets: map[netip.Prefix]*authBucket{}}
+func NewThrottle(set ThrottleSettings) *Throttle {
+	return &Throttle{set: set, buckets: map[netip.Prefix]*authBucket{}}
 }
 
-// authSource is the source a remote address ("host:port", net/http's RemoteAddr) counts as; ok is
+// AuthSource is the source a remote address ("host:port", net/http's RemoteAddr) counts as; ok is
 // false when it is not an IP address (a Unix socket, a test's fake address): not throttled.
-func authSource(remoteAddr string) (netip.Prefix, bool) {
+func AuthSource(remoteAddr string) (netip.Prefix, bool) {
 	ap, err := netip.ParseAddrPort(remoteAddr)
 	if err != nil {
 		return netip.Prefix{}, false
@@ -66,16 +66,16 @@ func authSource(remoteAddr string) (netip.Prefix, bool) {
 }
 
 // refill brings b's tokens to now.
-func (t *authThrottle) refill(b *authBucket, now time.Time) {
+func (t *Throttle) refill(b *authBucket, now time.Time) {
 	if d := now.Sub(b.at); d > 0 {
-		b.tokens = min(t.set.burst, b.tokens+d.Seconds()*t.set.rate)
+		b.tokens = min(t.set.Burst, b.tokens+d.Seconds()*t.set.Rate)
 	}
 	b.at = now
 }
 
-// wait is how long the source must wait before it may try a key again; 0: it may now.
-func (t *authThrottle) wait(src netip.Prefix, now time.Time) time.Duration {
-	if t == nil || t.set.rate <= 0 || t.tracked.Load() == 0 {
+// Wait is how long the source must wait before it may try a key again; 0: it may now.
+func (t *Throttle) Wait(src netip.Prefix, now time.Time) time.Duration {
+	if t == nil || t.set.Rate <= 0 || t.tracked.Load() == 0 {
 		return 0
 	}
 	t.mu.Lock()
@@ -85,7 +85,7 @@ func (t *authThrottle) wait(src netip.Prefix, now time.Time) time.Duration {
 		return 0
 	}
 	t.refill(b, now)
-	if b.tokens >= t.set.burst {
+	if b.tokens >= t.set.Burst {
 		// Full again: as a new source would be. Forgetting it keeps the table (and the lock-free
 		// check) for sources that are failing now.
 		delete(t.buckets, src)
@@ -94,22 +94,22 @@ func (t *authThrottle) wait(src netip.Prefix, now time.Time) time.Duration {
 	if b.tokens >= 1 {
 		return 0
 	}
-	return time.Duration((1 - b.tokens) / t.set.rate * float64(time.Second))
+	return time.Duration((1 - b.tokens) / t.set.Rate * float64(time.Second))
 }
 
-// failed takes a token from the source for a failed key.
-func (t *authThrottle) failed(src netip.Prefix, now time.Time) {
-	if t == nil || t.set.rate <= 0 {
+// Failed takes a token from the source for a failed key.
+func (t *Throttle) Failed(src netip.Prefix, now time.Time) {
+	if t == nil || t.set.Rate <= 0 {
 		return
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	b := t.buckets[src]
 	if b == nil {
-		if len(t.buckets) >= t.set.sources {
+		if len(t.buckets) >= t.set.Sources {
 			t.evict(now)
 		}
-		b = &authBucket{tokens: t.set.burst, at: now}
+		b = &authBucket{tokens: t.set.Burst, at: now}
 		t.buckets[src] = b
 	}
 	t.refill(b, now)
@@ -121,18 +121,18 @@ func (t *authThrottle) failed(src netip.Prefix, now time.Time) {
 // (they are as a new source would be), at most once a second since that is a walk of the table;
 // when none is, an arbitrary one goes. A guesser with more sources than the table holds is beyond
 // what a per-source throttle can stop, and the table stays bounded whatever it does.
-func (t *authThrottle) evict(now time.Time) {
+func (t *Throttle) evict(now time.Time) {
 	if now.Sub(t.lastSweep) >= time.Second {
 		t.lastSweep = now
 		for src, b := range t.buckets {
 			t.refill(b, now)
-			if b.tokens >= t.set.burst {
+			if b.tokens >= t.set.Burst {
 				delete(t.buckets, src)
 			}
 		}
 	}
 	for src := range t.buckets {
-		if len(t.buckets) < t.set.sources {
+		if len(t.buckets) < t.set.Sources {
 			break
 		}
 		delete(t.buckets, src)
