@@ -20,6 +20,7 @@ import (
 	"github.com/switchyard-io/switchyard/internal/provider"
 	"github.com/switchyard-io/switchyard/internal/proxy/clientapi"
 	"github.com/switchyard-io/switchyard/internal/proxy/piimask"
+	"github.com/switchyard-io/switchyard/internal/proxy/recovery"
 	"github.com/switchyard-io/switchyard/internal/proxy/sse"
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
@@ -66,8 +67,8 @@ type attempt struct {
 	// client's stream got (a break of a stream with a tap is the recovery's to end); cont, on a
 	// continuation attempt (the continuation-th of the request), is the stage that rewrites its
 	// events into the rest of the client's stream, and tells the recovery whether it departed.
-	tap          *streamTap
-	cont         *contRelay
+	tap          *recovery.Tap
+	cont         *recovery.ContRelay
 	continuation int
 	// counted are the prompt and completion tokens addTokens has counted for this attempt: a
 	// stream's usage figures are cumulative (vLLM's continuous usage stats repeat them on every
@@ -313,20 +314,20 @@ var endedAttempts = sync.Pool{New: func() any { return new(endedAttempt) }}
 // count against the client's token limits, as estimates. The prompt is message_start's input
 // (Messages API) when the stream got that far, else estimated from the request's text; the
 // completion is estimated from the text relayed to the client, as stream recovery estimates a
-// broken part's (estTokens). An attempt never sent counts nothing.
+// broken part's (recovery.EstTokens). An attempt never sent counts nothing.
 func abandonedTokens(a *attempt) (prompt, completion int) {
 	if !a.sent || a.meter.tap == nil {
 		return 0, 0
 	}
 	if a.counted.prompt == 0 {
-		if cur := &a.meter.tap.cur; cur.promptKnown {
-			prompt = cur.prompt
+		if cur := &a.meter.tap.Cur; cur.PromptKnown {
+			prompt = cur.Prompt
 		} else {
 			prompt = a.promptEstimate()
 		}
 	}
 	if a.counted.completion == 0 {
-		completion = estTokens(a.meter.tap.sent - a.meter.start)
+		completion = recovery.EstTokens(a.meter.tap.Sent - a.meter.start)
 	}
 	return prompt, completion
 }
@@ -343,7 +344,7 @@ func (a *attempt) promptEstimate() int {
 	if n == 0 {
 		n = len(a.body)
 	}
-	return max(1, estTokens(n))
+	return max(1, recovery.EstTokens(n))
 }
 
 // ttftMs is the access log's ttftMs: 0 only when no first event arrived, so a sub-millisecond

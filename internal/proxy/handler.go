@@ -19,6 +19,7 @@ import (
 	"github.com/switchyard-io/switchyard/internal/proxy/clientapi"
 	"github.com/switchyard-io/switchyard/internal/proxy/clients"
 	"github.com/switchyard-io/switchyard/internal/proxy/piimask"
+	"github.com/switchyard-io/switchyard/internal/proxy/recovery"
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
 
@@ -418,12 +419,12 @@ func (rt *routeState) try(ctx context.Context, st failover.Step) (res result, do
 		stream: rt.req.Stream, timeout: st.Timeout, header: rt.header, requestID: rt.requestID, number: n, drill: rt.drill,
 		redact: rt.c.redact, restore: rt.restore, piiMasked: rt.piiMasked, call: rt.call})
 	if rt.recoverable(mr) {
-		a.tap = &streamTap{messages: clientapi.IsMessagesPath(rt.path)}
+		a.tap = &recovery.Tap{Messages: clientapi.IsMessagesPath(rt.path)}
 		a.meter.tap = a.tap
 	}
 	if rt.call != nil && a.stream && a.meter.tap == nil {
 		// The client's tokens count even when it abandons the stream (abandonedTokens).
-		a.meter.tap = &streamTap{messages: clientapi.IsMessagesPath(rt.path), countOnly: true}
+		a.meter.tap = &recovery.Tap{Messages: clientapi.IsMessagesPath(rt.path), CountOnly: true}
 	}
 	res = s.do(ctx, rt.w, a)
 	rt.failed(ch, &res)

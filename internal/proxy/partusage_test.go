@@ -13,74 +13,8 @@ import (
 	"testing"
 
 	"github.com/switchyard-io/switchyard/internal/audit"
+	"github.com/switchyard-io/switchyard/internal/proxy/recovery"
 )
-
-func TestPriorUsage(t *testing.T) {
-	known := func(p streamPart) streamPart {
-		p.promptKnown, p.completionKnown = true, true
-		p.counted.prompt, p.counted.completion = p.prompt, p.completion
-		return p
-	}
-	final := streamPart{prefill: 41, prompt: 30, promptKnown: true}
-	for _, c := range []struct {
-		name                   string
-		parts                  []streamPart
-		final                  streamPart
-		prompt, completion     int
-		uncountedP, uncountedC int
-		estimated              bool
-	}{
-		{"reported figures count as they are, and were counted", []streamPart{known(streamPart{text: 40, prompt: 12, completion: 9})}, final, 12, 9, 0, 0, false},
-		{"the first part: the final prompt less the final prefill", []streamPart{{text: 41}}, final, 30 - 11, 11, 30 - 11, 11, true},
-		{"a continuation's part keeps its own prefill", []streamPart{{prefill: 8, text: 8}}, streamPart{prefill: 16, prompt: 30, promptKnown: true}, 30 - 4 + 2, 2, 30 - 4 + 2, 2, true},
-		{"a splice finishes with the original prompt", []streamPart{{text: 10}}, streamPart{prompt: 25, promptKnown: true}, 25, 3, 25, 3, true},
-		{"no final prompt: an unreported prompt counts nothing", []streamPart{{text: 4}}, streamPart{prefill: 4}, 0, 1, 0, 1, true},
-		{"never below zero", []streamPart{{text: 400}}, streamPart{prefill: 400, prompt: 3, promptKnown: true}, 0, 100, 0, 100, true},
-		{"message_start's prompt is known but no usage event counted it", []streamPart{{text: 8, prompt: 7, promptKnown: true}}, final, 7, 2, 7, 2, true},
-		{"per-chunk usage (vLLM): counted as it came", []streamPart{{text: 6, prompt: 10, completion: 2, promptKnown: true, completionKnown: true, counted: struct{ prompt, completion int }{10, 2}}}, final, 10, 2, 0, 0, false},
-		{"two parts", []streamPart{{text: 4}, {prefill: 4, text: 4}}, streamPart{prefill: 8, prompt: 20, promptKnown: true}, (20 - 2) + (20 - 2 + 1), 2, (20 - 2) + (20 - 2 + 1), 2, true},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			s := priorUsage(c.parts, &c.final)
-			if s.prompt != c.prompt || s.completion != c.completion || s.uncounted.prompt != c.uncountedP || s.uncounted.completion != c.uncountedC || s.estimated != c.estimated {
-				t.Fatalf("priorUsage = %+v; want prompt %d, completion %d, uncounted %d/%d, estimated %v", s, c.prompt, c.completion, c.uncountedP, c.uncountedC, c.estimated)
-			}
-		})
-	}
-	cached := priorUsage([]streamPart{{text: 4, prompt: 110, promptKnown: true, cacheRead: 100}}, &final)
-	if cached.prompt != 110 || cached.cacheRead != 100 {
-		t.Fatalf("the cached share travels with the part: %+v", cached)
-	}
-}
-
-func TestAddToUsage(t *testing.T) {
-	sum := usageSum{prompt: 7, completion: 3}
-	final := &streamPart{prompt: 20, promptKnown: true}
-	for _, c := range []struct {
-		name, in string
-		messages bool
-		sum      usageSum
-		final    *streamPart
-		want     string
-	}{
-		{"chat", `{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15,"prompt_tokens_details":{"cached_tokens":0}}`, false, sum, final,
-			`{"completion_tokens":8,"prompt_tokens":17,"prompt_tokens_details":{"cached_tokens":0},"total_tokens":25}`},
-		{"chat without a total gets none", `{"prompt_tokens":10,"completion_tokens":5}`, false, sum, final, `{"completion_tokens":8,"prompt_tokens":17}`},
-		{"a figure that is no number is left alone", `{"prompt_tokens":"x","completion_tokens":5,"total_tokens":15}`, false, sum, final,
-			`{"completion_tokens":8,"prompt_tokens":"x","total_tokens":15}`},
-		{"messages: input_tokens from the final part's message_start", `{"output_tokens":5}`, true, sum, final, `{"input_tokens":27,"output_tokens":8}`},
-		{"messages: the event's own input_tokens", `{"input_tokens":20,"output_tokens":5}`, true, sum, &streamPart{}, `{"input_tokens":27,"output_tokens":8}`},
-		{"messages: an unknown final input leaves input_tokens out", `{"output_tokens":5}`, true, sum, &streamPart{}, `{"output_tokens":8}`},
-		{"messages: uncached input and cache reads summed apart", `{"output_tokens":3}`, true, usageSum{prompt: 110, completion: 2, cacheRead: 100},
-			&streamPart{prompt: 110, promptKnown: true, cacheRead: 100}, `{"cache_read_input_tokens":200,"input_tokens":20,"output_tokens":5}`},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			if got := string(addToUsage(json.RawMessage(c.in), c.messages, c.sum, c.final)); got != c.want {
-				t.Fatalf("got %s, want %s", got, c.want)
-			}
-		})
-	}
-}
 
 // channelTokens is switchyard_tokens_total of one channel and type for model m: what its provider
 // reported.
@@ -104,7 +38,7 @@ func modelTokens(t *testing.T, metrics, channel, model, typ string) int {
 func lastUsage(t *testing.T, body string) map[string]int {
 	t.Helper()
 	var out map[string]int
-	forEachData([]byte(body), func(_ string, data []byte) {
+	recovery.ForEachData([]byte(body), func(_ string, data []byte) {
 		var ev struct {
 			Usage   map[string]json.RawMessage `json:"usage"`
 			Message struct {
@@ -131,7 +65,7 @@ func lastUsage(t *testing.T, body string) map[string]int {
 // messageStartInput is the input_tokens a Messages stream's message_start announced.
 func messageStartInput(body string) int {
 	n := -1
-	forEachData([]byte(body), func(_ string, data []byte) {
+	recovery.ForEachData([]byte(body), func(_ string, data []byte) {
 		var ev struct {
 			Type    string `json:"type"`
 			Message struct {
@@ -165,8 +99,8 @@ func TestRecoveryUsageIsTheSumOfItsParts(t *testing.T) {
 			t.Fatalf("the mocks' usage: c1 %d/%d, c0 %d (want c1's reported, nothing from the cut c0)", pf, cf, channelTokens(t, m, "c0", "completion"))
 		}
 		sent := len("Hello ")
-		wantPrompt := pf + max(0, pf-estTokens(sent))
-		wantCompl := cf + estTokens(sent)
+		wantPrompt := pf + max(0, pf-recovery.EstTokens(sent))
+		wantCompl := cf + recovery.EstTokens(sent)
 		if got["prompt_tokens"] != wantPrompt || got["completion_tokens"] != wantCompl || got["total_tokens"] != wantPrompt+wantCompl {
 			t.Fatalf("client's usage %v, want prompt %d, completion %d, total %d (continuation reported %d/%d)", got, wantPrompt, wantCompl, wantPrompt+wantCompl, pf, cf)
 		}
@@ -186,8 +120,8 @@ func TestRecoveryUsageIsTheSumOfItsParts(t *testing.T) {
 		m := rr.metrics()
 		pf, cf := channelTokens(t, m, "c2", "prompt"), channelTokens(t, m, "c2", "completion")
 		// parts: "one " (no prefill), "two " (prefill "one "); the finisher's prefill is "one two ".
-		wantPrompt := pf + max(0, pf-estTokens(8)) + max(0, pf-estTokens(8)+estTokens(4))
-		wantCompl := cf + estTokens(4) + estTokens(4)
+		wantPrompt := pf + max(0, pf-recovery.EstTokens(8)) + max(0, pf-recovery.EstTokens(8)+recovery.EstTokens(4))
+		wantCompl := cf + recovery.EstTokens(4) + recovery.EstTokens(4)
 		if got["prompt_tokens"] != wantPrompt || got["completion_tokens"] != wantCompl {
 			t.Fatalf("client's usage %v, want prompt %d, completion %d (finisher reported %d/%d)", got, wantPrompt, wantCompl, pf, cf)
 		}
@@ -207,7 +141,7 @@ func TestRecoveryUsageIsTheSumOfItsParts(t *testing.T) {
 		}
 		// The first part's prompt is known from its message_start; its output is estimated from
 		// "Hello " (the prefill Anthropic gets has the trailing space trimmed, but the client got it).
-		wantIn, wantOut := first+pf, cf+estTokens(len("Hello "))
+		wantIn, wantOut := first+pf, cf+recovery.EstTokens(len("Hello "))
 		if got["output_tokens"] != wantOut || got["input_tokens"] != wantIn {
 			t.Fatalf("client's usage %v: want input_tokens %d (%d + %d), output_tokens %d", got, wantIn, first, pf, wantOut)
 		}
@@ -336,7 +270,7 @@ func TestRecoveryMessagesUsageWithCachedInput(t *testing.T) {
 	rep := rr.post("/v1/messages", messagesStreamBody)
 	readStream(t, rep, true).mustBe(t, "Hello world")
 	got := lastUsage(t, rep.body)
-	wantOut := 3 + estTokens(len("Hello "))
+	wantOut := 3 + recovery.EstTokens(len("Hello "))
 	if got["input_tokens"] != 20 || got["cache_read_input_tokens"] != 200 || got["output_tokens"] != wantOut {
 		t.Fatalf("client's usage %v, want input_tokens 20, cache_read_input_tokens 200, output_tokens %d", got, wantOut)
 	}

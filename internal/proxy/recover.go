@@ -13,6 +13,7 @@ import (
 	"github.com/switchyard-io/switchyard/internal/failover"
 	"github.com/switchyard-io/switchyard/internal/health"
 	"github.com/switchyard-io/switchyard/internal/proxy/clientapi"
+	"github.com/switchyard-io/switchyard/internal/proxy/recovery"
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
 
@@ -34,11 +35,11 @@ func (t recoveryTraits) deterministic() bool {
 
 // unrecoverable says why a broken stream of this request must end with the in-band error ("" if
 // it may be recovered).
-func unrecoverable(t recoveryTraits, tap *streamTap) string {
+func unrecoverable(t recoveryTraits, tap *recovery.Tap) string {
 	switch {
-	case tap.tool:
+	case tap.Tool:
 		return "a tool call was being streamed"
-	case tap.multi || t.N != nil && *t.N > 1:
+	case tap.Multi || t.N != nil && *t.N > 1:
 		return "the request asks for more than one choice (n > 1)"
 	case t.ResponseFormat != nil && t.ResponseFormat.Type == "json_schema":
 		return "the answer follows a JSON schema a continuation cannot be validated against"
@@ -64,12 +65,12 @@ func continuationBody(body, prefill []byte) ([]byte, error) {
 	if err := json.Unmarshal(m["messages"], &msgs); err != nil {
 		return nil, err
 	}
-	text := appendRawJSONString(nil, prefill)
+	text := recovery.AppendRawJSONString(nil, prefill)
 	if n := len(msgs); n > 0 && string(msgs[n-1]["role"]) == `"assistant"` {
 		last := msgs[n-1]
 		var parts []json.RawMessage
-		if old, ok := rawJSONString(last["content"]); ok {
-			last["content"] = appendRawJSONString(nil, append(slices.Clone(old), prefill...))
+		if old, ok := recovery.RawJSONString(last["content"]); ok {
+			last["content"] = recovery.AppendRawJSONString(nil, append(slices.Clone(old), prefill...))
 		} else if json.Unmarshal(last["content"], &parts) == nil {
 			part := append(append([]byte(`{"type":"text","text":`), text...), '}')
 			last["content"], _ = json.Marshal(append(parts, part))
@@ -88,7 +89,7 @@ func continuationBody(body, prefill []byte) ([]byte, error) {
 	for _, k := range []string{"max_tokens", "max_completion_tokens"} {
 		var n int
 		if raw, ok := m[k]; ok && json.Unmarshal(raw, &n) == nil && n > 0 {
-			m[k] = json.RawMessage(strconv.Itoa(max(1, n-estTokens(len(prefill)))))
+			m[k] = json.RawMessage(strconv.Itoa(max(1, n-recovery.EstTokens(len(prefill)))))
 		}
 	}
 	return json.Marshal(m)
@@ -133,9 +134,9 @@ func (rt *routeState) recoverStream(ctx context.Context, broken *attempt, mr *fa
 	deadline := s.clock.Now().Add(broken.channel.Timeouts.FallbackRequest)
 	lastRes := res
 	passOver := map[string]bool{} // channels refusing the prefill, or writing another answer
-	tap.endPart()
+	tap.EndPart()
 	for i := 1; why == "" && i <= limit; i++ {
-		ch, splice, remaining, w := rt.nextContinuation(mr, deadline, passOver, len(tap.text) == 0 || traits.deterministic())
+		ch, splice, remaining, w := rt.nextContinuation(mr, deadline, passOver, len(tap.Text) == 0 || traits.deterministic())
 		if ch == nil {
 			why = w
 			break
@@ -147,7 +148,7 @@ func (rt *routeState) recoverStream(ctx context.Context, broken *attempt, mr *fa
 		}
 		r := s.do(ctx, rt.w, a)
 		lastRes = r
-		if !prefillRejected(&r) && !a.cont.failed {
+		if !prefillRejected(&r) && !a.cont.Failed {
 			rt.failed(ch, &r) // a refusal of the prefill, or another answer, says nothing against the channel
 		}
 		switch {
@@ -166,12 +167,12 @@ func (rt *routeState) recoverStream(ctx context.Context, broken *attempt, mr *fa
 			// the channel is passed over, which bounds these retries by the candidates.
 			passOver[ch.ID()] = true
 			i--
-		case a.cont.failed && splice:
+		case a.cont.Failed && splice:
 			why = "the regenerated answer does not begin with the text already sent"
-		case a.cont.failed:
+		case a.cont.Failed:
 			passOver[ch.ID()] = true // it wrote another answer: not again for this one
 		}
-		tap.endPart() // a part of the answer if it added text before it broke
+		tap.EndPart() // a part of the answer if it added text before it broke
 	}
 	if why == "" {
 		why = fmt.Sprintf("%d continuation(s) failed, the last: %s", limit, lastRes.shown())
@@ -202,20 +203,20 @@ func (rt *routeState) nextContinuation(mr *failover.Model, deadline time.Time, p
 // recovered counts a stream that a continuation finished, and the parts before it: what no
 // usage event of theirs counted already.
 func (rt *routeState) recovered(broken *attempt, mr *failover.Model, splice bool) {
-	result := recoveryContinued
+	result := recovery.Continued
 	if splice {
-		result = recoverySpliced
+		result = recovery.Spliced
 	}
 	rt.s.metrics.Recoveries.WithLabelValues(broken.channel.Namespace, broken.channel.Name, mr.Name, result).Inc()
-	if u := broken.tap.priorUsage(); u.uncounted.prompt+u.uncounted.completion > 0 || u.estimated {
-		rt.call.priorTokens(int64(u.uncounted.prompt), int64(u.uncounted.completion), u.estimated)
+	if u := broken.tap.PriorUsage(); u.Uncounted.Prompt+u.Uncounted.Completion > 0 || u.Estimated {
+		rt.call.priorTokens(int64(u.Uncounted.Prompt), int64(u.Uncounted.Completion), u.Estimated)
 	}
 }
 
 // giveUp ends a stream that was not recovered with the in-band error, saying why.
 func (rt *routeState) giveUp(broken *attempt, mr *failover.Model, res result, why string) result {
 	s := rt.s
-	s.metrics.Recoveries.WithLabelValues(broken.channel.Namespace, broken.channel.Name, mr.Name, recoveryGaveUp).Inc()
+	s.metrics.Recoveries.WithLabelValues(broken.channel.Namespace, broken.channel.Name, mr.Name, recovery.GaveUp).Inc()
 	flusher, _ := rt.w.(http.Flusher)
 	s.writeDeadline(rt.w).extend() // the last write's deadline may have passed while the stream was silent
 	writeStreamErrorFor(broken, rt.w, flusher, res.shown()+"; not recovered: "+why)
@@ -237,20 +238,20 @@ func (rt *routeState) continuationTarget(mr *failover.Model, passOver map[string
 }
 
 // abandonedParts counts the parts of a recovered stream that broke before the continuation the
-// client abandoned: what no usage event of theirs counted, estimated (priorUsage), and a prompt
+// client abandoned: what no usage event of theirs counted, estimated (Tap.PriorUsage), and a prompt
 // none reported from the request's estimate plus the part's prefill.
-func (rt *routeState) abandonedParts(broken *attempt, tap *streamTap) {
-	u := tap.priorUsage()
-	prompt := u.uncounted.prompt
-	if !tap.cur.promptKnown {
-		for _, p := range tap.parts {
-			if !p.promptKnown {
-				prompt += broken.promptEstimate() + estTokens(p.prefill)
+func (rt *routeState) abandonedParts(broken *attempt, tap *recovery.Tap) {
+	u := tap.PriorUsage()
+	prompt := u.Uncounted.Prompt
+	if !tap.Cur.PromptKnown {
+		for _, p := range tap.Parts {
+			if !p.PromptKnown {
+				prompt += broken.promptEstimate() + recovery.EstTokens(p.Prefill)
 			}
 		}
 	}
-	if prompt+u.uncounted.completion > 0 {
-		rt.call.priorTokens(int64(prompt), int64(u.uncounted.completion), true)
+	if prompt+u.Uncounted.Completion > 0 {
+		rt.call.priorTokens(int64(prompt), int64(u.Uncounted.Completion), true)
 	}
 }
 
@@ -267,18 +268,18 @@ func (rt *routeState) continuationAttempt(broken *attempt, ch *routing.Channel, 
 		stream: true, timeout: timeout, header: rt.header, requestID: rt.requestID, number: rt.plan.Attempts() + n, drill: rt.drill,
 		redact: rt.c.redact, piiMasked: rt.piiMasked, call: rt.call, caps: m.Capabilities,
 		tap: broken.tap, continuation: n, meter: streamMeter{tap: broken.meter.tap}}
-	seam := spliceSeam(broken.tap.text)
+	seam := recovery.SpliceSeam(broken.tap.Text)
 	var prefill []byte
-	if !splice && len(broken.tap.text) > 0 {
-		prefill, seam = prefillFor(broken.tap.text, speaksMessages(ch.Provider))
+	if !splice && len(broken.tap.Text) > 0 {
+		prefill, seam = recovery.PrefillFor(broken.tap.Text, speaksMessages(ch.Provider))
 		if body, err = continuationBody(body, prefill); err != nil {
 			return nil, err
 		}
 	}
 	a.body = body
-	a.cont = &contRelay{tap: broken.tap, seam: seam}
-	broken.tap.beginPart(len(prefill))
-	if !splice && len(broken.tap.text) > 0 && !speaksMessages(ch.Provider) {
+	a.cont = &recovery.ContRelay{Tap: broken.tap, Seam: seam}
+	broken.tap.BeginPart(len(prefill))
+	if !splice && len(broken.tap.Text) > 0 && !speaksMessages(ch.Provider) {
 		t, err := translate(a, a.caps)
 		if err != nil {
 			return nil, err

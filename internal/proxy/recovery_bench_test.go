@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/switchyard-io/switchyard/internal/failover"
+	"github.com/switchyard-io/switchyard/internal/proxy/recovery"
 )
 
 // BenchmarkStreamSeamGap measures the client-visible gap at a seam: the time from the last
@@ -81,6 +82,16 @@ func BenchmarkStreamSeamGap(b *testing.B) {
 	b.ReportMetric(pct(plain, .99), "plain-p99-µs")
 }
 
+// chunkText is a chat chunk's content, its exact bytes.
+func chunkText(data []byte) string {
+	var c recovery.ChatChunkView
+	if json.Unmarshal(data, &c) != nil || len(c.Choices) == 0 {
+		return ""
+	}
+	s, _ := recovery.RawJSONString(c.Choices[0].Delta.Content)
+	return string(s)
+}
+
 // BenchmarkStreamRecoveryTap: what watching a stream for recovery costs an unbroken stream,
 // streamRecovery Continue (the default) against Error, side by side.
 func BenchmarkStreamRecoveryTap(b *testing.B) {
@@ -108,14 +119,4 @@ func BenchmarkStreamRecoveryTap(b *testing.B) {
 			}
 		})
 	}
-}
-
-// chunkText is a chat chunk's content, its exact bytes.
-func chunkText(data []byte) string {
-	var c chatChunkView
-	if json.Unmarshal(data, &c) != nil || len(c.Choices) == 0 {
-		return ""
-	}
-	s, _ := rawJSONString(c.Choices[0].Delta.Content)
-	return string(s)
 }

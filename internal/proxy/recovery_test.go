@@ -14,6 +14,7 @@ import (
 
 	"github.com/switchyard-io/switchyard/internal/failover"
 	"github.com/switchyard-io/switchyard/internal/mockprovider"
+	"github.com/switchyard-io/switchyard/internal/proxy/recovery"
 	"github.com/switchyard-io/switchyard/internal/proxy/source"
 	"github.com/switchyard-io/switchyard/internal/testutil"
 )
@@ -121,7 +122,7 @@ func readStream(t *testing.T, rep reply, messages bool) streamed {
 		t.Fatalf("request failed: %v", rep.err)
 	}
 	out := streamed{ids: map[string]bool{}, models: map[string]bool{}, status: rep.status}
-	forEachData([]byte(rep.body), func(typ string, data []byte) {
+	recovery.ForEachData([]byte(rep.body), func(typ string, data []byte) {
 		if string(data) == "[DONE]" {
 			out.complete = true
 			return
@@ -144,13 +145,13 @@ func readStream(t *testing.T, rep reply, messages bool) streamed {
 		if err := json.Unmarshal(data, &ev); err != nil {
 			t.Fatalf("malformed event %q: %v", data, err)
 		}
-		if isJSONValue(ev.Error) || ev.Type == "error" || typ == "error" {
+		if recovery.IsJSONValue(ev.Error) || ev.Type == "error" || typ == "error" {
 			out.errored = true
 			return
 		}
 		if messages {
 			if ev.Type == "content_block_delta" && ev.Delta.Type == "text_delta" {
-				s, _ := rawJSONString(ev.Delta.Text)
+				s, _ := recovery.RawJSONString(ev.Delta.Text)
 				out.text += string(s)
 			}
 			if ev.Type == "message_stop" {
@@ -161,7 +162,7 @@ func readStream(t *testing.T, rep reply, messages bool) streamed {
 		out.ids[ev.ID] = true
 		out.models[ev.Model] = true
 		for _, c := range ev.Choices {
-			s, _ := rawJSONString(c.Delta.Content)
+			s, _ := recovery.RawJSONString(c.Delta.Content)
 			out.text += string(s)
 		}
 	})
@@ -389,13 +390,13 @@ func TestRecoveryKnowsWhenNot(t *testing.T) {
 
 // TestRecoveryToolCall: a tool call streamed in part is never continued as text.
 func TestRecoveryToolCall(t *testing.T) {
-	tap := &streamTap{}
-	tap.observe([]byte(`data: {"id":"c1","model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get","arguments":"{\"ci"}}]}}]}` + "\n\n"))
+	tap := &recovery.Tap{}
+	tap.Observe([]byte(`data: {"id":"c1","model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get","arguments":"{\"ci"}}]}}]}` + "\n\n"))
 	if why := unrecoverable(recoveryTraits{}, tap); !strings.Contains(why, "tool call") {
 		t.Fatalf("unrecoverable = %q, want a tool call reason", why)
 	}
-	mt := &streamTap{messages: true}
-	mt.observe([]byte("event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"get\",\"input\":{}}}\n\n"))
+	mt := &recovery.Tap{Messages: true}
+	mt.Observe([]byte("event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"get\",\"input\":{}}}\n\n"))
 	if why := unrecoverable(recoveryTraits{}, mt); why == "" {
 		t.Fatal("a Messages tool_use block in progress must not be continued")
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/switchyard-io/switchyard/internal/audit"
 	"github.com/switchyard-io/switchyard/internal/mockprovider"
+	"github.com/switchyard-io/switchyard/internal/proxy/recovery"
 	"github.com/switchyard-io/switchyard/internal/proxy/source"
 	"github.com/switchyard-io/switchyard/internal/routing"
 	"github.com/switchyard-io/switchyard/internal/testutil"
@@ -392,7 +393,7 @@ func TestAbandonedStreamCountsTokens(t *testing.T) {
 				t.Fatalf("%d audit lines", len(al))
 			}
 			tok := al[0].Tokens
-			minOut, maxOut := int64(estTokens(chunks*3/4*chunkBytes)), int64(estTokens(len(text)))
+			minOut, maxOut := int64(recovery.EstTokens(chunks*3/4*chunkBytes)), int64(recovery.EstTokens(len(text)))
 			if !tok.Estimated || tok.Completion < minOut || tok.Completion > maxOut || tok.Prompt <= 0 {
 				t.Fatalf("audit tokens %+v, want estimated, completion in [%d, %d], a prompt", tok, minOut, maxOut)
 			}
@@ -468,8 +469,8 @@ func TestAbandonedBeforeTheFirstEventCountsThePrompt(t *testing.T) {
 		t.Fatalf("access log: %v", lines)
 	}
 	al := sr.auditLines()
-	if tok := al[0].Tokens; !tok.Estimated || tok.Prompt != int64(estTokens(len(prompt))) || tok.Completion != 0 {
-		t.Fatalf("audit tokens %+v, want the prompt's estimate %d", tok, estTokens(len(prompt)))
+	if tok := al[0].Tokens; !tok.Estimated || tok.Prompt != int64(recovery.EstTokens(len(prompt))) || tok.Completion != 0 {
+		t.Fatalf("audit tokens %+v, want the prompt's estimate %d", tok, recovery.EstTokens(len(prompt)))
 	}
 }
 
@@ -506,7 +507,7 @@ func TestAbandonedContinuationCountsThePartsBefore(t *testing.T) {
 	}
 	waitServed(t, rr.srv)
 	line, _ := audited()
-	if want := int64(estTokens(45 * 10)); !line.Tokens.Estimated || line.Tokens.Completion < want || line.Tokens.Prompt < 2*int64(estTokens(len("hello there"))) {
+	if want := int64(recovery.EstTokens(45 * 10)); !line.Tokens.Estimated || line.Tokens.Completion < want || line.Tokens.Prompt < 2*int64(recovery.EstTokens(len("hello there"))) {
 		t.Fatalf("audit tokens %+v, want estimated, at least %d completion tokens and two prompts", line.Tokens, want)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/switchyard-io/switchyard/internal/proxy/piimask"
+	"github.com/switchyard-io/switchyard/internal/proxy/recovery"
 	"github.com/switchyard-io/switchyard/internal/proxy/sse"
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
@@ -80,11 +81,11 @@ func (p *streamStages) build(s *Server, a *attempt) {
 		stages = append(stages, &p.restore)
 	}
 	if a.cont != nil {
-		stages = append(stages, a.cont)
+		stages = append(stages, (*contStage)(a.cont))
 	}
 	if a.meter.tap != nil {
-		a.meter.start = a.meter.tap.sent
-		stages = append(stages, a.meter.tap)
+		a.meter.start = a.meter.tap.Sent
+		stages = append(stages, (*tapStage)(a.meter.tap))
 	}
 	p.answer = stages[len(p.read):]
 	p.recovered = a.tap != nil
@@ -133,7 +134,7 @@ type usageStage struct {
 	channel    *routing.Channel
 	model      string
 	counted    tokensCounted
-	meter      *streamTap
+	meter      *recovery.Tap
 	translated bool
 }
 
@@ -141,7 +142,7 @@ func (u *usageStage) event(ev *sse.Event) verdict {
 	if ev.Usage != nil {
 		u.s.countTokens(u.call, u.channel, u.model, &u.counted, ev.Usage)
 		if u.meter != nil {
-			u.meter.sawUsage(ev.Usage)
+			u.meter.SawUsage(ev.Usage)
 		}
 	}
 	raw, dropped := u.call.stripUsageChunk(ev, u.translated)
@@ -175,10 +176,13 @@ func (st *restoreStage) event(ev *sse.Event) verdict {
 
 func (st *restoreStage) end() []byte { return st.r.End() }
 
-// event rewrites a continuation's event into the rest of the client's stream (contRelay.rewrite).
+// contStage is a continuation's relay as a stage: the same pointer, converted (no allocation).
+type contStage recovery.ContRelay
+
+// event rewrites a continuation's event into the rest of the client's stream (ContRelay.Rewrite).
 // A continuation that writes another answer departs: that says nothing against its channel.
-func (c *contRelay) event(ev *sse.Event) verdict {
-	out, ok := c.rewrite(ev.Raw)
+func (c *contStage) event(ev *sse.Event) verdict {
+	out, ok := (*recovery.ContRelay)(c).Rewrite(ev.Raw)
 	switch {
 	case !ok:
 		return depart
@@ -189,20 +193,23 @@ func (c *contRelay) event(ev *sse.Event) verdict {
 	return pass
 }
 
-func (*contRelay) end() []byte { return nil }
+func (*contStage) end() []byte { return nil }
 
 // streamMeter is an attempt's tap as its last stage (the recovery's, or one that only counts): a
 // stream the client abandons before its usage event counts its tokens anyway (abandonedTokens).
 // start is the tap's text count when the attempt's relay began.
 type streamMeter struct {
-	tap   *streamTap
+	tap   *recovery.Tap
 	start int
 }
 
-// event records what the client's stream gets (observe).
-func (t *streamTap) event(ev *sse.Event) verdict {
-	t.observe(ev.Raw)
+// tapStage is a recovery tap as a stage: the same pointer, converted (no allocation).
+type tapStage recovery.Tap
+
+// event records what the client's stream gets (Tap.Observe).
+func (t *tapStage) event(ev *sse.Event) verdict {
+	(*recovery.Tap)(t).Observe(ev.Raw)
 	return pass
 }
 
-func (*streamTap) end() []byte { return nil }
+func (*tapStage) end() []byte { return nil }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/switchyard-io/switchyard/internal/pii"
+	"github.com/switchyard-io/switchyard/internal/proxy/recovery"
 	"github.com/switchyard-io/switchyard/internal/proxy/sse"
 	"github.com/switchyard-io/switchyard/internal/routing"
 )
@@ -13,7 +14,7 @@ import (
 // the format conversion sees events before the relay commits to the answer.
 func TestStreamStagesOrder(t *testing.T) {
 	ss := &pii.Session{} // any session: the stage list is what is checked
-	tap := &streamTap{}
+	tap := &recovery.Tap{}
 	for _, tc := range []struct {
 		name        string
 		a           attempt
@@ -21,10 +22,10 @@ func TestStreamStagesOrder(t *testing.T) {
 		recovered   bool
 	}{
 		{"plain", attempt{}, "[]", "[*proxy.usageStage]", false},
-		{"translated, restored, counted", attempt{wire: &upstream{stream: &messagesPassthrough{}}, restore: ss, meter: streamMeter{tap: &streamTap{countOnly: true}}},
-			"[*proxy.convertStage]", "[*proxy.usageStage *proxy.restoreStage *proxy.streamTap]", false},
-		{"continuation", attempt{tap: tap, cont: &contRelay{tap: tap}, meter: streamMeter{tap: tap}},
-			"[]", "[*proxy.usageStage *proxy.contRelay *proxy.streamTap]", true},
+		{"translated, restored, counted", attempt{wire: &upstream{stream: &messagesPassthrough{}}, restore: ss, meter: streamMeter{tap: &recovery.Tap{CountOnly: true}}},
+			"[*proxy.convertStage]", "[*proxy.usageStage *proxy.restoreStage *proxy.tapStage]", false},
+		{"continuation", attempt{tap: tap, cont: &recovery.ContRelay{Tap: tap}, meter: streamMeter{tap: tap}},
+			"[]", "[*proxy.usageStage *proxy.contStage *proxy.tapStage]", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := tc.a
@@ -54,10 +55,10 @@ func typesOf(stages []streamStage) string {
 
 // TestRunStopsAtTheFirstVerdict: a dropped event reaches no later stage.
 func TestRunStopsAtTheFirstVerdict(t *testing.T) {
-	tap := &streamTap{}
-	cont := &contRelay{tap: tap, seam: spliceSeam([]byte("Hello"))}
+	tap := &recovery.Tap{}
+	cont := &recovery.ContRelay{Tap: tap, Seam: recovery.SpliceSeam([]byte("Hello"))}
 	ev := sse.Event{Raw: []byte(`data: {"choices":[{"index":0,"delta":{"content":"Bye"}}]}` + "\n\n")}
-	if v := run([]streamStage{cont, tap}, &ev); v != depart || tap.sent != 0 {
-		t.Fatalf("verdict %d, tap saw %d bytes: want depart, none", v, tap.sent)
+	if v := run([]streamStage{(*contStage)(cont), (*tapStage)(tap)}, &ev); v != depart || tap.Sent != 0 {
+		t.Fatalf("verdict %d, tap saw %d bytes: want depart, none", v, tap.Sent)
 	}
 }

@@ -1,4 +1,4 @@
-package proxy
+package recovery
 
 import (
 	"encoding/json"
@@ -20,25 +20,25 @@ import (
 //     estimate plus its own prefill's (nothing, for the first part).
 //
 // Parts that added no text (a continuation refused, timed out, or departing from the text
-// sent) are no part of the answer and count nothing here; their attempts are in the access log.
+// Sent) are no part of the answer and count nothing here; their attempts are in the access log.
 
 // estBytesPerToken is the rule of thumb for text tokens (about four bytes of English, or two
 // Cyrillic characters, per token).
 const estBytesPerToken = 4
 
-func estTokens(bytes int) int { return (bytes + estBytesPerToken - 1) / estBytesPerToken }
+func EstTokens(bytes int) int { return (bytes + estBytesPerToken - 1) / estBytesPerToken }
 
-// streamPart is one part of a stream the client reads as one answer.
-type streamPart struct {
+// Part is one part of a stream the client reads as one answer.
+type Part struct {
 	start   int // len(tap.text) when the part began
-	prefill int // bytes of the assistant prefill the part continued (0: the first part, a splice)
+	Prefill int // bytes of the assistant prefill the part continued (0: the first part, a splice)
 	text    int // bytes of text it added to the client's stream (set when the part ends)
-	// prompt and completion are the figures the part reported (cumulative: the last one counts);
+	// Prompt and completion are the figures the part reported (cumulative: the last one counts);
 	// known tells whether it reported each. prompt counts every input token, cached or not, as
 	// OpenAI's prompt_tokens does; cacheRead and cacheCreate are the Messages API's cached shares
 	// of it, from message_start.
-	prompt, completion           int
-	promptKnown, completionKnown bool
+	Prompt, completion           int
+	PromptKnown, completionKnown bool
 	cacheRead, cacheCreate       int
 	// counted is what of prompt and completion went through addTokens (a usage event of the
 	// part's stream) and so reached the client's counts already; message_start's figures do not.
@@ -46,9 +46,9 @@ type streamPart struct {
 }
 
 // reported records a usage figure the part's stream carried (and addTokens counted).
-func (p *streamPart) reported(u *sse.Usage) {
+func (p *Part) reported(u *sse.Usage) {
 	if n := u.Prompt(); n > 0 {
-		p.prompt, p.promptKnown = n, true
+		p.Prompt, p.PromptKnown = n, true
 		p.counted.prompt = max(p.counted.prompt, n)
 	}
 	if n := u.Completion(); n > 0 {
@@ -65,45 +65,45 @@ type messageUsage struct {
 }
 
 // started records the input a message_start announces for the part, when it reported none yet.
-func (p *streamPart) started(u messageUsage) {
+func (p *Part) started(u messageUsage) {
 	n := u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
-	if n > 0 && !p.promptKnown {
-		p.prompt, p.promptKnown = n, true
+	if n > 0 && !p.PromptKnown {
+		p.Prompt, p.PromptKnown = n, true
 		p.cacheRead, p.cacheCreate = u.CacheReadInputTokens, u.CacheCreationInputTokens
 	}
 }
 
-// usageSum is what earlier parts add to the finishing part's usage.
-type usageSum struct {
+// UsageSum is what earlier parts add to the finishing part's usage.
+type UsageSum struct {
 	prompt, completion     int // prompt: every input token, cached or not
 	cacheRead, cacheCreate int // the Messages API's cached shares of prompt
-	// uncounted are the shares of prompt and completion no usage event counted: estimates, and
+	// Uncounted are the shares of prompt and completion no usage event counted: estimates, and
 	// message_start's input (priorTokens adds them to the client's counts).
-	uncounted struct{ prompt, completion int }
-	estimated bool
+	Uncounted struct{ Prompt, Completion int }
+	Estimated bool
 }
 
 // add adds an earlier part's figures, reported or estimated; final is the finishing part (its
 // reported prompt and its prefill).
-func (s *usageSum) add(p streamPart, final *streamPart) {
-	prompt, completion := p.prompt, p.completion
+func (s *UsageSum) add(p Part, final *Part) {
+	prompt, completion := p.Prompt, p.completion
 	if !p.completionKnown {
-		completion, s.estimated = estTokens(p.text), true
+		completion, s.Estimated = EstTokens(p.text), true
 	}
-	if !p.promptKnown && final.promptKnown {
-		prompt, s.estimated = max(0, final.prompt-estTokens(final.prefill)+estTokens(p.prefill)), true
+	if !p.PromptKnown && final.PromptKnown {
+		prompt, s.Estimated = max(0, final.Prompt-EstTokens(final.Prefill)+EstTokens(p.Prefill)), true
 	}
 	s.prompt += prompt
 	s.completion += completion
 	s.cacheRead += p.cacheRead
 	s.cacheCreate += p.cacheCreate
-	s.uncounted.prompt += max(0, prompt-p.counted.prompt)
-	s.uncounted.completion += max(0, completion-p.counted.completion)
+	s.Uncounted.Prompt += max(0, prompt-p.counted.prompt)
+	s.Uncounted.Completion += max(0, completion-p.counted.completion)
 }
 
-// priorUsage sums the parts before the finishing one.
-func priorUsage(parts []streamPart, final *streamPart) usageSum {
-	var s usageSum
+// PriorUsage sums the parts before the finishing one.
+func priorUsage(parts []Part, final *Part) UsageSum {
+	var s UsageSum
 	for _, p := range parts {
 		s.add(p, final)
 	}
@@ -118,7 +118,7 @@ func priorUsage(parts []streamPart, final *streamPart) usageSum {
 //     part's own — the event's, else its message_start's — plus the earlier parts' uncached
 //     input, and the cache counts their sums likewise. With the finishing part's input unknown,
 //     input_tokens is left as it is: message_start told the client the first part's.
-func addToUsage(raw json.RawMessage, messages bool, sum usageSum, final *streamPart) json.RawMessage {
+func addToUsage(raw json.RawMessage, messages bool, sum UsageSum, final *Part) json.RawMessage {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(raw, &m) != nil || m == nil {
 		return raw
@@ -142,8 +142,8 @@ func addToUsage(raw json.RawMessage, messages bool, sum usageSum, final *streamP
 		add("output_tokens", sum.completion)
 		uncached := sum.prompt - sum.cacheRead - sum.cacheCreate
 		base, ok := num("input_tokens")
-		if !ok && final.promptKnown {
-			base, ok = final.prompt-final.cacheRead-final.cacheCreate, true
+		if !ok && final.PromptKnown {
+			base, ok = final.Prompt-final.cacheRead-final.cacheCreate, true
 		}
 		if ok {
 			set("input_tokens", base+uncached)

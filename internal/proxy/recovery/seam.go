@@ -1,4 +1,4 @@
-package proxy
+package recovery
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 // decided here, as pure functions over the exact bytes the client received, so that what real
 // providers do at a seam is table-tested without a server.
 
-// prefillFor splits the text sent to the client into the assistant prefill a continuation request
+// PrefillFor splits the text sent to the client into the assistant prefill a continuation request
 // carries and the seam the continuation's text must pass through.
 //
 //   - A multi-byte UTF-8 character cut by the break cannot go into a JSON prefill: its bytes
@@ -24,7 +24,7 @@ import (
 //
 // Either way the trailing whitespace is already on the client's screen: the continuation may
 // repeat it (dropped) or not (nothing to drop), and the seam accepts both.
-func prefillFor(sent []byte, trim bool) (prefill []byte, s seam) {
+func PrefillFor(sent []byte, trim bool) (prefill []byte, s seam) {
 	valid, tail := splitIncompleteRune(sent)
 	body := bytes.TrimRight(valid, " \t\r\n")
 	s = seam{maybe: valid[len(body):], must: tail}
@@ -37,18 +37,18 @@ func prefillFor(sent []byte, trim bool) (prefill []byte, s seam) {
 	return valid, s
 }
 
-// spliceSeam is the seam of a regenerated answer (no prefill): it must begin with every byte
+// SpliceSeam is the seam of a regenerated answer (no prefill): it must begin with every byte
 // already sent, strictly, before anything more is relayed.
-func spliceSeam(sent []byte) seam { return seam{must: sent} }
+func SpliceSeam(sent []byte) seam { return seam{must: sent} }
 
-// seam filters the beginning of a continuation's text: maybe are bytes the client has that the
+// Seam filters the beginning of a continuation's text: maybe are bytes the client has that the
 // continuation may or may not repeat (whitespace), must are bytes it has to repeat exactly. Once
 // both are passed, everything goes through.
 type seam struct {
 	maybe []byte
 	must  []byte
 	// restart is the text sent, while the continuation may still be a model that ignored the
-	// prefill and began the answer again: its text is held (held) while it repeats restart, and
+	// Prefill and began the answer again: its text is held (held) while it repeats restart, and
 	// dropped if it repeats all of it, as a regeneration would be spliced.
 	restart []byte
 	held    []byte
@@ -137,10 +137,10 @@ func splitIncompleteRune(b []byte) (valid, tail []byte) {
 	return b, nil
 }
 
-// rawJSONString decodes a JSON string literal (quotes included) keeping its bytes as they are:
+// RawJSONString decodes a JSON string literal (quotes included) keeping its bytes as they are:
 // encoding/json would replace invalid UTF-8 (a character a provider split across two chunks)
 // with U+FFFD, and the seam must know the exact bytes the client got.
-func rawJSONString(lit []byte) ([]byte, bool) {
+func RawJSONString(lit []byte) ([]byte, bool) {
 	if len(lit) < 2 || lit[0] != '"' || lit[len(lit)-1] != '"' {
 		return nil, false
 	}
@@ -230,6 +230,6 @@ func hex4(b []byte) (rune, bool) {
 	return r, true
 }
 
-// appendRawJSONString writes b as a JSON string literal, keeping invalid UTF-8 bytes as they are
+// AppendRawJSONString writes b as a JSON string literal, keeping invalid UTF-8 bytes as they are
 // (the counterpart of rawJSONString: the client gets the bytes the provider sent).
-func appendRawJSONString(dst, b []byte) []byte { return jsonraw.AppendString(dst, b) }
+func AppendRawJSONString(dst, b []byte) []byte { return jsonraw.AppendString(dst, b) }

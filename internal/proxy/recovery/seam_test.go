@@ -1,4 +1,4 @@
-package proxy
+package recovery
 
 import (
 	"strings"
@@ -34,7 +34,7 @@ func TestSeam(t *testing.T) {
 		{"a complete multi-byte character at the end", "中", false, "中", []string{"文"}, "中文", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			prefill, s := prefillFor([]byte(c.sent), c.trim)
+			prefill, s := PrefillFor([]byte(c.sent), c.trim)
 			if string(prefill) != c.wantPrefix {
 				t.Fatalf("prefill = %q, want %q", prefill, c.wantPrefix)
 			}
@@ -73,7 +73,7 @@ func TestSeamRestart(t *testing.T) {
 		{"Hello from", []string{"", " the", " other side"}, "Hello from the other side"},
 		{"ha", []string{"ha", "!"}, "haha!"}, // too short to tell a restart from a continuation
 	} {
-		_, s := prefillFor([]byte(c.sent), false)
+		_, s := PrefillFor([]byte(c.sent), false)
 		got := c.sent
 		for _, p := range c.pieces {
 			out, ok := s.feed([]byte(p))
@@ -91,7 +91,7 @@ func TestSeamRestart(t *testing.T) {
 		}
 	}
 	// Held text that turns out to be the whole continuation goes out at its end.
-	_, s := prefillFor([]byte("Hello from"), false)
+	_, s := PrefillFor([]byte("Hello from"), false)
 	if out, _ := s.feed([]byte("Hello")); len(out) != 0 {
 		t.Fatalf("held text relayed early: %q", out)
 	}
@@ -102,7 +102,7 @@ func TestSeamRestart(t *testing.T) {
 
 // TestSpliceSeam: a regenerated answer is relayed only after it has repeated every byte sent.
 func TestSpliceSeam(t *testing.T) {
-	s := spliceSeam([]byte("Hello wo"))
+	s := SpliceSeam([]byte("Hello wo"))
 	for _, p := range []string{"Hel", "lo", " w"} {
 		if out, ok := s.feed([]byte(p)); !ok || len(out) != 0 {
 			t.Fatalf("feed(%q) = %q, %v: want nothing relayed yet", p, out, ok)
@@ -115,12 +115,12 @@ func TestSpliceSeam(t *testing.T) {
 		t.Fatal("seam still open after the text sent was repeated")
 	}
 	for _, regen := range []string{"Hello world"[:5] + "  wo", "Hello Wo", "Hi"} {
-		s := spliceSeam([]byte("Hello wo"))
+		s := SpliceSeam([]byte("Hello wo"))
 		if _, ok := s.feed([]byte(regen)); ok && !s.open() {
 			t.Fatalf("regeneration %q spliced onto %q", regen, "Hello wo")
 		}
 	}
-	s = spliceSeam([]byte("Hello "))
+	s = SpliceSeam([]byte("Hello "))
 	if _, ok := s.feed([]byte("Hello")); !ok || !s.open() {
 		t.Fatal("a regeneration that stops short must leave the seam open (no whitespace leniency when splicing)")
 	}
@@ -135,33 +135,33 @@ func TestRawJSONString(t *testing.T) {
 		{`"\ud83d\ude00"`, "😀"},
 		{"\"raw \xe4\xb8\"", "raw \xe4\xb8"},
 	} {
-		got, ok := rawJSONString([]byte(c.lit))
+		got, ok := RawJSONString([]byte(c.lit))
 		if !ok || string(got) != c.want {
 			t.Errorf("rawJSONString(%s) = %q, %v; want %q", c.lit, got, ok, c.want)
 		}
-		back, ok := rawJSONString(appendRawJSONString(nil, got))
+		back, ok := RawJSONString(AppendRawJSONString(nil, got))
 		if !ok || string(back) != c.want {
 			t.Errorf("round trip of %q = %q", c.want, back)
 		}
 	}
 	for _, bad := range []string{`plain`, `"\x"`, `"\u12"`, `"unterminated\"`} {
-		if _, ok := rawJSONString([]byte(bad)); ok {
+		if _, ok := RawJSONString([]byte(bad)); ok {
 			t.Errorf("rawJSONString(%s) accepted", bad)
 		}
 	}
-	if !strings.Contains(string(appendRawJSONString(nil, []byte{1})), `\u0001`) {
+	if !strings.Contains(string(AppendRawJSONString(nil, []byte{1})), `\u0001`) {
 		t.Error("control characters must be escaped")
 	}
 }
 
-// forEachData reads events as the SSE format has them: data lines joined by newlines, the event
+// ForEachData reads events as the SSE format has them: data lines joined by newlines, the event
 // type, comments left out; the input is never written to (one data line is passed as a slice
 // of it).
 func TestForEachData(t *testing.T) {
 	in := "event: a\ndata: one\n\n: comment\n\ndata: x\ndata: y\n\ndata:\n\ndata: {\"k\":1}\r\n\r\n"
 	b := []byte(in)
 	var got []string
-	forEachData(b, func(typ string, data []byte) { got = append(got, typ+"|"+string(data)) })
+	ForEachData(b, func(typ string, data []byte) { got = append(got, typ+"|"+string(data)) })
 	want := []string{"a|one", "|x\ny", `|{"k":1}`}
 	if strings.Join(got, ";") != strings.Join(want, ";") {
 		t.Fatalf("events %q, want %q", got, want)

@@ -1,4 +1,10 @@
-package proxy
+// Package recovery is the state of a stream that may be finished after it broke
+// (RoutingPolicy streamRecovery: Continue): the Tap that records what the client was sent, the
+// seam where a continuation's or a regeneration's text joins it, the ContRelay that rewrites a
+// continuation's events into the client's stream, and the usage of a stream told in parts. It
+// does no I/O: the proxy's recovery walk (recover.go) asks the failover planner where to
+// continue and drives the attempts.
+package recovery
 
 import (
 	"bytes"
@@ -26,80 +32,80 @@ import (
 //     stream, or an API other than chat/completions and messages, the stream ends with the
 //     in-band error event as without recovery.
 //
-// The relay drives it, not the failover planner: the planner's walk has ended once bytes went to
-// the client (its attempts and budget are about finding a first answer), while a continuation is
-// bounded by maxContinuations and its own deadline. It reuses the planner's order of resort
-// through failover.Continuation, a pure function over the engine's routable channels.
+// The proxy's relay drives it: the planner's walk has ended once bytes went to the client (its
+// attempts and budget are about finding a first answer), while a continuation is bounded by
+// maxContinuations and its own deadline; where a continuation goes is the planner's
+// failover.Continuation, a pure function over the engine's routable channels.
 
 // Recovery results (switchyard_stream_continuations_total's result label).
 const (
-	recoveryContinued = "continued"
-	recoverySpliced   = "spliced"
-	recoveryGaveUp    = "gave_up"
+	Continued = "continued"
+	Spliced   = "spliced"
+	GaveUp    = "gave_up"
 )
 
-// streamTap records what a stream sent to the client, in the client's API: the exact text
+// Tap records what a stream sent to the client, in the client's API: the exact text
 // bytes, and what a continuation must know to extend the same stream.
-type streamTap struct {
-	messages bool // the client speaks the Messages API
-	text     []byte
-	// sent counts the text bytes the client's stream got; countOnly keeps no text (a meter for
+type Tap struct {
+	Messages bool // the client speaks the Messages API
+	Text     []byte
+	// Sent counts the text bytes the client's stream got; countOnly keeps no text (a meter for
 	// the tokens of an abandoned stream, where no recovery needs it).
-	sent      int
-	countOnly bool
-	tool      bool // a tool call began: its arguments cannot be continued as text
-	multi     bool // a choice other than the first (n > 1)
+	Sent      int
+	CountOnly bool
+	Tool      bool // a tool call began: its arguments cannot be continued as text
+	Multi     bool // a choice other than the first (n > 1)
 	// chat: the chunks' id, model and created, which a continuation's chunks take over.
 	id      string
 	model   string
 	created json.RawMessage
-	// messages: the last content block begun, and whether it is a text block still open.
+	// Messages: the last content block begun, and whether it is a text block still open.
 	block   int
 	open    bool
 	started bool
-	// parts are the parts of the answer that broke, cur the one streaming now: what a finishing
+	// Parts are the parts of the answer that broke, cur the one streaming now: what a finishing
 	// part's usage must be summed with (partusage.go).
-	parts []streamPart
-	cur   streamPart
+	Parts []Part
+	Cur   Part
 }
 
 // addText records text the client's stream got.
-func (t *streamTap) addText(s []byte) {
-	t.sent += len(s)
-	if !t.countOnly {
-		t.text = append(t.text, s...)
+func (t *Tap) addText(s []byte) {
+	t.Sent += len(s)
+	if !t.CountOnly {
+		t.Text = append(t.Text, s...)
 	}
 }
 
-// sawUsage records a usage figure the current part's upstream reported.
-func (t *streamTap) sawUsage(u *sse.Usage) { t.cur.reported(u) }
+// SawUsage records a usage figure the current part's upstream reported.
+func (t *Tap) SawUsage(u *sse.Usage) { t.Cur.reported(u) }
 
-// endPart closes the current part when it broke; it is a part of the answer if it added text.
-func (t *streamTap) endPart() {
-	if t.cur.text = len(t.text) - t.cur.start; t.cur.text > 0 {
-		t.parts = append(t.parts, t.cur)
+// EndPart closes the current part when it broke; it is a part of the answer if it added text.
+func (t *Tap) EndPart() {
+	if t.Cur.text = len(t.Text) - t.Cur.start; t.Cur.text > 0 {
+		t.Parts = append(t.Parts, t.Cur)
 	}
-	t.cur = streamPart{start: len(t.text)}
+	t.Cur = Part{start: len(t.Text)}
 }
 
-// beginPart starts a continuation's part, which carries prefill bytes of the text sent as its
+// BeginPart starts a continuation's part, which carries prefill bytes of the text sent as its
 // final assistant turn (0 for a regeneration).
-func (t *streamTap) beginPart(prefill int) { t.cur = streamPart{start: len(t.text), prefill: prefill} }
+func (t *Tap) BeginPart(prefill int) { t.Cur = Part{start: len(t.Text), Prefill: prefill} }
 
 // messageStartPrompt records the input tokens a message_start announces for its part.
-func (t *streamTap) messageStartPrompt(e *messagesEventView) {
+func (t *Tap) messageStartPrompt(e *messagesEventView) {
 	if e.Message != nil {
-		t.cur.started(e.Message.Usage)
+		t.Cur.started(e.Message.Usage)
 	}
 }
 
-// priorUsage is what the parts that broke add to the finishing part's usage.
-func (t *streamTap) priorUsage() usageSum { return priorUsage(t.parts, &t.cur) }
+// PriorUsage is what the parts that broke add to the finishing part's usage.
+func (t *Tap) PriorUsage() UsageSum { return priorUsage(t.Parts, &t.Cur) }
 
-// observe reads one write to the client (one or more events).
-func (t *streamTap) observe(out []byte) {
-	forEachData(out, func(_ string, data []byte) {
-		if t.messages {
+// Observe reads one write to the client (one or more events).
+func (t *Tap) Observe(out []byte) {
+	ForEachData(out, func(_ string, data []byte) {
+		if t.Messages {
 			t.observeMessages(data)
 		} else {
 			t.observeChat(data)
@@ -107,9 +113,9 @@ func (t *streamTap) observe(out []byte) {
 	})
 }
 
-// forEachData calls fn with the event type and the data of each event in b ("[DONE]" and
+// ForEachData calls fn with the event type and the data of each event in b ("[DONE]" and
 // comments included; fn decides).
-func forEachData(b []byte, fn func(typ string, data []byte)) {
+func ForEachData(b []byte, fn func(typ string, data []byte)) {
 	for len(b) > 0 {
 		ev := b
 		if i := bytes.Index(b, []byte("\n\n")); i >= 0 {
@@ -144,7 +150,7 @@ func forEachData(b []byte, fn func(typ string, data []byte)) {
 	}
 }
 
-type chatChunkView struct {
+type ChatChunkView struct {
 	ID      string          `json:"id"`
 	Model   string          `json:"model"`
 	Created json.RawMessage `json:"created"`
@@ -161,7 +167,7 @@ type chatChunkView struct {
 // observeChat reads a chat chunk with the allocation-free scanner (internal/jsonraw): the tap watches
 // every event of every recoverable stream, and decoding each with encoding/json cost a quarter of
 // the relay's time (BenchmarkStreamRecoveryTap).
-func (t *streamTap) observeChat(data []byte) {
+func (t *Tap) observeChat(data []byte) {
 	if len(data) == 0 || data[0] != '{' {
 		return
 	}
@@ -169,11 +175,11 @@ func (t *streamTap) observeChat(data []byte) {
 		v := data[start:end]
 		switch {
 		case t.id == "" && jsonraw.KeyIs(key, "id"):
-			if s, ok := rawJSONString(v); ok {
+			if s, ok := RawJSONString(v); ok {
 				t.id = string(s)
 			}
 		case t.model == "" && jsonraw.KeyIs(key, "model"):
-			if s, ok := rawJSONString(v); ok {
+			if s, ok := RawJSONString(v); ok {
 				t.model = string(s)
 			}
 		case t.created == nil && jsonraw.KeyIs(key, "created"):
@@ -189,7 +195,7 @@ func (t *streamTap) observeChat(data []byte) {
 }
 
 // observeChoice reads one choice of a chat chunk, whose '{' is at data[i].
-func (t *streamTap) observeChoice(data []byte, i int) {
+func (t *Tap) observeChoice(data []byte, i int) {
 	index := []byte("0")
 	var content, tools []byte
 	jsonraw.EachMember(data, i, func(key []byte, start, end int) bool {
@@ -202,7 +208,7 @@ func (t *streamTap) observeChoice(data []byte, i int) {
 				case jsonraw.KeyIs(k, "content"):
 					content = data[s:e]
 				case jsonraw.KeyIs(k, "tool_calls"), jsonraw.KeyIs(k, "function_call"):
-					if isJSONValue(data[s:e]) {
+					if IsJSONValue(data[s:e]) {
 						tools = data[s:e]
 					}
 				}
@@ -212,18 +218,18 @@ func (t *streamTap) observeChoice(data []byte, i int) {
 		return true
 	})
 	if string(index) != "0" {
-		t.multi = true
+		t.Multi = true
 		return
 	}
 	if tools != nil {
-		t.tool = true
+		t.Tool = true
 	}
-	if s, ok := rawJSONString(content); ok {
+	if s, ok := RawJSONString(content); ok {
 		t.addText(s)
 	}
 }
 
-func isJSONValue(r json.RawMessage) bool { return len(r) > 0 && !bytes.Equal(r, []byte("null")) }
+func IsJSONValue(r json.RawMessage) bool { return len(r) > 0 && !bytes.Equal(r, []byte("null")) }
 
 type messagesEventView struct {
 	Type         string `json:"type"`
@@ -241,7 +247,7 @@ type messagesEventView struct {
 	Usage json.RawMessage `json:"usage"`
 }
 
-func (t *streamTap) observeMessages(data []byte) {
+func (t *Tap) observeMessages(data []byte) {
 	var e messagesEventView
 	if json.Unmarshal(data, &e) != nil {
 		return
@@ -253,7 +259,7 @@ func (t *streamTap) observeMessages(data []byte) {
 		t.block, t.started = e.Index, true
 		t.open = e.ContentBlock != nil && e.ContentBlock.Type == "text"
 		if e.ContentBlock != nil && (e.ContentBlock.Type == "tool_use" || e.ContentBlock.Type == "server_tool_use") {
-			t.tool = true
+			t.Tool = true
 		}
 	case "content_block_delta":
 		if e.Delta == nil {
@@ -261,11 +267,11 @@ func (t *streamTap) observeMessages(data []byte) {
 		}
 		switch e.Delta.Type {
 		case "text_delta":
-			if s, ok := rawJSONString(e.Delta.Text); ok {
+			if s, ok := RawJSONString(e.Delta.Text); ok {
 				t.addText(s)
 			}
 		case "input_json_delta":
-			t.tool = true
+			t.Tool = true
 		}
 	case "content_block_stop":
 		if e.Index == t.block {
@@ -274,37 +280,37 @@ func (t *streamTap) observeMessages(data []byte) {
 	}
 }
 
-// contRelay rewrites a continuation's (or a regeneration's) events, in the client's API, into
+// ContRelay rewrites a continuation's (or a regeneration's) events, in the client's API, into
 // the rest of the client's stream: its text through the seam, its chunks under the stream's id,
 // model and created, its content blocks under the client's block indexes; what the client has
 // already (the role, message_start, the open text block's start) is dropped.
-type contRelay struct {
-	tap    *streamTap
-	seam   seam
+type ContRelay struct {
+	Tap    *Tap
+	Seam   seam
 	offset int  // messages: the continuation's block index + offset = the client's
 	mapped bool // messages: offset is known
-	failed bool // the continuation departed from the text sent
+	Failed bool // the continuation departed from the text sent
 }
 
-// rewrite returns what the client is to get of out; ok is false when the continuation departs
+// Rewrite returns what the client is to get of out; ok is false when the continuation departs
 // from the text already sent (nothing of it may go out).
-func (c *contRelay) rewrite(out []byte) (res []byte, ok bool) {
-	forEachData(out, func(typ string, data []byte) {
-		if c.failed {
+func (c *ContRelay) Rewrite(out []byte) (res []byte, ok bool) {
+	ForEachData(out, func(typ string, data []byte) {
+		if c.Failed {
 			return
 		}
 		var b []byte
-		if c.tap.messages {
+		if c.Tap.Messages {
 			b = c.messagesEvent(typ, data)
 		} else {
 			b = c.chatChunk(data)
 		}
 		res = append(res, b...)
 	})
-	return res, !c.failed
+	return res, !c.Failed
 }
 
-func (c *contRelay) chatChunk(data []byte) []byte {
+func (c *ContRelay) chatChunk(data []byte) []byte {
 	if len(data) == 0 || data[0] != '{' {
 		return append(append([]byte("data: "), data...), '\n', '\n') // [DONE]
 	}
@@ -314,14 +320,14 @@ func (c *contRelay) chatChunk(data []byte) []byte {
 	}
 	var choices []map[string]json.RawMessage
 	_ = json.Unmarshal(m["choices"], &choices)
-	keep := len(choices) == 0 && isJSONValue(m["usage"]) // a usage-only chunk
+	keep := len(choices) == 0 && IsJSONValue(m["usage"]) // a usage-only chunk
 	for _, ch := range choices {
 		if ch == nil {
 			continue // a null choice: nothing to relay in it
 		}
 		kept, ok := c.chatChoice(ch)
 		if !ok {
-			c.failed = true
+			c.Failed = true
 			return nil
 		}
 		keep = keep || kept
@@ -334,7 +340,7 @@ func (c *contRelay) chatChunk(data []byte) []byte {
 
 // chatChoice puts one choice's delta through the seam. It reports whether the choice has
 // anything left for the client, and ok false when the continuation departs from the text sent.
-func (c *contRelay) chatChoice(ch map[string]json.RawMessage) (keep, ok bool) {
+func (c *ContRelay) chatChoice(ch map[string]json.RawMessage) (keep, ok bool) {
 	var delta map[string]json.RawMessage
 	_ = json.Unmarshal(ch["delta"], &delta)
 	if delta == nil {
@@ -342,26 +348,26 @@ func (c *contRelay) chatChoice(ch map[string]json.RawMessage) (keep, ok bool) {
 	}
 	delete(delta, "role") // the client has it
 	if raw, ok := delta["content"]; ok {
-		text, _ := rawJSONString(raw)
-		rest, ok := c.seam.feed(text)
+		text, _ := RawJSONString(raw)
+		rest, ok := c.Seam.feed(text)
 		if !ok {
 			return false, false
 		}
 		if len(rest) == 0 {
 			delete(delta, "content")
 		} else {
-			delta["content"] = appendRawJSONString(nil, rest)
+			delta["content"] = AppendRawJSONString(nil, rest)
 		}
 	}
-	finished := isJSONValue(ch["finish_reason"])
+	finished := IsJSONValue(ch["finish_reason"])
 	if finished {
-		rest, ok := c.seam.end()
+		rest, ok := c.Seam.end()
 		if !ok {
 			return false, false // the answer ends inside bytes the client has: it is not this answer
 		}
 		if len(rest) > 0 {
-			prev, _ := rawJSONString(delta["content"])
-			delta["content"] = appendRawJSONString(nil, append(slices.Clone(prev), rest...))
+			prev, _ := RawJSONString(delta["content"])
+			delta["content"] = AppendRawJSONString(nil, append(slices.Clone(prev), rest...))
 		}
 	}
 	ch["delta"], _ = json.Marshal(delta)
@@ -370,21 +376,21 @@ func (c *contRelay) chatChoice(ch map[string]json.RawMessage) (keep, ok bool) {
 
 // chatChunkOut is the chunk m with choices, under the client's stream's id, model and created,
 // its usage the sum of every part of the answer.
-func (c *contRelay) chatChunkOut(m map[string]json.RawMessage, choices []map[string]json.RawMessage) []byte {
-	if isJSONValue(m["usage"]) {
-		m["usage"] = addToUsage(m["usage"], false, c.tap.priorUsage(), &c.tap.cur)
+func (c *ContRelay) chatChunkOut(m map[string]json.RawMessage, choices []map[string]json.RawMessage) []byte {
+	if IsJSONValue(m["usage"]) {
+		m["usage"] = addToUsage(m["usage"], false, c.Tap.PriorUsage(), &c.Tap.Cur)
 	}
 	m["choices"], _ = json.Marshal(choices)
-	m["id"], _ = json.Marshal(c.tap.id)
-	m["model"], _ = json.Marshal(c.tap.model)
-	if len(c.tap.created) > 0 {
-		m["created"] = c.tap.created
+	m["id"], _ = json.Marshal(c.Tap.id)
+	m["model"], _ = json.Marshal(c.Tap.model)
+	if len(c.Tap.created) > 0 {
+		m["created"] = c.Tap.created
 	}
 	b, _ := json.Marshal(m)
 	return append(append([]byte("data: "), b...), '\n', '\n')
 }
 
-func (c *contRelay) messagesEvent(typ string, data []byte) []byte {
+func (c *ContRelay) messagesEvent(typ string, data []byte) []byte {
 	var e messagesEventView
 	if json.Unmarshal(data, &e) != nil {
 		return nil
@@ -396,7 +402,7 @@ func (c *contRelay) messagesEvent(typ string, data []byte) []byte {
 	_ = json.Unmarshal(data, &m)
 	switch e.Type {
 	case "message_start":
-		c.tap.messageStartPrompt(&e) // the continuation's prompt, for the sum at its message_delta
+		c.Tap.messageStartPrompt(&e) // the continuation's prompt, for the sum at its message_delta
 		return nil                   // the client's stream has begun already
 	case "ping":
 		return nil
@@ -414,12 +420,12 @@ func (c *contRelay) messagesEvent(typ string, data []byte) []byte {
 		m["index"] = json.RawMessage(strconv.Itoa(e.Index + c.offset))
 		return c.blockStop(typ, e.Index+c.offset, m)
 	case "message_delta", "message_stop":
-		if rest, ok := c.seam.end(); !ok || len(rest) > 0 {
-			c.failed = true // the answer ends inside bytes the client has, or text came outside a block
+		if rest, ok := c.Seam.end(); !ok || len(rest) > 0 {
+			c.Failed = true // the answer ends inside bytes the client has, or text came outside a block
 			return nil
 		}
-		if isJSONValue(e.Usage) {
-			m["usage"] = addToUsage(e.Usage, true, c.tap.priorUsage(), &c.tap.cur)
+		if IsJSONValue(e.Usage) {
+			m["usage"] = addToUsage(e.Usage, true, c.Tap.PriorUsage(), &c.Tap.Cur)
 		}
 	}
 	return messagesEventOut(typ, m)
@@ -428,17 +434,17 @@ func (c *contRelay) messagesEvent(typ string, data []byte) []byte {
 // mapBlocks learns, at the continuation's first content_block_start, the offset from its block
 // indexes to the client's. It reports whether that block is the text block the client has open
 // (its start is then dropped: the client's block goes on).
-func (c *contRelay) mapBlocks(e *messagesEventView) (continues bool) {
+func (c *ContRelay) mapBlocks(e *messagesEventView) (continues bool) {
 	if c.mapped {
 		return false
 	}
 	c.mapped = true
-	if e.ContentBlock != nil && e.ContentBlock.Type == "text" && c.tap.open {
-		c.offset = c.tap.block - e.Index
+	if e.ContentBlock != nil && e.ContentBlock.Type == "text" && c.Tap.open {
+		c.offset = c.Tap.block - e.Index
 		return true
 	}
-	c.offset = c.tap.block + 1 - e.Index
-	if !c.tap.started {
+	c.offset = c.Tap.block + 1 - e.Index
+	if !c.Tap.started {
 		c.offset = -e.Index
 	}
 	return false
@@ -446,11 +452,11 @@ func (c *contRelay) mapBlocks(e *messagesEventView) (continues bool) {
 
 // textDelta puts the text of the text_delta event m through the seam, into m; it reports
 // whether anything of it goes to the client.
-func (c *contRelay) textDelta(text json.RawMessage, m map[string]json.RawMessage) bool {
-	s, _ := rawJSONString(text)
-	rest, ok := c.seam.feed(s)
+func (c *ContRelay) textDelta(text json.RawMessage, m map[string]json.RawMessage) bool {
+	s, _ := RawJSONString(text)
+	rest, ok := c.Seam.feed(s)
 	if !ok {
-		c.failed = true
+		c.Failed = true
 		return false
 	}
 	if len(rest) == 0 {
@@ -458,24 +464,24 @@ func (c *contRelay) textDelta(text json.RawMessage, m map[string]json.RawMessage
 	}
 	var d map[string]json.RawMessage
 	_ = json.Unmarshal(m["delta"], &d)
-	d["text"] = appendRawJSONString(nil, rest)
+	d["text"] = AppendRawJSONString(nil, rest)
 	m["delta"], _ = json.Marshal(d)
 	return true
 }
 
 // blockStop is the content_block_stop event m for the client's block index, after the text
 // the seam still holds.
-func (c *contRelay) blockStop(typ string, index int, m map[string]json.RawMessage) []byte {
-	rest, ok := c.seam.end()
+func (c *ContRelay) blockStop(typ string, index int, m map[string]json.RawMessage) []byte {
+	rest, ok := c.Seam.end()
 	if !ok {
-		c.failed = true
+		c.Failed = true
 		return nil
 	}
 	if len(rest) == 0 {
 		return messagesEventOut(typ, m)
 	}
 	// held text that was no restart after all goes out before its block ends
-	d := append(append([]byte(`{"type":"text_delta","text":`), appendRawJSONString(nil, rest)...), '}')
+	d := append(append([]byte(`{"type":"text_delta","text":`), AppendRawJSONString(nil, rest)...), '}')
 	delta := fmt.Appendf(nil, `{"type":"content_block_delta","index":%d,"delta":%s}`, index, d)
 	b, _ := json.Marshal(m)
 	return slices.Concat([]byte("event: content_block_delta\ndata: "), delta, []byte("\n\nevent: "+typ+"\ndata: "), b, []byte("\n\n"))
