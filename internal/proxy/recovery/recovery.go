@@ -34,8 +34,8 @@ import (
 //
 // The proxy's relay drives it: the planner's walk has ended once bytes went to the client (its
 // attempts and budget are about finding a first answer), while a continuation is bounded by
-// maxContinuations and its own deadline; where a continuation goes is the planner's
-// failover.Continuation, a pure function over the engine's routable channels.
+// maxContinuations and its own deadline; where a continuation goes is the failover plan's
+// Continue, a pure decision over the engine's routable channels on the injected clock.
 
 // Recovery results (switchyard_stream_continuations_total's result label).
 const (
