@@ -46,7 +46,7 @@ func (s *Server) auditRequired(c *config) bool {
 	case AuditRequiredNever:
 		return false
 	}
-	return s.opts.RequireClientKey || (c != nil && c.auth != nil && c.auth.required)
+	return s.opts.RequireClientKey || (c != nil && c.auth != nil && c.auth.Required)
 }
 
 // auditHeld reports whether requests are refused now: the audit trail is required and its last

@@ -1,11 +1,6 @@
 package proxy
 
 import (
-	"bytes"
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -37,22 +32,6 @@ import (
 // default of the cluster install) or when the served table has any GatewayClient. Standalone with
 // none it serves whoever reaches it, and says so in its log, on /admin/v1/channels and as
 // switchyard_client_auth_required 0.
-
-// clientIndex is one table's clients, by key hash. Immutable once built.
-type clientIndex struct {
-	required bool
-	reason   string
-	byHash   map[string]*clientEntry
-	clients  int
-	replicas int
-}
-
-// clientEntry is one client of the served table and its limiter (kept across reloads).
-type clientEntry struct {
-	c       *routing.Client
-	id      string
-	limiter *clients.Limiter
-}
 
 // clientsState is the proxy's client authentication, limits and audit: what outlives a reload.
 type clientsState struct {
@@ -112,26 +91,17 @@ func newClientsState(s *Server) *clientsState {
 // index builds the client index of a table being applied, and logs when the proxy turns open or
 // closed (the first config included). It returns the limiters of the clients that left the table:
 // apply retires them (and their metric series) once the new config is in place.
-func (cs *clientsState) index(t *routing.Table) (*clientIndex, []*clients.Limiter) {
-	ix := &clientIndex{byHash: map[string]*clientEntry{}, clients: len(t.Clients), replicas: max(t.ProxyReplicas, 1)}
+func (cs *clientsState) index(t *routing.Table) (*clients.Index, []*clients.Limiter) {
 	keep := map[string]bool{}
-	for i := range t.Clients {
-		c := &t.Clients[i]
-		id := c.ID()
-		keep[id] = true
-		l, _ := cs.limiters.LoadOrStore(id, &clients.Limiter{Namespace: c.Namespace, Name: c.Name})
-		e := &clientEntry{c: c, id: id, limiter: l.(*clients.Limiter)}
-		for j, h := range c.KeyHashes {
-			if !validKeyHash(h) {
-				// The controller writes only hex SHA-256; anything else is a hand-edited or
-				// corrupted table. The entry could never match a presented key's hash, and it
-				// may be a key pasted by mistake: its value is not logged.
-				cs.s.log.Error("A GatewayClient's key hash in the config is not 64 lower-case hex digits; the entry is ignored",
-					"client", id, "index", j, "length", len(h))
-				continue
-			}
-			ix.byHash[h] = e
-		}
+	ix, invalid := clients.NewIndex(t, cs.s.opts.RequireClientKey, func(c *routing.Client) *clients.Limiter {
+		keep[c.ID()] = true
+		l, _ := cs.limiters.LoadOrStore(c.ID(), &clients.Limiter{Namespace: c.Namespace, Name: c.Name})
+		return l.(*clients.Limiter)
+	})
+	for _, h := range invalid {
+		// Its value is not logged: it may be a key pasted by mistake.
+		cs.s.log.Error("A GatewayClient's key hash in the config is not 64 lower-case hex digits; the entry is ignored",
+			"client", h.Client, "index", h.Index, "length", h.Length)
 	}
 	var gone []*clients.Limiter
 	cs.limiters.Range(func(k, v any) bool {
@@ -141,16 +111,8 @@ func (cs *clientsState) index(t *routing.Table) (*clientIndex, []*clients.Limite
 		}
 		return true
 	})
-	switch {
-	case ix.clients > 0:
-		ix.required, ix.reason = true, fmt.Sprintf("%d GatewayClient(s) in the config: every request needs one of their keys", ix.clients)
-	case cs.s.opts.RequireClientKey:
-		ix.required, ix.reason = true, "client keys are required (--require-client-key, or an API address other than loopback without --allow-anonymous) and no GatewayClient is configured: every request is refused with 401 until one is"
-	default:
-		ix.reason = "no GatewayClient in the config and --require-client-key is not set: anyone who reaches the API port may call it"
-	}
 	mode := "open"
-	if ix.required {
+	if ix.Required {
 		mode = "required"
 		cs.metrics.required.Set(1)
 	} else {
@@ -161,27 +123,13 @@ func (cs *clientsState) index(t *routing.Table) (*clientIndex, []*clients.Limite
 	cs.mode = mode
 	cs.mu.Unlock()
 	if changed {
-		if ix.required {
-			cs.s.log.Info("Client keys required", "clients", ix.clients, "reason", ix.reason)
+		if ix.Required {
+			cs.s.log.Info("Client keys required", "clients", ix.Clients, "reason", ix.Reason)
 		} else {
-			cs.s.log.Warn("Serving without client keys", "reason", ix.reason)
+			cs.s.log.Warn("Serving without client keys", "reason", ix.Reason)
 		}
 	}
 	return ix, gone
-}
-
-// validKeyHash reports whether a table entry is what routing.KeyHash writes: 64 lower-case hex
-// digits (the proxy compares it with the hex.EncodeToString of a presented key's SHA-256).
-func validKeyHash(h string) bool {
-	if len(h) != 2*sha256.Size {
-		return false
-	}
-	for i := 0; i < len(h); i++ {
-		if c := h[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // retire removes the metric series of clients that left the table, as the health series of a
@@ -205,7 +153,7 @@ func (cs *clientsState) admin(c *config, now time.Time) (*adminapi.ClientAuthSta
 	if c == nil || c.auth == nil {
 		return st, nil
 	}
-	st.Required, st.Clients, st.Reason = c.auth.required, c.auth.clients, c.auth.reason
+	st.Required, st.Clients, st.Reason = c.auth.Required, c.auth.Clients, c.auth.Reason
 	var out []adminapi.ClientUsage
 	cs.limiters.Range(func(k, v any) bool {
 		day, req, tok, last := v.(*clients.Limiter).Usage(now)
@@ -224,20 +172,6 @@ func (cs *clientsState) admin(c *config, now time.Time) (*adminapi.ClientAuthSta
 	return st, out
 }
 
-// presentedKey is the key a request carries: "Authorization: Bearer" (OpenAI SDKs), api-key
-// (Azure OpenAI clients) or x-api-key (Anthropic clients), in that order.
-func presentedKey(h http.Header) string {
-	if v := h.Get("Authorization"); v != "" {
-		if scheme, tok, ok := strings.Cut(v, " "); ok && strings.EqualFold(scheme, "Bearer") {
-			return strings.TrimSpace(tok)
-		}
-	}
-	if v := strings.TrimSpace(h.Get("Api-Key")); v != "" {
-		return v
-	}
-	return strings.TrimSpace(h.Get("X-Api-Key"))
-}
-
 // clientCall is one API request as the client layer sees it: who sent it, what it cost, and the
 // audit line it becomes. A nil *clientCall (no clients, no audit log) does nothing.
 type clientCall struct {
@@ -246,8 +180,8 @@ type clientCall struct {
 	w     *statusWriter
 	start time.Time
 	keyID string
-	entry *clientEntry
-	auth  *clientIndex // the client index entry was found in
+	entry *clients.Entry
+	auth  *clients.Index // the client index entry was found in
 	// running: the request counts in entry's inFlight (limit), until finish; bodyHeld is what
 	// it counts in entry's bodyBytes.
 	running  bool
@@ -274,7 +208,7 @@ type clientCall struct {
 // the proxy is open and writes no audit log (the request path is then as it was).
 func (s *Server) beginCall(w http.ResponseWriter, path string) (*clientCall, http.ResponseWriter) {
 	c := s.cfg.Load()
-	required := s.opts.RequireClientKey || (c != nil && c.auth != nil && c.auth.required)
+	required := s.opts.RequireClientKey || (c != nil && c.auth != nil && c.auth.Required)
 	if !required && s.opts.Audit == nil {
 		return nil, w
 	}
@@ -290,7 +224,7 @@ func (cc *clientCall) authenticate(r *http.Request) bool {
 	}
 	s := cc.s
 	c := s.cfg.Load()
-	required := s.opts.RequireClientKey || (c != nil && c.auth != nil && c.auth.required)
+	required := s.opts.RequireClientKey || (c != nil && c.auth != nil && c.auth.Required)
 	if !required {
 		return true // open: audit only
 	}
@@ -303,10 +237,14 @@ func (cc *clientCall) authenticate(r *http.Request) bool {
 		s.clients.metrics.authFailures.WithLabelValues("throttled").Inc()
 		return false
 	}
-	key := presentedKey(r.Header)
-	var e *clientEntry
+	key := clients.PresentedKey(r.Header)
+	var e *clients.Entry
 	if key != "" {
-		e = cc.clientByKey(c, key)
+		var ix *clients.Index
+		if c != nil {
+			ix = c.auth
+		}
+		e, cc.keyID = ix.Lookup(key)
 	}
 	if e == nil {
 		if fromIP {
@@ -325,25 +263,6 @@ func (cc *clientCall) refuseUnread(r *http.Request, status int, kind, code, msg 
 	cc.refuse(status, kind, code, msg, retryAfter)
 }
 
-// clientByKey is the client whose key is key, nil when there is none; cc.keyID names the key
-// in the audit line either way.
-func (cc *clientCall) clientByKey(c *config, key string) *clientEntry {
-	// Keys are at least 32 characters (routing.MinKeyLength), past the 32 bytes the compiler
-	// converts a string on the stack for: a buffer of our own keeps the hashing allocation-free.
-	var kb [128]byte
-	sum := sha256.Sum256(append(kb[:0], key...))
-	hash := hex.EncodeToString(sum[:])
-	cc.keyID = hash[:8]
-	var e *clientEntry
-	if c != nil && c.auth != nil {
-		e = c.auth.byHash[hash]
-	}
-	if e == nil || subtle.ConstantTimeCompare([]byte(hash), []byte(matchedHash(e, hash))) != 1 {
-		return nil
-	}
-	return e
-}
-
 // refuseKey refuses (401) a request with no client key, or with one of no client.
 func (cc *clientCall) refuseKey(r *http.Request, missing bool) {
 	if missing {
@@ -357,15 +276,15 @@ func (cc *clientCall) refuseKey(r *http.Request, missing bool) {
 }
 
 // admitClient refuses (403) a request from a client that is disabled or has expired.
-func (cc *clientCall) admitClient(r *http.Request, e *clientEntry, now time.Time) bool {
+func (cc *clientCall) admitClient(r *http.Request, e *clients.Entry, now time.Time) bool {
 	switch {
-	case e.c.Disabled:
+	case e.Client.Disabled:
 		cc.refuseUnread(r, http.StatusForbidden, "permission_error", "client_disabled",
-			fmt.Sprintf("GatewayClient %s is disabled", e.id), 0)
+			fmt.Sprintf("GatewayClient %s is disabled", e.ID), 0)
 		return false
-	case e.c.ExpiresAt != nil && !now.Before(*e.c.ExpiresAt):
+	case e.Client.ExpiresAt != nil && !now.Before(*e.Client.ExpiresAt):
 		cc.refuseUnread(r, http.StatusForbidden, "permission_error", "client_expired",
-			fmt.Sprintf("GatewayClient %s expired at %s", e.id, e.c.ExpiresAt.UTC().Format(time.RFC3339)), 0)
+			fmt.Sprintf("GatewayClient %s expired at %s", e.ID, e.Client.ExpiresAt.UTC().Format(time.RFC3339)), 0)
 		return false
 	}
 	return true
@@ -380,32 +299,32 @@ func (cc *clientCall) limit(r *http.Request) bool {
 		return true // open: audited, not limited
 	}
 	e := cc.entry
-	if limit, wait := e.limiter.Admit(cc.s.clock.Now(), e.c.Limits, cc.auth.replicas); limit != "" {
-		e.limiter.Count(cc.s.clients.metrics.limited, limit, 1)
+	if limit, wait := e.Limiter.Admit(cc.s.clock.Now(), e.Client.Limits, cc.auth.Replicas); limit != "" {
+		e.Limiter.Count(cc.s.clients.metrics.limited, limit, 1)
 		cc.s.closeUnread(cc.w, r)
 		cc.refuse(http.StatusTooManyRequests, "rate_limit_error", "client_rate_limit_exceeded",
-			fmt.Sprintf("GatewayClient %s reached its %s limit on this gateway", e.id, limit), wait)
+			fmt.Sprintf("GatewayClient %s reached its %s limit on this gateway", e.ID, limit), wait)
 		return false
 	}
 	s := cc.s
-	n := e.limiter.InFlight.Add(1)
+	n := e.Limiter.InFlight.Add(1)
 	if n == 1 {
 		s.clients.active.Add(1)
 	}
 	cc.running = true
-	verdict := clients.ConcurrencyVerdict(clients.ConcurrencyInputs{Client: n, ClientMax: clients.Share(e.c.Limits.MaxInFlight, cc.auth.replicas),
+	verdict := clients.ConcurrencyVerdict(clients.ConcurrencyInputs{Client: n, ClientMax: clients.Share(e.Client.Limits.MaxInFlight, cc.auth.Replicas),
 		Global: s.inFlight.Load(), GlobalMax: int64(s.opts.MaxInFlight), Active: s.clients.active.Load()})
 	switch verdict {
 	case clients.LimitMaxInFlight:
 		cc.release()
-		e.limiter.Count(s.clients.metrics.limited, verdict, 1)
+		e.Limiter.Count(s.clients.metrics.limited, verdict, 1)
 		cc.s.closeUnread(cc.w, r)
 		cc.refuse(http.StatusTooManyRequests, "rate_limit_error", "concurrency_limit_exceeded",
-			fmt.Sprintf("GatewayClient %s has its maxInFlight of requests in flight on this gateway", e.id), time.Second)
+			fmt.Sprintf("GatewayClient %s has its maxInFlight of requests in flight on this gateway", e.ID), time.Second)
 		return false
 	case clients.LimitFairShare:
 		cc.release()
-		e.limiter.Count(s.clients.metrics.limited, verdict, 1)
+		e.Limiter.Count(s.clients.metrics.limited, verdict, 1)
 		cc.s.closeUnread(cc.w, r)
 		cc.capacityExceeded("requests in flight")
 		return false
@@ -416,7 +335,7 @@ func (cc *clientCall) limit(r *http.Request) bool {
 // capacityExceeded is the 429 of a client over its fair share of the gateway's capacity.
 func (cc *clientCall) capacityExceeded(what string) {
 	cc.refuse(http.StatusTooManyRequests, "rate_limit_error", "capacity_exceeded",
-		fmt.Sprintf("the gateway is busy and GatewayClient %s holds more than its fair share of its %s; retry shortly", cc.entry.id, what), time.Second)
+		fmt.Sprintf("the gateway is busy and GatewayClient %s holds more than its fair share of its %s; retry shortly", cc.entry.ID, what), time.Second)
 }
 
 // holdBody is what readBody asks before it holds n more bytes of this request's body, the proxy
@@ -426,7 +345,7 @@ func (cc *clientCall) holdBody(n, global int64) bool {
 	if cc == nil || cc.entry == nil {
 		return true
 	}
-	l := cc.entry.limiter
+	l := cc.entry.Limiter
 	if !clients.BodyShareOK(l.BodyBytes.Load()+n, global, cc.s.opts.MaxBufferedBodyBytes, cc.s.clients.active.Load()) {
 		return false
 	}
@@ -441,25 +360,12 @@ func (cc *clientCall) release() {
 		return
 	}
 	cc.running = false
-	l := cc.entry.limiter
+	l := cc.entry.Limiter
 	if l.InFlight.Add(-1) == 0 {
 		cc.s.clients.active.Add(-1)
 	}
 	l.BodyBytes.Add(-cc.bodyHeld)
 	cc.bodyHeld = 0
-}
-
-// matchedHash is the entry's own copy of the hash that found it.
-func matchedHash(e *clientEntry, hash string) string {
-	if e == nil {
-		return ""
-	}
-	for _, h := range e.c.KeyHashes {
-		if len(h) == len(hash) && h == hash {
-			return h
-		}
-	}
-	return ""
 }
 
 // admit checks the model against the client's globs (403; the request counted against the
@@ -475,13 +381,13 @@ func (cc *clientCall) admit(cfg *config, cr *clientapi.Request) (*clientapi.Requ
 	if e == nil {
 		return cr, true // open: audited, not limited
 	}
-	if !e.c.Allows(cr.Model) {
+	if !e.Client.Allows(cr.Model) {
 		cc.refuse(http.StatusForbidden, "permission_error", "model_not_allowed",
-			fmt.Sprintf("GatewayClient %s may not use model %q", e.id, cr.Model), 0)
+			fmt.Sprintf("GatewayClient %s may not use model %q", e.ID, cr.Model), 0)
 		return nil, false
 	}
 	if cr.Stream && (cc.path == "/chat/completions" || cc.path == "/completions") {
-		if body, asked, ok := withIncludeUsage(cr.Body, cr.Fields); ok && !asked {
+		if body, asked, ok := clients.WithIncludeUsage(cr.Body, cr.Fields); ok && !asked {
 			if ncr, err := clientapi.ParseRequest(body); err == nil {
 				cc.stripUsage = true
 				return ncr, true
@@ -489,43 +395,6 @@ func (cc *clientCall) admit(cfg *config, cr *clientapi.Request) (*clientapi.Requ
 		}
 	}
 	return cr, true
-}
-
-// withIncludeUsage returns the body with stream_options.include_usage true, and whether the
-// client had asked for it itself. ok is false when the body cannot be rewritten.
-func withIncludeUsage(body []byte, fields map[string]json.RawMessage) (out []byte, asked, ok bool) {
-	if fields == nil {
-		if json.Unmarshal(body, &fields) != nil {
-			return nil, false, false
-		}
-	} else {
-		fields = maps2(fields)
-	}
-	opts := map[string]json.RawMessage{}
-	if raw, has := fields["stream_options"]; has && !bytes.Equal(raw, []byte("null")) {
-		if json.Unmarshal(raw, &opts) != nil {
-			return nil, false, false // the upstream will say what is wrong with it
-		}
-		if v, has := opts["include_usage"]; has && bytes.Equal(bytes.TrimSpace(v), []byte("true")) {
-			return body, true, true
-		}
-	}
-	opts["include_usage"] = json.RawMessage("true")
-	o, err := json.Marshal(opts)
-	if err != nil {
-		return nil, false, false
-	}
-	fields["stream_options"] = o
-	out, err = json.Marshal(fields)
-	return out, false, err == nil
-}
-
-func maps2(m map[string]json.RawMessage) map[string]json.RawMessage {
-	out := make(map[string]json.RawMessage, len(m)+1)
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 // refuse answers the client in the error shape of the endpoint called and records why.
@@ -552,7 +421,7 @@ func (cc *clientCall) routed(rt *routeState) {
 }
 
 // client is the client the request was authenticated as (nil: none, or no client layer).
-func (cc *clientCall) client() *clientEntry {
+func (cc *clientCall) client() *clients.Entry {
 	if cc == nil {
 		return nil
 	}
@@ -597,55 +466,29 @@ func (cc *clientCall) add(p, c int64, estimated bool) {
 	cc.estimated = cc.estimated || estimated
 	cc.mu.Unlock()
 	if e := cc.entry; e != nil {
-		e.limiter.AddTokens(cc.s.clock.Now(), p+c)
+		e.Limiter.AddTokens(cc.s.clock.Now(), p+c)
 		if p > 0 {
-			e.limiter.Count(cc.s.clients.metrics.tokens, "prompt", float64(p))
+			e.Limiter.Count(cc.s.clients.metrics.tokens, "prompt", float64(p))
 		}
 		if c > 0 {
-			e.limiter.Count(cc.s.clients.metrics.tokens, "completion", float64(c))
+			e.Limiter.Count(cc.s.clients.metrics.tokens, "completion", float64(c))
 		}
 	}
 }
 
 // stripUsageChunk leaves out of a stream event the usage-only chunk the proxy asked for on the
-// client's behalf (its tokens are counted already): choices empty, usage set. dropped says whether
-// it did. A translated event (translated: the channel speaks another API than the client) may
-// carry several chunks, an Anthropic message_delta becoming the finish_reason chunk and the usage
-// chunk: only the usage chunk goes, and the finish_reason still reaches the client.
+// client's behalf (clients.StripUsageChunk).
 func (cc *clientCall) stripUsageChunk(ev *sse.Event, translated bool) (raw []byte, dropped bool) {
 	if cc == nil || !cc.stripUsage || ev.Usage == nil {
 		return ev.Raw, false
 	}
-	if !translated {
-		if usageOnly(ev.Data) {
-			return nil, true
-		}
-		return ev.Raw, false
-	}
-	for _, chunk := range bytes.SplitAfter(ev.Raw, []byte("\n\n")) {
-		data, _ := bytes.CutPrefix(bytes.TrimRight(chunk, "\n"), []byte("data: "))
-		if len(chunk) > 0 && usageOnly(data) {
-			dropped = true
-			continue
-		}
-		raw = append(raw, chunk...)
-	}
-	return raw, dropped
-}
-
-// usageOnly reports whether a chat completion chunk carries usage alone (no choices).
-func usageOnly(data []byte) bool {
-	var chunk struct {
-		Choices []json.RawMessage `json:"choices"`
-		Usage   json.RawMessage   `json:"usage"`
-	}
-	return json.Unmarshal(data, &chunk) == nil && len(chunk.Choices) == 0 && len(chunk.Usage) > 0 && string(chunk.Usage) != "null"
+	return clients.StripUsageChunk(ev.Raw, ev.Data, translated)
 }
 
 // GatewayClients is the number of GatewayClients in the config served now (0 before one is loaded).
 func (s *Server) GatewayClients() int {
 	if c := s.cfg.Load(); c != nil && c.auth != nil {
-		return c.auth.clients
+		return c.auth.Clients
 	}
 	return 0
 }
@@ -663,8 +506,8 @@ func (cc *clientCall) finish(requestID string) {
 	}
 	client := ""
 	if e := cc.entry; e != nil {
-		client = e.id
-		e.limiter.Count(s.clients.metrics.requests, strconv.Itoa(status), 1)
+		client = e.ID
+		e.Limiter.Count(s.clients.metrics.requests, strconv.Itoa(status), 1)
 	}
 	if s.opts.Audit == nil {
 		return

@@ -267,7 +267,8 @@ func TestClientTokenLimitCountsStreams(t *testing.T) {
 	if !strings.Contains(string(r.A.LastBody()), `"include_usage":true`) {
 		t.Fatalf("the upstream was not asked for the usage: %s", r.A.LastBody())
 	}
-	_, _, streamed, _ := r.srv.cfg.Load().auth.byHash[routing.KeyHash(clientKeyOne)].limiter.Usage(r.clock.Now())
+	e, _ := r.srv.cfg.Load().auth.Lookup(clientKeyOne)
+	_, _, streamed, _ := e.Limiter.Usage(r.clock.Now())
 	if streamed == 0 {
 		t.Fatal("the stream's tokens were not counted")
 	}
@@ -468,7 +469,7 @@ func TestClientSeriesRemovedWithTheClient(t *testing.T) {
 	if n := teamSeries(); n != 5 {
 		t.Fatalf("%d series of client team before it leaves, want 5", n)
 	}
-	old := r.srv.cfg.Load().auth.byHash[routing.KeyHash(clientKeyOne)]
+	old, _ := r.srv.cfg.Load().auth.Lookup(clientKeyOne)
 
 	// The table without "team" (the other clients stay: the proxy stays closed).
 	manifest := clientsManifest("one: "+clientKeyOne, "")
@@ -478,8 +479,8 @@ func TestClientSeriesRemovedWithTheClient(t *testing.T) {
 		t.Fatalf("%d series of client team after it left the table, want 0", n)
 	}
 	// What a request still in flight on the old config does at its end.
-	old.limiter.Count(m.requests, "200", 1)
-	old.limiter.Count(m.tokens, "completion", 7)
+	old.Limiter.Count(m.requests, "200", 1)
+	old.Limiter.Count(m.tokens, "completion", 7)
 	if n := teamSeries(); n != 0 {
 		t.Fatalf("a request of the old config brought back %d series of client team", n)
 	}

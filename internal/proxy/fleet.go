@@ -47,20 +47,17 @@ func (p *fleetPeer) Report(now time.Time) fleet.Report {
 	defer p.mu.Unlock()
 	clear(p.own)
 	if c := p.s.cfg.Load(); c != nil && c.auth != nil {
-		for _, e := range c.auth.byHash {
-			lim := e.c.Limits
+		for _, e := range c.auth.Entries {
+			lim := e.Client.Limits
 			if lim.RequestsPerMinute <= 0 && lim.TokensPerMinute <= 0 && lim.TokensPerDay <= 0 {
 				continue
 			}
-			if _, seen := p.own[e.id]; seen { // one entry per key of the client
-				continue
-			}
-			req, tok, own := e.limiter.TakeUnsent(now)
-			p.own[e.id] = own
+			req, tok, own := e.Limiter.TakeUnsent(now)
+			p.own[e.ID] = own
 			if req != 0 || tok != 0 {
-				r.Clients = append(r.Clients, fleet.ClientUse{Client: e.id, Requests: req, Tokens: tok})
+				r.Clients = append(r.Clients, fleet.ClientUse{Client: e.ID, Requests: req, Tokens: tok})
 			}
-			r.ReadClients = append(r.ReadClients, e.id)
+			r.ReadClients = append(r.ReadClients, e.ID)
 		}
 	}
 	return r
@@ -75,13 +72,13 @@ func (p *fleetPeer) Adopt(now time.Time, v fleet.View) {
 	if c == nil || c.auth == nil {
 		return
 	}
-	for _, e := range c.auth.byHash {
-		own, ok := p.own[e.id]
+	for _, e := range c.auth.Entries {
+		own, ok := p.own[e.ID]
 		if !ok {
 			continue
 		}
-		t := v.Clients[e.id]
-		e.limiter.SetOthers(clients.FleetUse{On: true, Day: own.Day,
+		t := v.Clients[e.ID]
+		e.Limiter.SetOthers(clients.FleetUse{On: true, Day: own.Day,
 			MinuteReq: max(t.MinuteRequests-own.MinuteReq, 0), MinuteTok: max(t.MinuteTokens-own.MinuteTok, 0),
 			DayTok: max(t.DayTokens-own.DayTok, 0)})
 	}

@@ -99,7 +99,7 @@ func (s *Server) serveModels(w http.ResponseWriter, r *http.Request) {
 	}
 	var allowed func(string) bool // nil: every model (an open proxy)
 	if call != nil && call.entry != nil {
-		allowed = call.entry.c.Allows
+		allowed = call.entry.Client.Allows
 	}
 	type model struct {
 		ID      string `json:"id"`
@@ -368,7 +368,7 @@ func (rt *routeState) run(ctx context.Context) string {
 	p.Start(rt.c, s.engine, rnd, s.clock.Now(), rt.req.Model)
 	p.SetFit(rt)
 	if e := rt.call.client(); e != nil {
-		p.SetAllowed(e.c) // every hop within the client's models, as the requested one was (admit)
+		p.SetAllowed(e.Client) // every hop within the client's models, as the requested one was (admit)
 	}
 	rt.cohort = failover.ChooseCohort(p.First().Policy, rt.cohortKey())
 	p.SetCohort(rt.cohort)
@@ -590,7 +590,7 @@ var errFairShare = errors.New("the client's fair share of the request body budge
 
 // rejectFairShare answers a body refused by its client's fair share of the budget (bodyShare).
 func (s *Server) rejectFairShare(call *clientCall) {
-	call.entry.limiter.Count(s.clients.metrics.limited, clients.LimitFairShare, 1)
+	call.entry.Limiter.Count(s.clients.metrics.limited, clients.LimitFairShare, 1)
 	call.capacityExceeded("request body budget")
 }
 

@@ -165,7 +165,7 @@ type config struct {
 	redact   *redactor    // removes this table's provider keys from upstream-derived text
 	// transports are the upstream transports of the channels with TLS settings, by channel ID.
 	transports map[string]http.RoundTripper
-	auth       *clientIndex // the table's GatewayClients by key hash
+	auth       *clients.Index // the table's GatewayClients by key hash
 	// adapters are the bedrock and vertex channels' wire adapters, by channel ID (adapters.go).
 	adapters map[string]*channelAdapter
 }

@@ -1,7 +1,9 @@
-// Package clients is what the gateway knows of its GatewayClients between requests: each
-// client's limiter (its sliding minute, its day, its requests in flight, the fleet's use of its
-// limits), the fair shares of the proxy's limits while they are contended, and the throttle of
-// failed keys per source. It holds no key and does no I/O; the proxy's client layer asks it.
+// Package clients is what the gateway knows of its GatewayClients between requests: the index of
+// their key hashes (keys.go), each client's limiter (its sliding minute, its day, its requests in
+// flight, the fleet's use of its limits), the fair shares of the proxy's limits while they are
+// contended, the throttle of failed keys per source, and the include_usage rewrite that lets a
+// stream's tokens be counted (usage.go). It holds no key and does no I/O; the proxy's client
+// layer (clientauth.go) asks it and answers the client.
 package clients
 
 import (
