@@ -180,11 +180,14 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
 		return
 	}
 	start := s.clock.Now()
-	outcome := rt.run(r.Context())
-	pol := c.models[cr.Model].Policy
-	s.metrics.Requests.WithLabelValues(pol.Namespace, cr.Model, outcome, rt.cohort.String()).Inc()
+	s.countRequest(c.models[cr.Model].Policy, cr.Model, rt.cohort, rt.run(r.Context()), start)
+}
+
+// countRequest counts a routed request by its outcome, and in its rollout cohort's figures.
+func (s *Server) countRequest(pol *routing.Policy, model string, cohort failover.Cohort, outcome string, start time.Time) {
+	s.metrics.Requests.WithLabelValues(pol.Namespace, model, outcome, cohort.String()).Inc()
 	if pol.Rollout != nil {
-		s.recordCohort(pol, rt.cohort, outcome, s.clock.Now().Sub(start))
+		s.recordCohort(pol, cohort, outcome, s.clock.Now().Sub(start))
 	}
 }
 

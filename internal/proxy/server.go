@@ -284,6 +284,40 @@ func (s *Server) apply(t *routing.Table, source string, rejected error, problems
 	defer s.cfgMu.Unlock()
 	now := s.clock.Now()
 	c := &config{table: t, channels: map[string]*routing.Channel{}, models: map[string]*modelRoute{}}
+	c.redact = redactorFor(t)
+	s.loadChannels(c, t)
+	var goneClients []*clients.Limiter
+	c.auth, goneClients = s.clients.index(t)
+	piiByPolicy := s.piiRoutes(t)
+	routes := failover.BuildRoutes(failover.RouteInputs{Table: t, Budget: func(p *routing.Policy) *failover.Budget {
+		b, _ := s.budgets.LoadOrStore(p.Namespace+"/"+p.Name, failover.NewBudget())
+		return b.(*failover.Budget)
+	}})
+	for _, m := range routes.Models {
+		c.models[m.Name] = &modelRoute{Model: m, pii: piiByPolicy[m.Policy]}
+	}
+	keep := make(map[health.Key]bool, len(routes.Targets))
+	for _, tg := range routes.Targets {
+		if !keep[tg.Key] {
+			keep[tg.Key] = true
+			c.keys = append(c.keys, tg.Key)
+		}
+	}
+	old := s.cfg.Load()
+	s.engine.Configure(now, routes.Targets)
+	s.cfg.Store(c)
+	// Series of keys that left the config go only after the new config is in place; publishStatus
+	// runs under cfgMu too, so it cannot bring them back from the old config.
+	s.clients.retire(goneClients)
+	if old != nil {
+		s.forgetGone(old, c, keep)
+	}
+	s.recordLoad(now, t, source, rejected, problems)
+	s.publishStatus(now, true)
+}
+
+// redactorFor is the redactor of a table's secrets, as they may come back in an answer.
+func redactorFor(t *routing.Table) *redactor {
 	keys := make([]string, 0, len(t.Credentials))
 	for name, k := range t.Credentials {
 		// A TLS client certificate and its key never go to the provider, so it cannot echo them;
@@ -297,7 +331,15 @@ func (s *Server) apply(t *routing.Table, source string, rejected error, problems
 		}
 		keys = append(keys, k.Reveal())
 	}
-	c.redact = newRedactor(keys)
+	return newRedactor(keys)
+}
+
+// loadChannels gives c the table's channels, their adapters (a channel whose adapter did not
+// change keeps it) and their TLS transports, and logs those that do not load.
+func (s *Server) loadChannels(c *config, t *routing.Table) {
+	for i := range t.Channels {
+		c.channels[t.Channels[i].ID()] = &t.Channels[i]
+	}
 	var prevAdapters map[string]*channelAdapter
 	if old := s.cfg.Load(); old != nil {
 		prevAdapters = old.adapters
@@ -315,12 +357,12 @@ func (s *Server) apply(t *routing.Table, source string, rejected error, problems
 			s.log.Error("A channel's TLS settings do not load; its attempts fail until they do", "error", err.Error())
 		}
 	}
-	var goneClients []*clients.Limiter
-	c.auth, goneClients = s.clients.index(t)
-	for i := range t.Channels {
-		c.channels[t.Channels[i].ID()] = &t.Channels[i]
-	}
-	piiByPolicy := map[*routing.Policy]*piimask.Route{}
+}
+
+// piiRoutes compiles the masking of each policy that has one; a policy whose detectors do not
+// compile here gets a route that refuses its requests.
+func (s *Server) piiRoutes(t *routing.Table) map[*routing.Policy]*piimask.Route {
+	byPolicy := map[*routing.Policy]*piimask.Route{}
 	for i := range t.Policies {
 		p := &t.Policies[i]
 		if p.PII == nil {
@@ -330,45 +372,34 @@ func (s *Server) apply(t *routing.Table, source string, rejected error, problems
 		if pr.Err() != nil {
 			s.log.Error("Failed to compile a policy's PII detectors; its requests are refused", "policy", p.Namespace+"/"+p.Name, "error", pr.Err().Error())
 		}
-		piiByPolicy[p] = pr
+		byPolicy[p] = pr
 	}
-	routes := failover.BuildRoutes(failover.RouteInputs{Table: t, Budget: func(p *routing.Policy) *failover.Budget {
-		b, _ := s.budgets.LoadOrStore(p.Namespace+"/"+p.Name, failover.NewBudget())
-		return b.(*failover.Budget)
-	}})
-	for _, m := range routes.Models {
-		c.models[m.Name] = &modelRoute{Model: m, pii: piiByPolicy[m.Policy]}
-	}
-	targets := routes.Targets
-	keep := make(map[health.Key]bool, len(targets))
-	for _, tg := range targets {
-		if !keep[tg.Key] {
-			keep[tg.Key] = true
-			c.keys = append(c.keys, tg.Key)
-		}
-	}
-	old := s.cfg.Load()
-	s.engine.Configure(now, targets)
-	s.cfg.Store(c)
-	// Series of keys that left the config go only after the new config is in place; publishStatus
-	// runs under cfgMu too, so it cannot bring them back from the old config.
-	s.clients.retire(goneClients)
-	if old != nil {
-		for _, k := range old.keys {
-			if !keep[k] {
-				s.metrics.forget(k)
-				if s.panicKeys[k] {
-					delete(s.panicKeys, k)
-					s.panicModels[k.Model]--
-				}
-			}
-		}
-		for m, omr := range old.models {
-			if nmr := c.models[m]; nmr == nil || nmr.Policy.Namespace != omr.Policy.Namespace {
-				s.metrics.Panic.DeleteLabelValues(omr.Policy.Namespace, m)
+	return byPolicy
+}
+
+// forgetGone removes the series (and panic state) of the channel×models and models of old that
+// c no longer has; keep is c's keys.
+func (s *Server) forgetGone(old, c *config, keep map[health.Key]bool) {
+	for _, k := range old.keys {
+		if !keep[k] {
+			s.metrics.forget(k)
+			if s.panicKeys[k] {
+				delete(s.panicKeys, k)
+				s.panicModels[k.Model]--
 			}
 		}
 	}
+	for m, omr := range old.models {
+		if nmr := c.models[m]; nmr == nil || nmr.Policy.Namespace != omr.Policy.Namespace {
+			s.metrics.Panic.DeleteLabelValues(omr.Policy.Namespace, m)
+		}
+	}
+}
+
+// recordLoad records a config load in the admin API's load state, the config gauges and the
+// log: rejected, when set, is why the source's newest config was refused, t then being the last
+// good one.
+func (s *Server) recordLoad(now time.Time, t *routing.Table, source string, rejected error, problems []routing.Problem) {
 	loaded := adminapi.ConfigState{Source: source, Hash: t.Hash(), LoadedAt: now.UTC(), Generations: t.Generations()}
 	logSource := source
 	if rejected != nil {
@@ -392,7 +423,6 @@ func (s *Server) apply(t *routing.Table, source string, rejected error, problems
 		s.metrics.ConfigLoads.WithLabelValues("failure").Inc()
 		s.log.Error("Rejected routing config; the last good config keeps serving", "source", source, "error", rejected.Error(), "problems", len(problems))
 	}
-	s.publishStatus(now, true)
 }
 
 // RejectConfig records a config that failed to load or compile. The last good table keeps serving.
