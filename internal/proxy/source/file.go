@@ -346,11 +346,12 @@ func (f *FileSource) Watch(ctx context.Context, s Sink) {
 	var watchErrs <-chan error
 	if err != nil {
 		s.Logger().Warn("No file events for the config; polling only", "source", f.Path, "interval", interval.String(), "error", err.Error())
+		w = nil
 	} else {
 		events, watchErrs = w.Events, w.Errors
 		defer func() { go w.Close() }() // not waited for: it may wait on a watch hung on a dead mount
 	}
-	addFailed := false
+	addFailed := false // reported once
 
 	pending := workCheck       // at once: catches a change between the first load and the watch
 	busy, hung := false, false // a run of work is going; it has been reported stuck
@@ -368,16 +369,7 @@ func (f *FileSource) Watch(ctx context.Context, s Sink) {
 				f.setLoading(true)
 				defer f.setLoading(false)
 				if w != nil {
-					// Every time: a directory removed and made again loses its watch. A Stat or
-					// an Add on a dead mount may hang; the stuck report covers them like a read.
-					dir := f.Path
-					if st, err := os.Stat(f.Path); err != nil || !st.IsDir() {
-						dir = filepath.Dir(f.Path)
-					}
-					if err := w.Add(dir); err != nil && !addFailed {
-						addFailed = true
-						s.Logger().Warn("No file events for the config; the poll still runs", "dir", dir, "interval", interval.String(), "error", err.Error())
-					}
+					f.watchDir(s, w, interval, &addFailed)
 				}
 				f.work(s, kind)
 			}()
@@ -416,6 +408,20 @@ func (f *FileSource) Watch(ctx context.Context, s Sink) {
 			stuck, hung = nil, true
 			f.reportStuck(s, f.stuckBound())
 		}
+	}
+}
+
+// watchDir (re)adds the watch of the config's directory. Every run of work does it: a directory
+// removed and made again loses its watch. A Stat or an Add on a dead mount may hang; the stuck
+// report covers them like a read. A failure is reported once (addFailed).
+func (f *FileSource) watchDir(s Sink, w *fsnotify.Watcher, interval time.Duration, addFailed *bool) {
+	dir := f.Path
+	if st, err := os.Stat(f.Path); err != nil || !st.IsDir() {
+		dir = filepath.Dir(f.Path)
+	}
+	if err := w.Add(dir); err != nil && !*addFailed {
+		*addFailed = true
+		s.Logger().Warn("No file events for the config; the poll still runs", "dir", dir, "interval", interval.String(), "error", err.Error())
 	}
 }
 
