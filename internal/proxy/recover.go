@@ -219,7 +219,7 @@ func (rt *routeState) giveUp(broken *attempt, mr *failover.Model, res result, wh
 	s.metrics.Recoveries.WithLabelValues(broken.channel.Namespace, broken.channel.Name, mr.Name, recovery.GaveUp).Inc()
 	flusher, _ := rt.w.(http.Flusher)
 	s.writeDeadline(rt.w).extend() // the last write's deadline may have passed while the stream was silent
-	writeStreamErrorFor(broken, rt.w, flusher, res.shown()+"; not recovered: "+why)
+	writeStreamErrorFor(broken, rt.w, flusher, res.shown()+"; not recovered: "+why, nil)
 	res.committed = true
 	res.outcome = health.OutcomeStreamCut
 	return res

@@ -230,7 +230,7 @@ func (r *streamRelay) failed(a *attempt, f result) result {
 	if r.res.committed && !r.stages.recovered {
 		r.wd.extend() // the in-band error reaches a client that reads, however long the upstream was silent
 		r.writeHeld()
-		writeStreamErrorFor(a, r.w, r.httpFlusher, f.shown())
+		writeStreamErrorFor(a, r.w, r.httpFlusher, f.shown(), &r.stages.seq)
 	}
 	f.status, f.committed, f.ttft = r.res.status, r.res.committed, r.res.ttft
 	return f

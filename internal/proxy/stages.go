@@ -1,8 +1,10 @@
 package proxy
 
 import (
+	"bytes"
 	"net/http"
 
+	"github.com/switchyard-io/switchyard/internal/proxy/clientapi"
 	"github.com/switchyard-io/switchyard/internal/proxy/piimask"
 	"github.com/switchyard-io/switchyard/internal/proxy/recovery"
 	"github.com/switchyard-io/switchyard/internal/proxy/sse"
@@ -35,7 +37,8 @@ const (
 	depart                // the stream is not the answer the client is getting: the attempt fails
 )
 
-// maxStages bounds an attempt's stages (build lists them).
+// maxStages bounds an attempt's stages (build lists them; the Responses numbering stage is only in
+// streams without the conversion, and without the recovery's two).
 const maxStages = 5
 
 // streamStages is an attempt's stream pipeline, built once when its relay begins. read are the
@@ -57,6 +60,7 @@ type streamStages struct {
 	convert convertStage
 	usage   usageStage
 	restore restoreStage
+	seq     responsesSeqStage
 	// ev is the event being relayed. The stages take it by pointer, so it lives here rather
 	// than escaping once per event.
 	ev sse.Event
@@ -73,6 +77,12 @@ func (p *streamStages) build(s *Server, a *attempt) {
 		stages = append(stages, &p.convert)
 	}
 	p.read = stages[:len(stages):len(stages)]
+	if !translated && a.path == clientapi.PathResponses {
+		// A Responses stream passed through: its in-band error, should it break, goes on from
+		// the channel's sequence numbers.
+		p.seq.on = true
+		stages = append(stages, &p.seq)
+	}
 	p.usage = usageStage{s: s, call: a.call, channel: a.channel, model: a.model, counted: a.counted,
 		meter: a.meter.tap, translated: translated}
 	stages = append(stages, &p.usage)
@@ -213,3 +223,33 @@ func (t *tapStage) event(ev *sse.Event) verdict {
 }
 
 func (*tapStage) end() []byte { return nil }
+
+// responsesSeqStage follows the sequence_number of a Responses stream passed through as the
+// channel sent it, so that the in-band error ending it, should it break, is numbered next (the
+// AI SDK requires the number). It only reads.
+type responsesSeqStage struct {
+	on   bool
+	next int
+}
+
+var sequenceNumber = []byte(`"sequence_number":`)
+
+func (st *responsesSeqStage) event(ev *sse.Event) verdict {
+	i := bytes.Index(ev.Data, sequenceNumber)
+	if i < 0 {
+		return pass
+	}
+	n, digits := 0, 0
+	for _, c := range bytes.TrimLeft(ev.Data[i+len(sequenceNumber):], " ") {
+		if c < '0' || c > '9' || digits == 9 {
+			break
+		}
+		n, digits = n*10+int(c-'0'), digits+1
+	}
+	if digits > 0 && n >= st.next {
+		st.next = n + 1
+	}
+	return pass
+}
+
+func (*responsesSeqStage) end() []byte { return nil }

@@ -69,8 +69,15 @@ func (responsesStream) End() []byte { return nil }
 
 // errorEvent is the Responses API's in-band error: an "error" event with the next sequence_number.
 func (r responsesStream) errorEvent(detail string) []byte {
+	return responsesErrorEvent(r.Seq(), detail)
+}
+
+// responsesErrorEvent is the Responses API's in-band error event, numbered seq: the shape the
+// openai SDK throws as an APIError and the AI SDK reads as an error chunk (sequence_number is
+// required there).
+func responsesErrorEvent(seq int, detail string) []byte {
 	b, _ := json.Marshal(map[string]any{"type": "error", "code": "stream_interrupted", "param": nil,
-		"message": "the upstream stream was interrupted before completion: " + detail, "sequence_number": r.Seq()})
+		"message": "the upstream stream was interrupted before completion: " + detail, "sequence_number": seq})
 	return append(append([]byte("event: error\ndata: "), b...), '\n', '\n')
 }
 
@@ -310,9 +317,16 @@ func (a *attempt) streamEnd() []byte {
 }
 
 // writeStreamErrorFor ends a committed stream with an in-band error event in the client's API.
-func writeStreamErrorFor(a *attempt, w http.ResponseWriter, f http.Flusher, detail string) {
+// seq is the next sequence_number of a Responses stream passed through as the channel sent it
+// (responsesSeqStage); a translated one counts its own.
+func writeStreamErrorFor(a *attempt, w http.ResponseWriter, f http.Flusher, detail string, seq *responsesSeqStage) {
 	if r, ok := a.wireStream().(responsesStream); ok {
 		_, _ = w.Write(r.errorEvent(detail))
+		flushIf(f)
+		return
+	}
+	if seq != nil && seq.on {
+		_, _ = w.Write(responsesErrorEvent(seq.next, detail))
 		flushIf(f)
 		return
 	}
