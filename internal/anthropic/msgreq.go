@@ -35,6 +35,26 @@ func Inspect(body []byte) Needs {
 	return n
 }
 
+// InspectResponses is Inspect for an OpenAI Responses API request: its input (a string or
+// items: messages with input_text and input_image parts, function calls and their outputs),
+// instructions and tools.
+func InspectResponses(body []byte) Needs {
+	var r struct {
+		Tools        []json.RawMessage `json:"tools"`
+		Instructions json.RawMessage   `json:"instructions"`
+		Input        json.RawMessage   `json:"input"`
+	}
+	_ = json.Unmarshal(body, &r)
+	n := Needs{Tools: len(r.Tools) > 0, TextBytes: len(r.Instructions)}
+	for _, t := range r.Tools {
+		n.TextBytes += len(t)
+	}
+	if len(r.Input) > 0 {
+		n.walk(r.Input)
+	}
+	return n
+}
+
 // walk counts the text of a message (or block) and notes its images.
 func (n *Needs) walk(raw json.RawMessage) {
 	var s string
@@ -56,13 +76,13 @@ func (n *Needs) walk(raw json.RawMessage) {
 	var typ string
 	_ = json.Unmarshal(obj["type"], &typ)
 	switch typ {
-	case "image", "image_url", "document":
+	case "image", "image_url", "document", "input_image", "input_file":
 		n.Vision = true
 		return
 	}
 	for k, v := range obj {
 		switch k {
-		case "content", "text", "arguments", "input", "tool_calls", "function":
+		case "content", "text", "arguments", "input", "tool_calls", "function", "output":
 			if k == "input" {
 				n.TextBytes += len(v)
 				continue

@@ -208,6 +208,27 @@ func TestInspect(t *testing.T) {
 	}
 }
 
+// TestInspectResponses: a Responses API request's images, tools and text, in the input's string
+// or items form, instructions included.
+func TestInspectResponses(t *testing.T) {
+	for _, c := range []struct {
+		body          string
+		vision, tools bool
+		text          int
+	}{
+		{`{"input":"hello","instructions":"\"be brief\""}`, false, false, 5 + 14}, // instructions counted as the raw value, as system is
+		{`{"input":[{"role":"user","content":[{"type":"input_text","text":"what is it?"},{"type":"input_image","image_url":"data:image/png;base64,AAAA"}]}]}`, true, false, 11},
+		{`{"tools":[{"type":"function","name":"f"}],"input":[{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"sunny"}]}`, false, true, 30 + 2 + 5},
+		{`{"input":[{"type":"message","role":"user","content":"hi"}]}`, false, false, 2},
+		{`{"model":"m"}`, false, false, 0},
+	} {
+		n := InspectResponses([]byte(c.body))
+		if n.Vision != c.vision || n.Tools != c.tools || n.TextBytes != c.text {
+			t.Errorf("%s: %+v, want vision %v tools %v text %d", c.body, n, c.vision, c.tools, c.text)
+		}
+	}
+}
+
 // TestStructuredOutputs: response_format's json_schema is the Messages API's output_config.format
 // and back (strict, as Anthropic's constrained decoding is); text asks for nothing;
 // output_config's effort has no equivalent and is named. json_object: structured_test.go.

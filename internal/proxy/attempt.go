@@ -13,12 +13,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/switchyard-io/switchyard/internal/anthropic"
 	"github.com/switchyard-io/switchyard/internal/failover"
 	"github.com/switchyard-io/switchyard/internal/health"
 	"github.com/switchyard-io/switchyard/internal/pii"
 	"github.com/switchyard-io/switchyard/internal/provider"
-	"github.com/switchyard-io/switchyard/internal/proxy/clientapi"
 	"github.com/switchyard-io/switchyard/internal/proxy/piimask"
 	"github.com/switchyard-io/switchyard/internal/proxy/recovery"
 	"github.com/switchyard-io/switchyard/internal/proxy/sse"
@@ -333,13 +331,12 @@ func abandonedTokens(a *attempt) (prompt, completion int) {
 }
 
 // promptEstimate is the attempt's prompt tokens estimated from its text where the proxy reads it
-// (chat/completions and the Messages API), else from the whole body: at least one. The body is
-// the client's API's (a continuation's with its prefill). It reads the body again: for the
-// rare abandoned stream only.
+// (inspected), else from the whole body: at least one. The body is the client's API's (a
+// continuation's with its prefill). It reads the body again: for the rare abandoned stream only.
 func (a *attempt) promptEstimate() int {
 	n := 0
-	if a.path == "/chat/completions" || clientapi.IsMessagesPath(a.path) {
-		n = anthropic.Inspect(a.body).TextBytes
+	if inspected(a.path) {
+		n = inspect(a.path, a.body).TextBytes
 	}
 	if n == 0 {
 		n = len(a.body)

@@ -327,11 +327,21 @@ func TestCapabilityRouting(t *testing.T) {
 	if rep.status != 200 {
 		t.Errorf("image to a model with vision: %d %s", rep.status, rep.body)
 	}
+	// The same for the Responses API's input_image parts, and its prompt's size.
+	respImg := `{"model":"claude-blind","input":[{"role":"user","content":[{"type":"input_text","text":"what?"},{"type":"input_image","image_url":"https://example.com/a.png"}]}]}`
+	if rep = r.post("/v1/responses", respImg); rep.status != 400 || !strings.Contains(rep.body, "vision") || r.B.Total() != 0 {
+		t.Errorf("Responses image to a model without vision: %d %s (B got %d)", rep.status, rep.body, r.B.Total())
+	}
 
 	long := strings.Repeat("lorem ipsum ", 200) // 2,400 bytes: at least 300 tokens, over claude-tiny's 100
 	rep = r.post("/v1/chat/completions", fmt.Sprintf(`{"model":"claude-tiny","messages":[{"role":"user","content":%q}]}`, long))
 	if rep.status != 200 || rep.header.Get("X-Switchyard-Model") != "claude-sonnet" || r.A.Requests("claude-tiny") != 0 {
 		t.Errorf("overflow: %d model %s, claude-tiny asked %d times\n%s", rep.status, rep.header.Get("X-Switchyard-Model"), r.A.Requests("claude-tiny"), rep.body)
+	}
+	tinyAsked := r.A.Requests("claude-tiny")
+	rep = r.post("/v1/responses", fmt.Sprintf(`{"model":"claude-tiny","input":%q}`, long))
+	if rep.status != 200 || rep.header.Get("X-Switchyard-Model") != "claude-sonnet" || r.A.Requests("claude-tiny") != tinyAsked {
+		t.Errorf("Responses overflow: %d model %s\n%s", rep.status, rep.header.Get("X-Switchyard-Model"), rep.body)
 	}
 	rep = r.post("/v1/chat/completions", `{"model":"claude-tiny","messages":[{"role":"user","content":"short"}]}`)
 	if rep.status != 200 || rep.header.Get("X-Switchyard-Model") != "claude-tiny" {

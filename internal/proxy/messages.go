@@ -20,15 +20,29 @@ type need struct {
 func (rt *routeState) needs() *anthropic.Needs {
 	if !rt.need.read {
 		rt.need.read = true
-		if rt.path == "/chat/completions" || clientapi.IsMessagesPath(rt.path) {
+		if inspected(rt.path) {
 			b := rt.req.Body
 			if b == nil {
 				b, _ = rt.req.BodyFor(rt.req.Model) // a body decoded by encoding/json
 			}
-			rt.need.Needs = anthropic.Inspect(b)
+			rt.need.Needs = inspect(rt.path, b)
 		}
 	}
 	return &rt.need.Needs
+}
+
+// inspected says whether the proxy reads the needs of a request to path (after /v1): the APIs
+// whose prompts it knows (chat completions, Responses, Messages).
+func inspected(path string) bool {
+	return path == "/chat/completions" || path == clientapi.PathResponses || clientapi.IsMessagesPath(path)
+}
+
+// inspect reads what a request to an inspected path asks of the model.
+func inspect(path string, body []byte) anthropic.Needs {
+	if path == clientapi.PathResponses {
+		return anthropic.InspectResponses(body)
+	}
+	return anthropic.Inspect(body)
 }
 
 // promptTokensAtLeast is a lower bound on a prompt's tokens from its text: no tokenizer in use
