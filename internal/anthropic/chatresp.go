@@ -317,7 +317,7 @@ func (s *ChatStream) Event(data []byte) (StreamOut, error) {
 			s.violated = true
 			out = append(s.content(out), chunk(map[string]any{"error": violation.errorObject()})...)
 		}
-		return StreamOut{Data: out, Finished: true, Usage: u}, nil
+		return StreamOut{Data: out, Finished: true, Usage: u, Violation: violation}, nil
 	case "message_stop":
 		return StreamOut{Finished: true}, nil
 	}

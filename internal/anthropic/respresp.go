@@ -348,7 +348,7 @@ func (s *ResponsesStream) complete(stop string) StreamOut {
 		if v := s.text.validate(s.out); v != nil {
 			e := v.errorObject()
 			out = append(out, s.ev("error", map[string]any{"code": e["code"], "message": e["message"], "param": nil})...)
-			return StreamOut{Data: s.content(out), Finished: true, Usage: u}
+			return StreamOut{Data: s.content(out), Finished: true, Usage: u, Violation: v}
 		}
 	}
 	sort.SliceStable(s.output, func(a, b int) bool { return s.output[a].index < s.output[b].index })

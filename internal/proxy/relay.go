@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/switchyard-io/switchyard/internal/anthropic"
 	"github.com/switchyard-io/switchyard/internal/failover"
 	"github.com/switchyard-io/switchyard/internal/health"
 	"github.com/switchyard-io/switchyard/internal/proxy/clientapi"
@@ -184,6 +185,12 @@ func (r *streamRelay) writeHeld() {
 // ended is the result of a stream that closed after its answer was complete.
 func (r *streamRelay) ended(a *attempt) result {
 	r.res.outcome = health.OutcomeSuccess
+	if a.wire != nil && a.wire.violation != nil {
+		// The channel answered and the model missed the schema: the client's failure, as the
+		// non-streamed 502 is (answerFailure), with nothing against the channel's health.
+		v := a.wire.violation
+		r.res.outcome, r.res.errCode, r.res.detail = health.OutcomeClientError, anthropic.SchemaViolationCode, v.Error()
+	}
 	if !r.sr.SawDone && r.res.committed {
 		// A clean close after finish_reason is a complete answer: end it now for the client,
 		// with the terminator clients wait for.

@@ -178,6 +178,14 @@ func TestStrictViolationOnClaude(t *testing.T) {
 	if rep.status != 200 || types[len(types)-1] != "error" || strings.Contains(rep.body, "response.completed") || !strings.Contains(rep.body, `"code":"schema_violation"`) {
 		t.Errorf("streamed violation: %d %s", rep.status, rep.body)
 	}
+	// The streamed violation is the client's failure in the access log too, not a success.
+	lines := strings.Split(strings.TrimSpace(r.accessLog.String()), "\n")
+	if last := lines[len(lines)-1]; !strings.Contains(last, `"outcome":"client_error"`) || !strings.Contains(last, `"errorCode":"schema_violation"`) {
+		t.Errorf("the streamed violation's access log line: %s", last)
+	}
+	if n := r.B.Requests("claude-sonnet"); n != 0 {
+		t.Errorf("the streamed violation failed over: claude-b asked %d times", n)
+	}
 	// The same answer without strict passes as it came.
 	rep = r.post("/v1/chat/completions", `{"model":"claude-sonnet","messages":[{"role":"user","content":"Paris"}],"response_format":{"type":"json_schema","json_schema":{"name":"trip","schema":`+tripSchemaJSON+`}}}`)
 	if rep.status != 200 || chatText(t, rep.body, false) != `{"city":"Paris","days":"two"}` {

@@ -49,6 +49,9 @@ type upstream struct {
 	errorBody func(status int, body []byte) []byte
 	// messagesClient: the client speaks the Messages API (its stream's end and in-band error).
 	messagesClient bool
+	// violation is set when a translated strict stream ended invalid against its schema: its
+	// in-band error went out in place of the end, and the attempt is the client's failure.
+	violation *anthropic.SchemaViolation
 }
 
 // streamConverter turns the upstream's stream events into the client's.
@@ -273,6 +276,9 @@ func (u *upstream) convertEvent(ev *sse.Event) bool {
 	ev.Raw = out.Data
 	ev.NoData = len(out.Data) == 0
 	ev.Finished = ev.Finished || out.Finished
+	if out.Violation != nil {
+		u.violation = out.Violation
+	}
 	ev.Usage = nil
 	if out.Usage != nil {
 		ev.Usage = &sse.Usage{PromptTokens: out.Usage.Prompt, CompletionTokens: out.Usage.Completion}
