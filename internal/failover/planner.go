@@ -170,10 +170,10 @@ const CodeContextLengthExceeded = "context_length_exceeded"
 // Every attempt after the first needs the retry budget of its model's policy, but a failover
 // away from a channel the health engine has ejected meanwhile to one it routes (leavesEjected);
 // the request's deadline (the first channel's request timeout plus its fallbackRequest timeout)
-// bounds every attempt and wait. Attempts are bounded by the requested policy's maxAttempts. Every hop stays
-// within what the first policy may reach: another namespace's model only with its consent
-// (acceptFallbackFrom), and only channels within the first policy's requireResidency. Every hop
-// also stays within what the client may call (SetAllowed): a fallbackModels or
+// bounds every attempt and wait. Attempts are bounded by the requested policy's maxAttempts.
+// Every hop stays within what the first policy may reach: another namespace's model only with its
+// consent (acceptFallbackFrom), and only channels within the first policy's requireResidency.
+// Every hop also stays within what the client may call (SetAllowed): a fallbackModels or
 // contextOverflowModels hop to a model outside the client's models is skipped (Skipped names it),
 // and when none is left the request ends as it would have without the hop.
 //
