@@ -414,6 +414,8 @@ type Retry struct {
 	MaxAttempts *int32 `json:"maxAttempts,omitempty"`
 
 	// budgetPercent is the share of recent requests that may be retries (storm guard; default 20).
+	// A failover away from a channel the health engine has ejected meanwhile, to a routable one,
+	// does not count: once a channel is ejected new requests go elsewhere anyway.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100

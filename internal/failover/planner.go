@@ -167,12 +167,13 @@ const CodeContextLengthExceeded = "context_length_exceeded"
 // is cheaper than moving load to a neighbour (the design notes: slow down, do not cut). A 429
 // without Retry-After, or with a longer one, moves on like a failure.
 //
-// Every attempt after the first needs the retry budget of its model's policy, and the request's
-// deadline (the first channel's request timeout plus its fallbackRequest timeout) bounds every
-// attempt and wait. Attempts are bounded by the requested policy's maxAttempts. Every hop stays
-// within what the first policy may reach: another namespace's model only with its consent
-// (acceptFallbackFrom), and only channels within the first policy's requireResidency. Every hop
-// also stays within what the client may call (SetAllowed): a fallbackModels or
+// Every attempt after the first needs the retry budget of its model's policy, but a failover
+// away from a channel the health engine has ejected meanwhile to one it routes (leavesEjected);
+// the request's deadline (the first channel's request timeout plus its fallbackRequest timeout)
+// bounds every attempt and wait. Attempts are bounded by the requested policy's maxAttempts.
+// Every hop stays within what the first policy may reach: another namespace's model only with its
+// consent (acceptFallbackFrom), and only channels within the first policy's requireResidency.
+// Every hop also stays within what the client may call (SetAllowed): a fallbackModels or
 // contextOverflowModels hop to a model outside the client's models is skipped (Skipped names it),
 // and when none is left the request ends as it would have without the hop.
 //
@@ -376,7 +377,7 @@ func (p *Plan) after(now time.Time) (Step, bool) {
 
 // try hands out one attempt on ch, within the retry budget and the deadline.
 func (p *Plan) try(now time.Time, mr *Model, ch *routing.Channel, id string, panicRoute, same bool) Step {
-	if p.attempts > 0 && !mr.Budget.AllowRetry(now, mr.Policy.Retry.BudgetPercent) {
+	if p.attempts > 0 && !p.leavesEjected(now, panicRoute, same) && !mr.Budget.AllowRetry(now, mr.Policy.Retry.BudgetPercent) {
 		p.lastDetail += " (retry budget exhausted)"
 		st := p.fail(now)
 		st.BudgetExhausted, st.Model = true, mr
@@ -399,6 +400,39 @@ func (p *Plan) try(now time.Time, mr *Model, ch *routing.Channel, id string, pan
 	p.attempts++
 	p.tryCh, p.tryID, p.tryModel, p.tryPanic = ch, id, mr, panicRoute
 	return Step{Action: ActionTry, Channel: ch, Model: mr, Timeout: timeout, Panic: panicRoute, Same: same}
+}
+
+// leavesEjected reports whether the retry about to be handed out moves the request away from a
+// channel×model the health engine has taken out of rotation since (Ejected, or on to Probing;
+// or an operator's spec.disabled) to one it routes: failover, which the retry budget does not
+// charge. The budget guards the providers against retries multiplying the load while a channel
+// fails and nobody has judged it yet; once the engine has ejected it, every new request goes to
+// the channels left anyway, and the requests that were in flight on it (with a hung provider,
+// all of them time out together) take the path the new ones take, at most once per ejected
+// channel: that adds no load the ejection did not already move. Charging them let the budget cut
+// the tail of one outage (the demo's hung primary: 40 retries at once against a limit of 38).
+//
+// Everything else is charged as it always was: a retry away from a channel still in rotation
+// (failing but not judged: the storm the budget is for), away from one cut by a Retry-After (a
+// 429 is a load signal, and one answer sets it, where an ejection takes a trip rule's
+// evidence), panic routing (nothing is routable: every retry is load on a failing channel),
+// the same channel again, and the listed cohort, which ignores health verdicts.
+//
+// It reads the engine when the retry is planned: the drivers (proxy, replay, simulate) report
+// an attempt to the engine before they report it to the plan, so an ejection that attempt
+// caused counts already.
+func (p *Plan) leavesEjected(now time.Time, panicRoute, same bool) bool {
+	if panicRoute || same || p.listed || p.tryModel == nil {
+		return false
+	}
+	st, ok := p.health.StatusOf(now, health.Key{Channel: p.tryID, Model: p.tryModel.Name})
+	return ok && outOfRotation(st.Phase)
+}
+
+// outOfRotation: the phases a verdict (the engine's or an operator's) keeps a channel×model out
+// of real traffic in.
+func outOfRotation(ph health.Phase) bool {
+	return ph == health.PhaseEjected || ph == health.PhaseProbing || ph == health.PhaseDisabled
 }
 
 // fail ends the request with the answer for "no channel could answer".
