@@ -227,7 +227,9 @@ func hashJSON(b []byte) string {
 }
 
 // ObjectKey names an object in Table.Generations and the proxies' admin API: kind/namespace/name.
-func ObjectKey(kind, namespace, name string) string { return kind + "/" + QualifiedName(namespace, name) }
+func ObjectKey(kind, namespace, name string) string {
+	return kind + "/" + QualifiedName(namespace, name)
+}
 
 // Generations maps every object in the table (ObjectKey) to the generation it was compiled from.
 func (t *Table) Generations() map[string]int64 {
