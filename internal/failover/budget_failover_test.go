@@ -205,3 +205,38 @@ func TestBudgetFreeRetriesAreThoseAwayFromAVerdict(t *testing.T) {
 		})
 	}
 }
+
+// A continuation follows the retry's rule (Plan.AllowContinuation): away from a channel the
+// engine ejected it is free, away from one still in rotation it is charged (the floor, then
+// refused), and with no channel known it is charged too.
+func TestContinuationsFollowTheRetryBudgetRule(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		phase health.Phase
+		free  bool
+	}{
+		{"broken on an ejected channel", health.PhaseEjected, true},
+		{"broken on a channel in rotation", health.PhaseDegraded, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(nil)
+			h := &outHealth{fakeHealth: fakeHealth{out: map[string]bool{"a": tt.phase != health.PhaseDegraded}}, phase: tt.phase}
+			var p Plan
+			p.Start(w, h, fixedRand(0), t0, "gpt-4o")
+			mr := w.models["gpt-4o"]
+			allowed := 0
+			for range 100 {
+				if p.AllowContinuation(t0, mr, "a") {
+					allowed++
+				}
+			}
+			want := BudgetFloorPerSecond * BudgetBuckets
+			if tt.free {
+				want = 100
+			}
+			if allowed != want {
+				t.Errorf("%d of 100 continuations allowed, want %d", allowed, want)
+			}
+		})
+	}
+}

@@ -429,6 +429,20 @@ func (p *Plan) leavesEjected(now time.Time, panicRoute, same bool) bool {
 	return ok && outOfRotation(st.Phase)
 }
 
+// AllowContinuation reports whether a continuation of mr's stream, which broke on channel
+// broken (the first attempt's, or the last continuation's), may be sent within the retry budget,
+// and counts it when the budget is charged. As for a retry (leavesEjected), a continuation away
+// from a channel×model the engine has taken out of rotation since is failover and draws
+// nothing: Continue picks only routable channels, so it goes where new requests go. Everything
+// else is charged: in an outage that breaks every stream, continuations must not double the load
+// on the channels left while the one that broke them is still in rotation.
+func (p *Plan) AllowContinuation(now time.Time, mr *Model, broken string) bool {
+	if st, ok := p.health.StatusOf(now, health.Key{Channel: broken, Model: mr.Name}); ok && outOfRotation(st.Phase) {
+		return true
+	}
+	return mr.Budget.AllowRetry(now, mr.Policy.Retry.BudgetPercent)
+}
+
 // outOfRotation: the phases a verdict (the engine's or an operator's) keeps a channel×model out
 // of real traffic in.
 func outOfRotation(ph health.Phase) bool {

@@ -134,9 +134,10 @@ func (rt *routeState) recoverStream(ctx context.Context, broken *attempt, mr *fa
 	deadline := s.clock.Now().Add(broken.channel.Timeouts.FallbackRequest)
 	lastRes := res
 	passOver := map[string]bool{} // channels refusing the prefill, or writing another answer
+	from := broken.channel.ID()   // the channel the stream last broke on (the budget's rule)
 	tap.EndPart()
 	for i := 1; why == "" && i <= limit; i++ {
-		ch, splice, remaining, w := rt.nextContinuation(mr, deadline, passOver, len(tap.Text) == 0 || traits.deterministic())
+		ch, splice, remaining, w := rt.nextContinuation(mr, deadline, passOver, len(tap.Text) == 0 || traits.deterministic(), from)
 		if ch == nil {
 			why = w
 			break
@@ -147,7 +148,7 @@ func (rt *routeState) recoverStream(ctx context.Context, broken *attempt, mr *fa
 			break
 		}
 		r := s.do(ctx, rt.w, a)
-		lastRes = r
+		lastRes, from = r, ch.ID()
 		if !prefillRejected(&r) && !a.cont.Failed {
 			rt.failed(ch, &r) // a refusal of the prefill, or another answer, says nothing against the channel
 		}
@@ -181,8 +182,9 @@ func (rt *routeState) recoverStream(ctx context.Context, broken *attempt, mr *fa
 }
 
 // nextContinuation decides where the next continuation goes and within what time: nil, and why,
-// when the deadline has passed, no channel can continue, or the retry budget is spent.
-func (rt *routeState) nextContinuation(mr *failover.Model, deadline time.Time, passOver map[string]bool, spliceOK bool) (ch *routing.Channel, splice bool, remaining time.Duration, why string) {
+// when the deadline has passed, no channel can continue, or the retry budget is spent. from is
+// the channel the stream last broke on.
+func (rt *routeState) nextContinuation(mr *failover.Model, deadline time.Time, passOver map[string]bool, spliceOK bool, from string) (ch *routing.Channel, splice bool, remaining time.Duration, why string) {
 	s := rt.s
 	if remaining = deadline.Sub(s.clock.Now()); remaining <= 0 {
 		return nil, false, 0, "no continuation within the request's deadline"
@@ -190,10 +192,9 @@ func (rt *routeState) nextContinuation(mr *failover.Model, deadline time.Time, p
 	if ch, splice = rt.continuationTarget(mr, passOver, spliceOK); ch == nil {
 		return nil, false, 0, "no channel can continue the answer (none with capabilities.prefill, and the request is not deterministic)"
 	}
-	// A continuation is one more request to a provider, as a retry is: in an outage that
-	// breaks every stream it must not double the load on the channels left. (Counted only
-	// when one is sent: AllowRetry counts the retry it allows.)
-	if !mr.Budget.AllowRetry(s.clock.Now(), mr.Policy.Retry.BudgetPercent) {
+	// A continuation is one more request to a provider, as a retry is, and the budget's rule is
+	// the planner's (Plan.AllowContinuation). Counted only when one is sent.
+	if !rt.plan.AllowContinuation(s.clock.Now(), mr, from) {
 		s.metrics.BudgetExhausted.WithLabelValues(mr.Policy.Namespace, mr.Name).Inc()
 		return nil, false, 0, fmt.Sprintf("the retry budget of policy %s is spent (retry.budgetPercent %d)", mr.Policy.Name, mr.Policy.Retry.BudgetPercent)
 	}

@@ -189,6 +189,7 @@ type request struct {
 	assumed bool
 
 	continued int32 // the number of the latest continuation followed (0: none)
+	contKey   int32 // its key
 }
 
 // chKey finds a key from the planner's channel and model without building an ID.
@@ -590,10 +591,14 @@ func (r *replayer) continued(req *request, e *entry, t int64) bool {
 		return false
 	}
 	mr := r.Model(r.setup.Models[r.keys[e.key].model].Model)
-	if mr == nil || !mr.Budget.AllowRetry(tm(t), mr.Policy.Retry.BudgetPercent) {
+	from := req.lastKey // the attempt whose stream broke, or the latest continuation
+	if req.continued > 0 {
+		from = req.contKey
+	}
+	if mr == nil || from < 0 || !req.plan.AllowContinuation(tm(t), mr, r.keys[from].key.Channel) {
 		return false
 	}
-	req.continued = e.continuation
+	req.continued, req.contKey = e.continuation, e.key
 	if e.outcome == health.OutcomeSuccess {
 		req.ok, req.cut = true, false
 	}
