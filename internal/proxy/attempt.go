@@ -61,7 +61,7 @@ type attempt struct {
 	wire *upstream
 	// translated is the body in the channel's API when routing made it already (nil: do makes it).
 	translated *translated
-	// Stream recovery (recovery.go), which reads these after the attempt: tap records what the
+	// Stream recovery (recover.go, package recovery), which reads these after the attempt: tap records what the
 	// client's stream got (a break of a stream with a tap is the recovery's to end); cont, on a
 	// continuation attempt (the continuation-th of the request), is the stage that rewrites its
 	// events into the rest of the client's stream, and tells the recovery whether it departed.

@@ -306,7 +306,7 @@ func (cc *clientCall) attempt(a *attempt, r *result) {
 }
 
 // priorTokens records the parts of a recovered stream that broke before the part that finished
-// it (partusage.go): the tokens the client's usage was told, estimated where a part reported
+// it (recovery.UsageSum): the tokens the client's usage was told, estimated where a part reported
 // none. They count against the client's token limits, as the provider bills them.
 func (cc *clientCall) priorTokens(p, c int64, estimated bool) { cc.add(p, c, estimated) }
 

@@ -17,9 +17,9 @@ import (
 // clientsState is the proxy's client authentication, limits and audit: what outlives a reload.
 type clientsState struct {
 	s        *Server
-	limiters sync.Map // client ID -> *clientLimiter
+	limiters sync.Map // client ID -> *clients.Limiter
 	metrics  *clientMetrics
-	throttle *clients.Throttle // failed keys per source (auththrottle.go); nil: off
+	throttle *clients.Throttle // failed keys per source (clients.Throttle); nil: off
 	active   atomic.Int64      // clients with a request in flight (the fair share's divisor)
 	mu       sync.Mutex
 	mode     string // the last mode logged ("required", "open")

@@ -333,7 +333,7 @@ type routeState struct {
 	need         need
 	translations map[translationKey]translationResult
 	// failedOn are the channels that failed this request, and whether a failure there was a
-	// timeout: a stream recovery tries them last, or not at all (recovery.go). nil until one does.
+	// timeout: a stream recovery tries them last, or not at all (recover.go). nil until one does.
 	failedOn map[string]bool
 }
 

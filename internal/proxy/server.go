@@ -101,7 +101,7 @@ type Options struct {
 	// while Audit cannot be written: by default while client keys are required.
 	AuditRequired AuditRequirement
 	// AuthFailuresPerSecond is the rate at which a source address (IPv4, or IPv6 /64) may fail
-	// the key check after a burst of 20 (auththrottle.go); beyond it, 429 too_many_auth_failures.
+	// the key check after a burst of 20 (clients.Throttle); beyond it, 429 too_many_auth_failures.
 	// 0: clients.DefaultAuthFailuresPerSecond (2); negative: not throttled.
 	AuthFailuresPerSecond float64
 	// Fleet connects the replica to a fleet store (--fleet-redis); nil: it judges alone.

@@ -168,7 +168,7 @@ func (u *usageStage) event(ev *sse.Event) verdict {
 
 func (*usageStage) end() []byte { return nil }
 
-// restoreStage puts the request's masked values back into the stream (piistream.go); a
+// restoreStage puts the request's masked values back into the stream (piimask.StreamRestore); a
 // translated event may carry several chunks, restored one by one (restoreEvents).
 type restoreStage struct {
 	r          *piimask.StreamRestore

@@ -22,7 +22,7 @@ const (
 	ThrottleSources              = 4096
 )
 
-// ThrottleSettings configure an authThrottle. rate <= 0 turns it off.
+// ThrottleSettings configure a Throttle. Rate <= 0 turns it off.
 type ThrottleSettings struct {
 	Rate    float64 // tokens a second a source gets back
 	Burst   float64 // a source's tokens at most (and at first)
