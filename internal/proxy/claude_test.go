@@ -25,7 +25,8 @@ const keyClaudeC = "sk-test-provider-c-openai-31aa"
 
 // newClaudeRig is a proxy in front of two mock Anthropic channels (A, B) serving claude-sonnet,
 // and a mock OpenAI channel (C) serving gpt-4o. claude-tiny (contextWindow 100) overflows to
-// claude-sonnet; claude-blind is served only by a channel without vision.
+// claude-sonnet; claude-blind is served only by a channel without vision, claude-notools only by
+// one without tools.
 func newClaudeRig(t *testing.T, claudePolicy ...string) (*rig, *mockprovider.Server) {
 	t.Helper()
 	return newClaudeRigOpts(t, nil, claudePolicy...)
@@ -75,6 +76,7 @@ spec:
   models:
     - {name: claude-sonnet}
     - {name: claude-blind, capabilities: {vision: false}}
+    - {name: claude-notools, capabilities: {tools: false}}
   failureDomain: {region: b}
   %[7]s
 ---
@@ -102,7 +104,7 @@ apiVersion: switchyard.io/v1alpha1
 kind: RoutingPolicy
 metadata: {name: small}
 spec:
-  models: [claude-tiny, claude-blind]
+  models: [claude-tiny, claude-blind, claude-notools]
   channels: [{name: claude-a}, {name: claude-b}]
   contextOverflowModels: [claude-sonnet]
 ---
@@ -327,10 +329,20 @@ func TestCapabilityRouting(t *testing.T) {
 	if rep.status != 200 {
 		t.Errorf("image to a model with vision: %d %s", rep.status, rep.body)
 	}
+	// A json_object format goes to Claude as a forced tool: not to a model without tools.
+	toolless := `{"model":"claude-notools","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_object"}}`
+	before := r.B.Total()
+	if rep = r.post("/v1/chat/completions", toolless); rep.status != 400 || !strings.Contains(rep.body, "tools capability") || r.B.Total() != before {
+		t.Errorf("json_object to a model without tools: %d %s (B got %d)", rep.status, rep.body, r.B.Total()-before)
+	}
+	if rep = r.post("/v1/chat/completions", strings.Replace(toolless, "claude-notools", "claude-blind", 1)); rep.status != 200 {
+		t.Errorf("json_object to a model with tools: %d %s", rep.status, rep.body)
+	}
 	// The same for the Responses API's input_image parts, and its prompt's size.
 	respImg := `{"model":"claude-blind","input":[{"role":"user","content":[{"type":"input_text","text":"what?"},{"type":"input_image","image_url":"https://example.com/a.png"}]}]}`
-	if rep = r.post("/v1/responses", respImg); rep.status != 400 || !strings.Contains(rep.body, "vision") || r.B.Total() != 0 {
-		t.Errorf("Responses image to a model without vision: %d %s (B got %d)", rep.status, rep.body, r.B.Total())
+	before = r.B.Total()
+	if rep = r.post("/v1/responses", respImg); rep.status != 400 || !strings.Contains(rep.body, "vision") || r.B.Total() != before {
+		t.Errorf("Responses image to a model without vision: %d %s (B got %d)", rep.status, rep.body, r.B.Total()-before)
 	}
 
 	long := strings.Repeat("lorem ipsum ", 200) // 2,400 bytes: at least 300 tokens, over claude-tiny's 100

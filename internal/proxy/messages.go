@@ -62,6 +62,11 @@ func (rt *routeState) unfit(ch *routing.Channel, model string) string {
 	if why := rt.untranslatable(ch, m); why != "" {
 		return why
 	}
+	if !m.Capabilities.Tools && speaksMessages(ch.Provider) {
+		if t, _ := rt.translation(ch, m); t != nil && t.output != nil && t.output.Tool {
+			return fmt.Sprintf("the request's response format goes to model %q on channel %s as a tool call and the model has no tools capability", model, ch.ID())
+		}
+	}
 	if c := m.Capabilities; c.Vision && c.Tools && (c.ContextWindow == 0 || promptTokensAtLeast(rt.req.Size()) <= c.ContextWindow) {
 		return "" // nothing to check, not even in the whole body: it is not read
 	}
@@ -97,9 +102,11 @@ func (rt *routeState) untranslatable(ch *routing.Channel, m *routing.ChannelMode
 	return ""
 }
 
-// translationKey names what a translated body depends on besides the request.
+// translationKey names what a translated body depends on besides the request. The provider, not
+// only its API family: structured output goes as output_config.format or as a forced tool by
+// target (anthropic.Target), so a Vertex and an Anthropic channel of one upstream model differ.
 type translationKey struct {
-	messages  bool // the channel speaks the Messages API
+	provider  string
 	upstream  string
 	maxTokens int
 }
@@ -111,7 +118,7 @@ type translationResult struct {
 
 // translation is the request in ch's API for model m, made on first use.
 func (rt *routeState) translation(ch *routing.Channel, m *routing.ChannelModel) (*translated, error) {
-	k := translationKey{messages: speaksMessages(ch.Provider), upstream: m.Upstream, maxTokens: m.Capabilities.MaxOutputTokens}
+	k := translationKey{provider: ch.Provider, upstream: m.Upstream, maxTokens: m.Capabilities.MaxOutputTokens}
 	if r, ok := rt.translations[k]; ok {
 		return r.t, r.err
 	}

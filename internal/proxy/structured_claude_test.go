@@ -3,11 +3,14 @@ package proxy
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/switchyard-io/switchyard/internal/anthropic"
 	"github.com/switchyard-io/switchyard/internal/mockprovider"
+	"github.com/switchyard-io/switchyard/internal/proxy/clientapi"
+	"github.com/switchyard-io/switchyard/internal/routing"
 )
 
 const (
@@ -190,5 +193,32 @@ func TestStrictViolationOnClaude(t *testing.T) {
 	rep = r.post("/v1/chat/completions", `{"model":"claude-sonnet","messages":[{"role":"user","content":"Paris"}],"response_format":{"type":"json_schema","json_schema":{"name":"trip","schema":`+tripSchemaJSON+`}}}`)
 	if rep.status != 200 || chatText(t, rep.body, false) != `{"city":"Paris","days":"two"}` {
 		t.Errorf("not strict: %d %s", rep.status, rep.body)
+	}
+}
+
+// TestTranslationsAreByProvider: routing's translation of a request is kept per provider, not per
+// API family: the same upstream model takes a json_schema as output_config.format on Anthropic's
+// API and as the forced tool on Vertex, so a failover from one to the other must not reuse the
+// first one's body.
+func TestTranslationsAreByProvider(t *testing.T) {
+	cr, err := clientapi.ParseRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"Paris"}],"response_format":{"type":"json_schema","json_schema":{"name":"trip","schema":` + tripSchemaJSON + `}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := &routeState{req: cr, path: "/chat/completions", header: http.Header{}}
+	channel := func(provider string) *routing.Channel {
+		return &routing.Channel{Name: provider, Provider: provider, Models: []routing.ChannelModel{{Name: "m", Upstream: "claude-sonnet-4-5-20250929"}}}
+	}
+	anth, vert := channel("anthropic"), channel("vertex")
+	ta, err := rt.translation(anth, &anth.Models[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	tv, err := rt.translation(vert, &vert.Models[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ta.output == nil || ta.output.Tool || tv.output == nil || !tv.output.Tool || !formatTool(t, tv.body) || formatTool(t, ta.body) {
+		t.Errorf("anthropic %+v, vertex %+v: want output_config.format on anthropic, the forced tool on vertex\n%s\n%s", ta.output, tv.output, ta.body, tv.body)
 	}
 }
