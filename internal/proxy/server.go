@@ -177,8 +177,8 @@ type modelRoute struct {
 	pii *piimask.Route // the policy's masking, shared by its models; nil when off
 }
 
-// New creates a proxy with no configuration: it answers 503 until Apply succeeds.
-func New(opts Options) *Server {
+// withDefaults is opts with every unset field at its default.
+func (opts Options) withDefaults() Options {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}
@@ -203,8 +203,7 @@ func New(opts Options) *Server {
 	if opts.Clock == nil {
 		opts.Clock = realClock{}
 	}
-	injected := opts.Transport != nil
-	if !injected {
+	if opts.Transport == nil {
 		opts.Transport = transport.Default()
 	}
 	if opts.Replica == "" {
@@ -216,6 +215,13 @@ func New(opts Options) *Server {
 	if opts.AuthFailuresPerSecond == 0 {
 		opts.AuthFailuresPerSecond = clients.DefaultAuthFailuresPerSecond
 	}
+	return opts
+}
+
+// New creates a proxy with no configuration: it answers 503 until Apply succeeds.
+func New(opts Options) *Server {
+	injected := opts.Transport != nil // it carries the TLS channels too
+	opts = opts.withDefaults()
 	b := make([]byte, 8)
 	_, _ = crand.Read(b)
 	s := &Server{
@@ -234,20 +240,7 @@ func New(opts Options) *Server {
 		panicModels:  map[string]int{},
 		panicTouched: map[string]bool{},
 	}
-	// The runtime's and the process's own figures (heap, goroutines, RSS, open files) beside the
-	// gateway's: the first thing to look at when a replica runs out of memory or file descriptors.
-	for _, c := range []prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
-		if err := opts.Registry.Register(c); err != nil && !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
-			opts.Logger.Warn("Failed to register a metrics collector", "error", err.Error())
-		}
-	}
-	s.metrics.InFlight = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "switchyard_requests_in_flight", Help: "API requests being served (bounded by --max-in-flight).",
-	}, func() float64 { return float64(s.inFlight.Load()) })
-	s.metrics.BodyBytes = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "switchyard_request_body_bytes_buffered", Help: "Bytes of client request bodies held in memory (bounded by --max-buffered-body-bytes).",
-	}, func() float64 { return float64(s.bodyBytes.Load()) })
-	opts.Registry.MustRegister(s.metrics.InFlight, s.metrics.BodyBytes)
+	s.registerServerMetrics()
 	s.clients = newClientsState(s)
 	s.fleet = s.newFleet()
 	s.observers = s.attemptObservers()
@@ -260,6 +253,26 @@ func New(opts Options) *Server {
 		s.metrics.connStats.Store(&f)
 	}
 	return s
+}
+
+// registerServerMetrics registers the runtime's and the process's collectors and the gauges
+// that read the server's own counters.
+func (s *Server) registerServerMetrics() {
+	reg := s.opts.Registry
+	// The runtime's and the process's own figures (heap, goroutines, RSS, open files) beside the
+	// gateway's: the first thing to look at when a replica runs out of memory or file descriptors.
+	for _, c := range []prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
+		if err := reg.Register(c); err != nil && !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
+			s.log.Warn("Failed to register a metrics collector", "error", err.Error())
+		}
+	}
+	s.metrics.InFlight = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "switchyard_requests_in_flight", Help: "API requests being served (bounded by --max-in-flight).",
+	}, func() float64 { return float64(s.inFlight.Load()) })
+	s.metrics.BodyBytes = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "switchyard_request_body_bytes_buffered", Help: "Bytes of client request bodies held in memory (bounded by --max-buffered-body-bytes).",
+	}, func() float64 { return float64(s.bodyBytes.Load()) })
+	reg.MustRegister(s.metrics.InFlight, s.metrics.BodyBytes)
 }
 
 // Engine exposes the health engine (admin API, tests).
