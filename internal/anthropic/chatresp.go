@@ -145,7 +145,7 @@ type ChatStream struct {
 	format       int  // the format tool's content block index, -1 for none
 	calls        bool // a tool call other than the format tool's went out
 	text         textBuffer
-	violated     bool
+	violation    *SchemaViolation // the strict answer ended invalid
 	// held is the text a forced format tool's answer holds back (as escaped JSON string
 	// content): the tool's input is the answer, and the text only if no such tool came.
 	held []byte
@@ -169,10 +169,13 @@ func (s *ChatStream) holdText(text json.RawMessage) bool {
 	return true
 }
 
+// Violation is the schema violation a strict stream ended with, nil for none.
+func (s *ChatStream) Violation() *SchemaViolation { return s.violation }
+
 // End is what a complete stream still owes the client: data: [DONE], but after a schema
 // violation's in-band error, nothing.
 func (s *ChatStream) End() []byte {
-	if s.violated {
+	if s.violation != nil {
 		return nil
 	}
 	return []byte("data: [DONE]\n\n")
@@ -314,10 +317,10 @@ func (s *ChatStream) Event(data []byte) (StreamOut, error) {
 			})...)
 		}
 		if violation != nil {
-			s.violated = true
+			s.violation = violation
 			out = append(s.content(out), chunk(map[string]any{"error": violation.errorObject()})...)
 		}
-		return StreamOut{Data: out, Finished: true, Usage: u, Violation: violation}, nil
+		return StreamOut{Data: out, Finished: true, Usage: u}, nil
 	case "message_stop":
 		return StreamOut{Finished: true}, nil
 	}

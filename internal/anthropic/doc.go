@@ -58,9 +58,6 @@ type StreamOut struct {
 	Finished bool
 	// Usage, when the event carried the answer's token counts.
 	Usage *Usage
-	// Violation: a strict answer that ended invalid against its schema; Data carries its
-	// in-band error in place of the answer's end. The channel answered: it is no failure of its.
-	Violation *SchemaViolation
 }
 
 // object decodes a JSON object into its members; null members are left out, so that a client's

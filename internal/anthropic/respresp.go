@@ -161,7 +161,11 @@ type ResponsesStream struct {
 	// completed: the response's last event went out (a message_delta's stop_reason); a
 	// message_stop without one completes the answer itself.
 	completed bool
+	violation *SchemaViolation // the strict answer ended invalid
 }
+
+// Violation is the schema violation a strict stream ended with, nil for none.
+func (s *ResponsesStream) Violation() *SchemaViolation { return s.violation }
 
 // streamItem is an output item being streamed.
 type streamItem struct {
@@ -348,7 +352,8 @@ func (s *ResponsesStream) complete(stop string) StreamOut {
 		if v := s.text.validate(s.out); v != nil {
 			e := v.errorObject()
 			out = append(out, s.ev("error", map[string]any{"code": e["code"], "message": e["message"], "param": nil})...)
-			return StreamOut{Data: s.content(out), Finished: true, Usage: u, Violation: v}
+			s.violation = v
+			return StreamOut{Data: s.content(out), Finished: true, Usage: u}
 		}
 	}
 	sort.SliceStable(s.output, func(a, b int) bool { return s.output[a].index < s.output[b].index })

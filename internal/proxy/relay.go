@@ -185,10 +185,9 @@ func (r *streamRelay) writeHeld() {
 // ended is the result of a stream that closed after its answer was complete.
 func (r *streamRelay) ended(a *attempt) result {
 	r.res.outcome = health.OutcomeSuccess
-	if a.wire != nil && a.wire.violation != nil {
+	if v := a.streamViolation(); v != nil {
 		// The channel answered and the model missed the schema: the client's failure, as the
 		// non-streamed 502 is (answerFailure), with nothing against the channel's health.
-		v := a.wire.violation
 		r.res.outcome, r.res.errCode, r.res.detail = health.OutcomeClientError, anthropic.SchemaViolationCode, v.Error()
 	}
 	if !r.sr.SawDone && r.res.committed {

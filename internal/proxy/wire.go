@@ -49,9 +49,6 @@ type upstream struct {
 	errorBody func(status int, body []byte) []byte
 	// messagesClient: the client speaks the Messages API (its stream's end and in-band error).
 	messagesClient bool
-	// violation is set when a translated strict stream ended invalid against its schema: its
-	// in-band error went out in place of the end, and the attempt is the client's failure.
-	violation *anthropic.SchemaViolation
 }
 
 // streamConverter turns the upstream's stream events into the client's.
@@ -276,9 +273,6 @@ func (u *upstream) convertEvent(ev *sse.Event) bool {
 	ev.Raw = out.Data
 	ev.NoData = len(out.Data) == 0
 	ev.Finished = ev.Finished || out.Finished
-	if out.Violation != nil {
-		u.violation = out.Violation
-	}
 	ev.Usage = nil
 	if out.Usage != nil {
 		ev.Usage = &sse.Usage{PromptTokens: out.Usage.Prompt, CompletionTokens: out.Usage.Completion}
@@ -307,6 +301,18 @@ func restoreEvents(sr *piimask.StreamRestore, raw []byte) []byte {
 		out = append(out, sr.Event(&ev)...)
 	}
 	return out
+}
+
+// streamViolation is the schema violation a translated strict stream ended with (its in-band
+// error went out in place of the end), nil for none. The converter keeps it: an upstream is
+// allocated per attempt, streamed or not, and holds no field for the rare case.
+func (a *attempt) streamViolation() *anthropic.SchemaViolation {
+	if v, ok := a.wireStream().(interface {
+		Violation() *anthropic.SchemaViolation
+	}); ok {
+		return v.Violation()
+	}
+	return nil
 }
 
 // streamEnd is what a complete stream that closed without the client's terminator still gets.
