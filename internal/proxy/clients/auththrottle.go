@@ -45,6 +45,7 @@ type authBucket struct {
 	at     time.Time // when tokens was right
 }
 
+// NewThrottle is an empty throttle with the given settings.
 func NewThrottle(set ThrottleSettings) *Throttle {
 	return &Throttle{set: set, buckets: map[netip.Prefix]*authBucket{}}
 }

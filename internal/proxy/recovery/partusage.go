@@ -26,6 +26,7 @@ import (
 // Cyrillic characters, per token).
 const estBytesPerToken = 4
 
+// EstTokens estimates the tokens of bytes of text (estBytesPerToken), rounded up.
 func EstTokens(bytes int) int { return (bytes + estBytesPerToken - 1) / estBytesPerToken }
 
 // Part is one part of a stream the client reads as one answer.

@@ -150,6 +150,7 @@ func ForEachData(b []byte, fn func(typ string, data []byte)) {
 	}
 }
 
+// ChatChunkView is what stream recovery reads of a chat completion chunk: its identity and choices.
 type ChatChunkView struct {
 	ID      string          `json:"id"`
 	Model   string          `json:"model"`
@@ -229,6 +230,7 @@ func (t *Tap) observeChoice(data []byte, i int) {
 	}
 }
 
+// IsJSONValue reports whether a JSON member is present and not null.
 func IsJSONValue(r json.RawMessage) bool { return len(r) > 0 && !bytes.Equal(r, []byte("null")) }
 
 type messagesEventView struct {
