@@ -817,6 +817,8 @@ func TestNotes(t *testing.T) {
 		`"kind":"GatewayClient"`,
 		"create secret generic my-team-keys",
 		`-H "Authorization: Bearer $KEY"`,
+		// Two controller replicas by default: the leader's log, not whichever pod deploy/ picks.
+		"get lease switchyard-controller.switchyard.io -o jsonpath='{.spec.holderIdentity}'",
 	} {
 		if !strings.Contains(notes, want) {
 			t.Errorf("NOTES lack %q:\n%s", want, notes)
