@@ -112,7 +112,7 @@ func TestBudgetStillRefusesAStormWhileTheChannelIsInRotation(t *testing.T) {
 	at := t0.Add(30 * time.Second)
 	// Nine answers between two failures: a 10% error rate, no streak, no ejection.
 	allowed, refused, _ := failAll(t, eng, reqs, at, health.OutcomeServerError, 9)
-	if st, _ := eng.StatusOf(at, health.Key{Channel: "a", Model: "gpt-4o"}); outOfRotation(st.Phase) {
+	if st, _ := eng.StatusOf(at, health.Key{Channel: "a", Model: "gpt-4o"}); st.Phase.OutOfRotation() {
 		t.Fatalf("a is %s, want it still in rotation (the scenario's premise)", st.Phase)
 	}
 	if floor := BudgetFloorPerSecond * BudgetBuckets; allowed != floor || refused != n-floor {

@@ -425,8 +425,13 @@ func (p *Plan) leavesEjected(now time.Time, panicRoute, same bool) bool {
 	if panicRoute || same || p.listed || p.tryModel == nil {
 		return false
 	}
-	st, ok := p.health.StatusOf(now, health.Key{Channel: p.tryID, Model: p.tryModel.Name})
-	return ok && outOfRotation(st.Phase)
+	return p.outOfRotation(now, health.Key{Channel: p.tryID, Model: p.tryModel.Name})
+}
+
+// outOfRotation reports whether the engine keeps k out of real traffic at now.
+func (p *Plan) outOfRotation(now time.Time, k health.Key) bool {
+	st, ok := p.health.StatusOf(now, k)
+	return ok && st.Phase.OutOfRotation()
 }
 
 // AllowContinuation reports whether a continuation of mr's stream, which broke on channel
@@ -437,16 +442,7 @@ func (p *Plan) leavesEjected(now time.Time, panicRoute, same bool) bool {
 // else is charged: in an outage that breaks every stream, continuations must not double the load
 // on the channels left while the one that broke them is still in rotation.
 func (p *Plan) AllowContinuation(now time.Time, mr *Model, broken string) bool {
-	if st, ok := p.health.StatusOf(now, health.Key{Channel: broken, Model: mr.Name}); ok && outOfRotation(st.Phase) {
-		return true
-	}
-	return mr.Budget.AllowRetry(now, mr.Policy.Retry.BudgetPercent)
-}
-
-// outOfRotation: the phases a verdict (the engine's or an operator's) keeps a channel×model out
-// of real traffic in.
-func outOfRotation(ph health.Phase) bool {
-	return ph == health.PhaseEjected || ph == health.PhaseProbing || ph == health.PhaseDisabled
+	return p.outOfRotation(now, health.Key{Channel: broken, Model: mr.Name}) || mr.Budget.AllowRetry(now, mr.Policy.Retry.BudgetPercent)
 }
 
 // fail ends the request with the answer for "no channel could answer".

@@ -137,6 +137,12 @@ func (p Phase) Severity() int {
 	return len(phaseSeverity)
 }
 
+// OutOfRotation reports whether a verdict (the engine's or an operator's) keeps a channel×model
+// out of real traffic in p: Ejected, Probing (probes only) or Disabled.
+func (p Phase) OutOfRotation() bool {
+	return p == PhaseEjected || p == PhaseProbing || p == PhaseDisabled
+}
+
 // ParsePhase parses the CamelCase phase name used in status and the journal.
 func ParsePhase(s string) (Phase, error) {
 	for i, n := range phaseNames {

@@ -857,7 +857,7 @@ func (ks *keyState) setPhase(p health.Phase, at int64) {
 	at = max(at, ks.since)
 	ks.phaseNs[ks.phase] += at - ks.since
 	ks.since = at
-	out := p == health.PhaseEjected || p == health.PhaseProbing || p == health.PhaseDisabled
+	out := p.OutOfRotation()
 	switch {
 	case out && !ks.isOut:
 		ks.isOut, ks.outStart = true, at
